@@ -1,0 +1,153 @@
+"""Opening the Fredica database: checks that never modify a file that is not ours, then the
+schema upgrade, then the engine the stores use.
+
+Checks, all on a read-only connection before anything is written:
+
+- a file that is not SQLite, or an SQLite file that is not Fredica's (its ``application_id``),
+  is refused with :class:`NotAFredicaDatabase`;
+- a file SQLite reports as damaged is refused with :class:`DatabaseCorrupt`;
+- a file migrated by a newer Fredica (a revision this one does not know) is refused with
+  :class:`DatabaseTooNew`.
+
+The upgrade runs every migration in one transaction (DDL is transactional on SQLite once the
+driver's own transaction handling is off, see :mod:`workers.db`): a failure rolls back and
+raises :class:`MigrationFailed`, and the file stays as it was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+import fredica_app
+from fredica_app.errors import (
+    DatabaseCorrupt,
+    DatabaseTooNew,
+    MigrationFailed,
+    NotAFredicaDatabase,
+)
+from fredica_app.library import models as _library_models  # noqa: F401 - registers tables
+from workers.db import Synchronous, create_sqlite_engine
+from workers.models import Base
+
+#: ``PRAGMA application_id`` of every Fredica database: "FRED".
+APPLICATION_ID = 0x46524544
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+metadata = Base.metadata
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts: inside the package when installed from a wheel or frozen, at the
+    repository's root when running from a checkout."""
+    here = Path(fredica_app.__file__).resolve().parent
+    for candidate in (here / "_migrations", here.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise MigrationFailed(f"the database migrations are missing (looked in {here})")
+
+
+def alembic_config(script_location: Path | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(script_location or migrations_dir()))
+    return cfg
+
+
+def check_database(path: Path, script_location: Path | None = None) -> str | None:
+    """Refuse a file that is not a usable Fredica database, without modifying it.
+
+    Returns the file's schema revision (None for a new or empty file).
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with path.open("rb") as f:
+        head = f.read(len(SQLITE_MAGIC))
+    if head != SQLITE_MAGIC:
+        raise NotAFredicaDatabase(
+            f"{path} is not a Fredica database (not an SQLite file); "
+            "move it away or choose another data directory"
+        )
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:  # pragma: no cover - open errors surface on first query
+        raise DatabaseCorrupt(f"{path} cannot be opened: {exc}") from exc
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if app_id != APPLICATION_ID and not (app_id == 0 and not tables):
+            raise NotAFredicaDatabase(
+                f"{path} is an SQLite database but not a Fredica one; "
+                "move it away or choose another data directory"
+            )
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise DatabaseCorrupt(
+                f"{path} is damaged ({'; '.join(problems[:3])}); restore it from a backup "
+                "or move it away to start a new one"
+            )
+        revision = None
+        if "alembic_version" in tables:
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            revision = row[0] if row else None
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseCorrupt(
+            f"{path} is damaged or not a database ({exc}); restore it from a backup "
+            "or move it away to start a new one"
+        ) from exc
+    finally:
+        conn.close()
+    if revision is not None:
+        script = ScriptDirectory.from_config(alembic_config(script_location))
+        if not _known(script, revision):
+            raise DatabaseTooNew(
+                f"{path} was written by a newer version of Fredica (schema {revision}); "
+                "install that version or newer to open it"
+            )
+    return revision
+
+
+def _known(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except Exception:  # alembic raises several kinds for an unknown id
+        return False
+
+
+def migrate(engine: sa.Engine, script_location: Path | None = None) -> None:
+    """Upgrade the schema to the newest revision, all in one transaction."""
+    cfg = alembic_config(script_location)
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+            conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+    except Exception as exc:
+        raise MigrationFailed(
+            f"upgrading the database schema failed and was rolled back: {exc}"
+        ) from exc
+
+
+def current_revision(engine: sa.Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def open_database(
+    path: Path, *, synchronous: Synchronous = "FULL", script_location: Path | None = None
+) -> sa.Engine:
+    """Check, upgrade and open the database at ``path`` (created when missing)."""
+    check_database(path, script_location)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_sqlite_engine(path, synchronous=synchronous)
+    try:
+        migrate(engine, script_location)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine

@@ -1,0 +1,54 @@
+"""Errors the application reports. The queue's own errors live in :mod:`workers.errors`; this
+module re-exports them beside the application's, so callers import from one place.
+
+::
+
+    FredicaError                      (workers.errors)
+    ├── SpecError, NotFound, InvalidState
+    ├── DatabaseError
+    │   ├── NotAFredicaDatabase, DatabaseTooNew, DatabaseCorrupt, DatabaseLocked
+    │   └── MigrationFailed           an upgrade failed and was rolled back
+    ├── SettingsError                 settings that cannot be read or written
+    └── TemplateError                 an unknown workflow template
+"""
+
+from __future__ import annotations
+
+from workers.errors import (
+    DatabaseCorrupt,
+    DatabaseError,
+    DatabaseLocked,
+    DatabaseTooNew,
+    FredicaError,
+    InvalidState,
+    NotAFredicaDatabase,
+    NotFound,
+    SpecError,
+)
+
+__all__ = [
+    "DatabaseCorrupt",
+    "DatabaseError",
+    "DatabaseLocked",
+    "DatabaseTooNew",
+    "FredicaError",
+    "InvalidState",
+    "MigrationFailed",
+    "NotAFredicaDatabase",
+    "NotFound",
+    "SettingsError",
+    "SpecError",
+    "TemplateError",
+]
+
+
+class MigrationFailed(DatabaseError):
+    """A schema upgrade failed; it was rolled back and the database is as it was."""
+
+
+class SettingsError(FredicaError):
+    """Settings that cannot be read or written."""
+
+
+class TemplateError(FredicaError):
+    """An unknown workflow template, or one that cannot be expanded."""

@@ -1,0 +1,142 @@
+"""Immutable snapshots of rows, returned by the store. Nothing here touches the database."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Self
+
+from workers.states import RunStatus, TaskStatus
+
+
+class _FromRow:
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Self:
+        names = _field_names(cls)
+        return cls(**{k: row[k] for k in names if k in row})
+
+
+_FIELD_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_CACHE.get(cls)
+    if names is None:
+        names = _FIELD_CACHE[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord(_FromRow):
+    id: str
+    key: str | None
+    type: str
+    workflow_run_id: str | None
+    material_id: str | None
+    status: TaskStatus
+    priority: int
+    depends_on: list[str]
+    payload: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+    error_type: str | None
+    idempotency_key: str | None
+    retry_count: int
+    max_retries: int
+    progress: float
+    is_paused: bool
+    is_pausable: bool
+    created_at: float
+    claimed_at: float | None
+    started_at: float | None
+    completed_at: float | None
+    heartbeat_at: float | None
+    unmet_deps: int
+    attempt: int
+    lease_token: str | None
+    worker_id: str | None
+    lease_until: float | None
+    next_run_at: float | None
+    resource: str
+    status_text: str | None
+    checkpoint: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord(_FromRow):
+    id: str
+    material_id: str | None
+    template: str | None
+    status: RunStatus
+    total_tasks: int
+    done_tasks: int
+    pending_tasks: int
+    claimed_tasks: int
+    running_tasks: int
+    failed_tasks: int
+    cancelled_tasks: int
+    created_at: float
+    completed_at: float | None
+
+    @property
+    def counts(self) -> dict[TaskStatus, int]:
+        return {
+            TaskStatus.PENDING: self.pending_tasks,
+            TaskStatus.CLAIMED: self.claimed_tasks,
+            TaskStatus.RUNNING: self.running_tasks,
+            TaskStatus.COMPLETED: self.done_tasks,
+            TaskStatus.FAILED: self.failed_tasks,
+            TaskStatus.CANCELLED: self.cancelled_tasks,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord(_FromRow):
+    id: int
+    task_id: str
+    workflow_run_id: str | None
+    at: float
+    kind: str
+    detail: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedTask:
+    """What a worker holds after a claim: the task and the token that fences its writes."""
+
+    task: TaskRecord
+    lease_token: str
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedRun:
+    run_id: str
+    task_ids: dict[str, str]  # spec key -> task id
+    deduplicated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FailOutcome:
+    """What became of a failed attempt."""
+
+    applied: bool  # False: the lease was no longer ours (cancelled, recovered) — nothing written
+    retried: bool = False
+    next_run_at: float | None = None
+    cascaded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CancelOutcome:
+    cancelled: tuple[str, ...]  # ids that became cancelled, the cascade included
+    was_running: tuple[str, ...]  # of those, the ones a worker held: their executor must stop
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatOutcome:
+    held: frozenset[str]  # still ours
+    paused: frozenset[str]  # still ours, and a pause was asked for
+    lost: frozenset[str]  # no longer ours: cancelled or taken over; stop working on them

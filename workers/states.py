@@ -1,0 +1,199 @@
+"""The task state machine, retry decisions and run-status derivation.
+
+Pure: plain values in, plain values out. The store applies these rules as compare-and-set
+updates (``UPDATE … WHERE status IN (sources_for(target))``); the engine asks
+:func:`retry_decision` what to do with a failed attempt.
+
+::
+
+    pending ──► claimed ──► running ──► completed
+       ▲  │        │  │        │  │
+       │  │        │  └────────┼──┴──► failed ──┐
+       │  └────────┴───────────┴─────► cancelled┤
+       └────────────────────────────────────────┘   (retry, recovery requeue)
+
+``is_paused`` is orthogonal to the status: a paused pending task is held (never claimed), a
+paused running task has been asked to pause by its executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ErrorType(StrEnum):
+    """How a failed attempt is classified. See :data:`NON_RETRYABLE`."""
+
+    CANCELLED = "CANCELLED"
+    AWAITING_CREDENTIAL = "AWAITING_CREDENTIAL"
+    PAYLOAD_ERROR = "PAYLOAD_ERROR"
+    DEPENDENCY_FAILED = "DEPENDENCY_FAILED"
+    NO_EXECUTOR = "NO_EXECUTOR"
+    INTERRUPTED = "INTERRUPTED"
+    ORPHANED = "ORPHANED"
+    STALLED = "STALLED"
+    EXECUTOR_ERROR = "EXECUTOR_ERROR"
+    SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
+    CONNECTION_LOST = "CONNECTION_LOST"
+    PROTOCOL_ERROR = "PROTOCOL_ERROR"
+    NETWORK_ERROR = "NETWORK_ERROR"
+    IO_ERROR = "IO_ERROR"
+    UNSUPPORTED_MEDIA = "UNSUPPORTED_MEDIA"
+    NO_SPACE = "NO_SPACE"
+
+
+#: Error types that are final whatever ``max_retries`` says.
+NON_RETRYABLE: frozenset[str] = frozenset(
+    {
+        ErrorType.CANCELLED,
+        ErrorType.AWAITING_CREDENTIAL,
+        ErrorType.PAYLOAD_ERROR,
+        ErrorType.DEPENDENCY_FAILED,
+        ErrorType.NO_EXECUTOR,
+        ErrorType.ORPHANED,
+    }
+)
+
+TERMINAL: frozenset[TaskStatus] = frozenset(
+    {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED}
+)
+ACTIVE: frozenset[TaskStatus] = frozenset(
+    {TaskStatus.PENDING, TaskStatus.CLAIMED, TaskStatus.RUNNING}
+)
+
+TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
+    # pending -> running: claim and start folded into one commit (nothing observable between).
+    # pending -> failed: an orphan found by recovery.
+    TaskStatus.PENDING: frozenset(
+        {TaskStatus.CLAIMED, TaskStatus.RUNNING, TaskStatus.CANCELLED, TaskStatus.FAILED}
+    ),
+    # claimed -> completed: a skipped task, or claim and run folded into one commit.
+    # claimed -> pending: recovery of a claim whose worker died before starting it.
+    TaskStatus.CLAIMED: frozenset(
+        {
+            TaskStatus.RUNNING,
+            TaskStatus.PENDING,
+            TaskStatus.COMPLETED,
+            TaskStatus.FAILED,
+            TaskStatus.CANCELLED,
+        }
+    ),
+    # running -> pending: a retry scheduled with backoff, or recovery requeueing it.
+    TaskStatus.RUNNING: frozenset(
+        {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.PENDING}
+    ),
+    TaskStatus.COMPLETED: frozenset(),
+    # A user's retry of a finished-but-unsuccessful task.
+    TaskStatus.FAILED: frozenset({TaskStatus.PENDING}),
+    TaskStatus.CANCELLED: frozenset({TaskStatus.PENDING}),
+}
+
+
+class InvalidTransition(ValueError):
+    """A status change the state machine does not allow."""
+
+    def __init__(self, source: TaskStatus, target: TaskStatus) -> None:
+        super().__init__(f"a task cannot go from {source.value!r} to {target.value!r}")
+        self.source = source
+        self.target = target
+
+
+def can_transition(source: TaskStatus, target: TaskStatus) -> bool:
+    return target in TRANSITIONS[source]
+
+
+def check_transition(source: TaskStatus, target: TaskStatus) -> None:
+    if not can_transition(source, target):
+        raise InvalidTransition(source, target)
+
+
+def sources_for(target: TaskStatus) -> tuple[TaskStatus, ...]:
+    """Every status from which ``target`` may be reached: the ``IN (…)`` of a CAS update."""
+    return tuple(s for s in TaskStatus if target in TRANSITIONS[s])
+
+
+def is_terminal(status: TaskStatus) -> bool:
+    return status in TERMINAL
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """Exponential backoff with jitter: ``base * factor**retry_count``, capped, then jittered.
+
+    ``jitter`` is the fraction of the delay that is random ("equal jitter" at 0.5): the delay
+    lies in ``[d * (1 - jitter), d]``, so retries of tasks that failed together spread out
+    without any of them retrying sooner than half the nominal delay.
+    """
+
+    base: float = 2.0
+    factor: float = 2.0
+    cap: float = 300.0
+    jitter: float = 0.5
+
+    def delay(self, retry_count: int, rand: float) -> float:
+        nominal = min(self.cap, self.base * self.factor ** max(0, retry_count))
+        return nominal * (1.0 - self.jitter * rand)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDecision:
+    retry: bool
+    delay: float = 0.0
+    reason: str = ""
+
+
+def retry_decision(
+    error_type: str | None,
+    retry_count: int,
+    max_retries: int,
+    rand: float,
+    policy: BackoffPolicy = BackoffPolicy(),
+) -> RetryDecision:
+    """Decide what happens to a failed attempt.
+
+    ``retry_count`` is how many retries were already scheduled; ``rand`` is a number in
+    ``[0, 1)`` supplied by the caller so that this stays deterministic under test.
+    """
+    if error_type in NON_RETRYABLE:
+        return RetryDecision(False, reason=f"{error_type} is never retried")
+    if retry_count >= max_retries:
+        return RetryDecision(False, reason=f"no retries left ({retry_count}/{max_retries})")
+    return RetryDecision(True, policy.delay(retry_count, rand), f"retry {retry_count + 1}")
+
+
+def derive_run_status(counts: Mapping[TaskStatus, int]) -> RunStatus:
+    """A run's status from how many of its tasks are in each status.
+
+    Any failed task fails the run; all completed completes it; when everything is finished and
+    something was cancelled (none failed) the run is cancelled; anything claimed or running makes
+    it running; otherwise it is pending. An empty run is completed.
+    """
+    if counts.get(TaskStatus.FAILED, 0) > 0:
+        return RunStatus.FAILED
+    unfinished = sum(counts.get(s, 0) for s in ACTIVE)
+    if unfinished == 0:
+        if counts.get(TaskStatus.CANCELLED, 0) > 0:
+            return RunStatus.CANCELLED
+        return RunStatus.COMPLETED
+    if counts.get(TaskStatus.CLAIMED, 0) + counts.get(TaskStatus.RUNNING, 0) > 0:
+        return RunStatus.RUNNING
+    return RunStatus.PENDING

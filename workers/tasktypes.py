@@ -1,0 +1,117 @@
+"""Task types: a name, a validated payload with a schema version, and a resource class.
+
+The registry is what a submitted spec is checked against. Executors (issue of the engine)
+attach behaviour to these names; a type can be known here before any executor runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+#: The payload key that carries its schema version.
+SCHEMA_VERSION_KEY = "schema_version"
+
+
+class TaskPayload(BaseModel):
+    """Base of every payload model. ``schema_version`` lets an upgraded Fredica refuse an old
+    task whose meaning changed, instead of running it wrongly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+    SUPPORTED_VERSIONS: ClassVar[frozenset[int]] = frozenset({1})
+
+    schema_version: int = Field(default=1, ge=1)
+
+
+class UnsupportedPayloadVersion(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class TaskType:
+    name: str
+    payload_model: type[TaskPayload]
+    resource: str = "cpu"
+    description: str = ""
+
+    def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The payload as stored: validated, defaults filled, the schema version set.
+
+        Raises ``ValueError`` with a readable message.
+        """
+        data = dict(payload)
+        data.setdefault(SCHEMA_VERSION_KEY, self.payload_model.SCHEMA_VERSION)
+        return self.parse_payload(data).model_dump(mode="json")
+
+    def parse_payload(self, payload: dict[str, Any]) -> TaskPayload:
+        """Parse a stored payload; reject a schema version this Fredica does not support."""
+        version = payload.get(SCHEMA_VERSION_KEY, 1)
+        if version not in self.payload_model.SUPPORTED_VERSIONS:
+            supported = ", ".join(map(str, sorted(self.payload_model.SUPPORTED_VERSIONS)))
+            raise UnsupportedPayloadVersion(
+                f"{self.name} payload schema_version {version} is not supported by this "
+                f"version of Fredica (supported: {supported})"
+            )
+        try:
+            return self.payload_model.model_validate(payload)
+        except ValidationError as exc:
+            msgs = [
+                f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
+                for e in exc.errors()[:5]
+            ]
+            raise ValueError("; ".join(msgs)) from None
+
+
+@dataclass
+class TaskTypeRegistry:
+    _types: dict[str, TaskType] = field(default_factory=dict)
+
+    def register(self, task_type: TaskType) -> TaskType:
+        if task_type.name in self._types:
+            raise ValueError(f"task type {task_type.name!r} is already registered")
+        self._types[task_type.name] = task_type
+        return task_type
+
+    def get(self, name: str) -> TaskType | None:
+        return self._types.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
+
+    def __iter__(self) -> Iterator[TaskType]:
+        return iter(self._types.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types
+
+
+# --- Diagnostic task types: exercise and benchmark the queue without media. ---
+
+
+class NoopPayload(TaskPayload):
+    """Anything goes: NOOP's result echoes its payload."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class SleepPayload(TaskPayload):
+    seconds: float = Field(ge=0, le=7 * 24 * 3600)
+
+
+NOOP = TaskType("NOOP", NoopPayload, "cpu", "completes at once; its result echoes its payload")
+SLEEP = TaskType(
+    "SLEEP", SleepPayload, "cpu", "sleeps `seconds`, reporting progress; pausable, cancellable"
+)
+
+
+def builtin_registry() -> TaskTypeRegistry:
+    """A registry with the diagnostic types. Later layers register theirs on top."""
+    registry = TaskTypeRegistry()
+    registry.register(NOOP)
+    registry.register(SLEEP)
+    return registry
