@@ -68,9 +68,12 @@ def load_settings(path: Path) -> LoadedSettings:
 
 def save_settings(path: Path, settings: Settings) -> None:
     """Write atomically: a crash mid-save leaves the old file, never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = settings.model_dump_json(indent=2, exclude_defaults=False)
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise SettingsError(f"could not save settings to {path}: {exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(data + "\n")

@@ -18,6 +18,7 @@ paused running task has been asked to pause by its executor.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -150,7 +151,11 @@ class BackoffPolicy:
     jitter: float = 0.5
 
     def delay(self, retry_count: int, rand: float) -> float:
-        nominal = min(self.cap, self.base * self.factor ** max(0, retry_count))
+        n = max(0, retry_count)
+        if self.factor > 1 and 0 < self.base < self.cap:
+            # Past this exponent the cap applies; stopping here keeps the power finite.
+            n = min(n, math.ceil(math.log(self.cap / self.base, self.factor)))
+        nominal = min(self.cap, self.base * self.factor**n)
         return nominal * (1.0 - self.jitter * rand)
 
 

@@ -26,6 +26,8 @@ class TaskPayload(BaseModel):
     SUPPORTED_VERSIONS: ClassVar[frozenset[int]] = frozenset({1})
 
     schema_version: int = Field(default=1, ge=1)
+    #: Complete at once with ``{"skipped": true}`` when the executor finds valid outputs.
+    check_skip: bool = False
 
 
 class UnsupportedPayloadVersion(ValueError):
@@ -46,7 +48,9 @@ class TaskType:
         """
         data = dict(payload)
         data.setdefault(SCHEMA_VERSION_KEY, self.payload_model.SCHEMA_VERSION)
-        return self.parse_payload(data).model_dump(mode="json")
+        stored = self.parse_payload(data).model_dump(mode="json", exclude_defaults=True)
+        stored[SCHEMA_VERSION_KEY] = data[SCHEMA_VERSION_KEY]
+        return stored
 
     def parse_payload(self, payload: dict[str, Any]) -> TaskPayload:
         """Parse a stored payload; reject a schema version this Fredica does not support."""
@@ -105,7 +109,7 @@ class SleepPayload(TaskPayload):
 
 NOOP = TaskType("NOOP", NoopPayload, "cpu", "completes at once; its result echoes its payload")
 SLEEP = TaskType(
-    "SLEEP", SleepPayload, "cpu", "sleeps `seconds`, reporting progress; pausable, cancellable"
+    "SLEEP", SleepPayload, "io", "sleeps `seconds`, reporting progress; pausable, cancellable"
 )
 
 

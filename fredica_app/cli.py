@@ -1,0 +1,260 @@
+"""The ``fredica`` command: the engine, headless. See docs/cli.md for every command and the
+JSON it prints."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from fredica_app.errors import FredicaError
+from fredica_app.services import Fredica, load_spec_file, run_json
+from fredica_app.templates import BUILTIN
+from workers.records import RunRecord, TaskRecord
+from workers.states import RunStatus
+
+Handler = Callable[[Fredica, argparse.Namespace], Awaitable[int]]
+
+
+def _version() -> str:
+    try:
+        return version("fredica")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fredica", description="Fredica: durable media workflows, headless."
+    )
+    p.add_argument("--version", action="version", version=f"fredica {_version()}")
+    p.add_argument(
+        "--data-dir",
+        help="keep the database, settings, cache and logs here (default: the platform's "
+        "folders; also $FREDICA_DATA_DIR)",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("submit", help="create a run from a workflow spec; prints the run id")
+    s.add_argument(
+        "spec", help='SPEC.json, or - for standard input ({"template": …} or {"tasks": […]})'
+    )
+    s.add_argument("--json", action="store_true")
+
+    w = sub.add_parser("worker", help="run the engine")
+    w.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="exit 0 once nothing is running, claimable or waiting for a retry",
+    )
+    w.add_argument("--max-workers", type=int, metavar="N")
+
+    r = sub.add_parser("runs", help="list runs with status and progress")
+    r.add_argument("--json", action="store_true")
+
+    one = sub.add_parser("run", help="one run with its tasks")
+    one.add_argument("run_id")
+    one.add_argument("--json", action="store_true")
+
+    for name, text in [
+        ("pause", "hold a task or every task of a run"),
+        ("resume", "release a held task or run"),
+        ("cancel", "cancel a task (and what depends on it) or a whole run"),
+        ("retry", "run a failed or cancelled task (or run) again"),
+    ]:
+        c = sub.add_parser(name, help=text)
+        c.add_argument("id", help="a task id or a run id")
+        c.add_argument("--json", action="store_true")
+
+    t = sub.add_parser("templates", help="list the workflow templates")
+    t.add_argument("--json", action="store_true")
+
+    d = sub.add_parser("demo", help="submit the diagnostic workflow and run it to the end")
+    d.add_argument("--json", action="store_true")
+    return p
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+async def cmd_submit(app: Fredica, args: argparse.Namespace) -> int:
+    stdin = sys.stdin.read() if args.spec == "-" else None
+    created = await app.submit(load_spec_file(args.spec, stdin))
+    if args.json:
+        _print_json(
+            {
+                "run_id": created.run_id,
+                "task_ids": created.task_ids,
+                "deduplicated": created.deduplicated,
+            }
+        )
+    else:
+        print(created.run_id)
+        if created.deduplicated:
+            print(
+                "(already submitted: an active run holds the same idempotency key)", file=sys.stderr
+            )
+    return 0
+
+
+async def cmd_worker(app: Fredica, args: argparse.Namespace) -> int:
+    engine = app.make_engine(max_workers=args.max_workers)
+    loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Task[None]] = []
+
+    def on_signal() -> None:
+        if not stopping:
+            print("stopping: finishing or checkpointing running tasks…", file=sys.stderr)
+            stopping.append(asyncio.ensure_future(engine.stop()))
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await engine.run(until_idle=args.until_idle)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        if stopping:
+            await stopping[0]
+        else:
+            await engine.stop()
+    return 0
+
+
+async def cmd_runs(app: Fredica, args: argparse.Namespace) -> int:
+    runs = await app.store.list_runs()
+    if args.json:
+        _print_json([run_json(r) for r in runs])
+        return 0
+    for r in runs:
+        print(f"{r.id}  {r.status.value:<9}  {r.done_tasks}/{r.total_tasks}  {r.template or '-'}")
+    return 0
+
+
+async def cmd_run(app: Fredica, args: argparse.Namespace) -> int:
+    run = await app.store.get_run(args.run_id)
+    tasks = await app.store.list_tasks(run.id)
+    if args.json:
+        _print_json(run_json(run, tasks))
+    else:
+        _print_run(run, tasks)
+    return 0
+
+
+def _control(action: str) -> Handler:
+    async def handler(app: Fredica, args: argparse.Namespace) -> int:
+        store = app.store
+        target = await store.find(args.id)
+        is_run = isinstance(target, RunRecord)
+        changed: list[str]
+        if action == "cancel":
+            outcome = await (store.cancel_run(target.id) if is_run else store.cancel(target.id))
+            changed = list(outcome.cancelled)
+        elif action == "retry":
+            changed = await (store.retry_run(target.id) if is_run else store.retry(target.id))
+        elif is_run:
+            changed = await store.set_run_paused(target.id, action == "pause")
+        else:
+            changed = [target.id] if await store.set_paused(target.id, action == "pause") else []
+        if args.json:
+            _print_json({"id": target.id, "action": action, "changed": changed})
+        else:
+            print(f"{action}: {len(changed)} task(s) changed")
+        return 0
+
+    return handler
+
+
+async def cmd_templates(app: Fredica, args: argparse.Namespace) -> int:
+    if args.json:
+        _print_json([{"name": t.name, "description": t.description} for t in BUILTIN.values()])
+    else:
+        for t in BUILTIN.values():
+            print(f"{t.name:<12} {t.description}")
+    return 0
+
+
+async def cmd_demo(app: Fredica, args: argparse.Namespace) -> int:
+    created = await app.submit({"template": "diagnostic"})
+    if not args.json:
+        print(f"submitted run {created.run_id} (template 'diagnostic'); running it…")
+    engine = app.make_engine()
+    await engine.run(until_idle=True)
+    await engine.stop()
+    run = await app.store.get_run(created.run_id)
+    tasks = await app.store.list_tasks(run.id)
+    if args.json:
+        _print_json(run_json(run, tasks))
+    else:
+        _print_run(run, tasks)
+    return 0 if run.status is RunStatus.COMPLETED else 1
+
+
+COMMANDS: dict[str, Handler] = {
+    "submit": cmd_submit,
+    "worker": cmd_worker,
+    "runs": cmd_runs,
+    "run": cmd_run,
+    "pause": _control("pause"),
+    "resume": _control("resume"),
+    "cancel": _control("cancel"),
+    "retry": _control("retry"),
+    "templates": cmd_templates,
+    "demo": cmd_demo,
+}
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=False))
+
+
+def _print_run(run: RunRecord, tasks: list[TaskRecord]) -> None:
+    took = ""
+    if run.completed_at is not None:
+        took = f" in {run.completed_at - run.created_at:.2f} s"
+    print(f"run {run.id}  {run.status.value}{took}  {run.done_tasks}/{run.total_tasks} done")
+    for t in tasks:
+        line = f"  {t.key or t.id:<16} {t.type:<10} {t.status.value:<9} {t.progress:5.1f} %"
+        if t.is_paused:
+            line += "  (held)"
+        if t.status_text and t.status.value not in ("completed",):
+            line += f"  {t.status_text}"
+        if t.error:
+            line += f"  [{t.error_type}] {t.error}"
+        print(line)
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(_main(args))
+    except FredicaError as exc:
+        print(f"fredica: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _main(args: argparse.Namespace) -> int:
+    app = Fredica.open(args.data_dir)
+    if app.settings_problem:
+        print(f"fredica: warning: {app.settings_problem}", file=sys.stderr)
+    try:
+        return await COMMANDS[args.command](app, args)
+    finally:
+        await app.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Use cases shared by the CLI and the GUI: open the application, submit, control, inspect.
+
+Nothing here speaks SQL (the stores do) or Qt (the GUI does).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fredica_app.database import open_database
+from fredica_app.errors import SpecError
+from fredica_app.paths import AppPaths, resolve_paths
+from fredica_app.settings import Settings, load_settings
+from fredica_app.templates import get_template
+from workers.engine import WorkerEngine
+from workers.executors.diagnostic import NoopExecutor, SleepExecutor
+from workers.records import CreatedRun, RunRecord, TaskRecord
+from workers.spec import WorkflowSpec, parse_spec, prepare_run
+from workers.store import TaskStore
+from workers.tasktypes import TaskTypeRegistry, builtin_registry
+
+
+@dataclass
+class Fredica:
+    """The application's parts for one data directory."""
+
+    paths: AppPaths
+    settings: Settings
+    settings_problem: str | None
+    store: TaskStore
+    registry: TaskTypeRegistry
+
+    @classmethod
+    def open(cls, data_dir: Path | str | None = None) -> Fredica:
+        paths = resolve_paths(data_dir).ensure()
+        loaded = load_settings(paths.settings_file)
+        engine = open_database(paths.database, synchronous=loaded.settings.sqlite_synchronous)
+        return cls(paths, loaded.settings, loaded.problem, TaskStore(engine), builtin_registry())
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    # --- submitting ----------------------------------------------------------------------
+
+    def spec_from_data(self, data: Any) -> WorkflowSpec:
+        """A spec from ``{"template": NAME}`` or ``{"tasks": [...]}`` JSON data."""
+        if isinstance(data, dict) and "template" in data and "tasks" not in data:
+            extra = set(data) - {"template", "material_id"}
+            if extra:
+                raise SpecError(f"invalid workflow spec: unexpected fields {sorted(extra)}")
+            return get_template(str(data["template"])).expand(material_id=data.get("material_id"))
+        return parse_spec(data)
+
+    async def submit(self, data: Any) -> CreatedRun:
+        spec = self.spec_from_data(data)
+        return await self.store.create_run(prepare_run(spec, self.registry))
+
+    # --- running -------------------------------------------------------------------------
+
+    def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
+        return WorkerEngine(
+            self.store,
+            [NoopExecutor(), SleepExecutor()],
+            max_workers=max_workers or self.settings.max_workers,
+            slots=self.settings.slots,
+        )
+
+
+def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
+    """Read JSON from a file path, or from standard input when ``source`` is ``-``."""
+    try:
+        if source == "-":
+            return json.loads(stdin_text or "")
+        return json.loads(Path(source).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"no such spec file: {source}") from None
+    except json.JSONDecodeError as exc:
+        where = "standard input" if source == "-" else source
+        raise SpecError(
+            f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
+# --- the stable JSON shapes of the CLI (docs/cli.md) ---------------------------------------
+
+
+def task_json(task: TaskRecord) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "key": task.key,
+        "type": task.type,
+        "workflow_run_id": task.workflow_run_id,
+        "material_id": task.material_id,
+        "status": task.status.value,
+        "progress": task.progress,
+        "is_paused": task.is_paused,
+        "is_pausable": task.is_pausable,
+        "status_text": task.status_text,
+        "error": task.error,
+        "error_type": task.error_type,
+        "retry_count": task.retry_count,
+        "max_retries": task.max_retries,
+        "attempt": task.attempt,
+        "priority": task.priority,
+        "resource": task.resource,
+        "depends_on": task.depends_on,
+        "payload": task.payload,
+        "result": task.result,
+        "created_at": task.created_at,
+        "claimed_at": task.claimed_at,
+        "started_at": task.started_at,
+        "completed_at": task.completed_at,
+        "next_run_at": task.next_run_at,
+    }
+
+
+def run_json(run: RunRecord, tasks: list[TaskRecord] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": run.id,
+        "template": run.template,
+        "material_id": run.material_id,
+        "status": run.status.value,
+        "total_tasks": run.total_tasks,
+        "done_tasks": run.done_tasks,
+        "failed_tasks": run.failed_tasks,
+        "cancelled_tasks": run.cancelled_tasks,
+        "created_at": run.created_at,
+        "completed_at": run.completed_at,
+    }
+    if tasks is not None:
+        out["tasks"] = [task_json(t) for t in tasks]
+    return out

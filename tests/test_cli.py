@@ -1,0 +1,175 @@
+"""The ``fredica`` command, end to end on a real data directory."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fredica_app.cli import main
+
+SPEC = {
+    "tasks": [
+        {"key": "a", "type": "NOOP", "payload": {"n": 1}},
+        {"key": "b", "type": "SLEEP", "payload": {"seconds": 0.2}, "depends_on": ["a"]},
+        {"key": "c", "type": "NOOP", "depends_on": ["a", "b"], "priority": 3},
+    ]
+}
+
+
+def fredica(capsys: pytest.CaptureFixture[str], data: Path, *args: str) -> tuple[int, str, str]:
+    code = main(["--data-dir", str(data), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_spec(tmp_path: Path, spec: Any) -> str:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return str(path)
+
+
+def test_submit_then_worker_until_idle_runs_the_dag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    code, out, _ = fredica(capsys, data, "submit", write_spec(tmp_path, SPEC), "--json")
+    assert code == 0
+    submitted = json.loads(out)
+    assert set(submitted["task_ids"]) == {"a", "b", "c"} and submitted["deduplicated"] is False
+    run_id = submitted["run_id"]
+
+    code, out, _ = fredica(capsys, data, "run", run_id, "--json")
+    assert json.loads(out)["status"] == "pending"
+
+    assert fredica(capsys, data, "worker", "--until-idle")[0] == 0
+
+    code, out, _ = fredica(capsys, data, "run", run_id, "--json")
+    run = json.loads(out)
+    assert (run["status"], run["done_tasks"], run["total_tasks"]) == ("completed", 3, 3)
+    tasks = {t["key"]: t for t in run["tasks"]}
+    assert tasks["a"]["result"] == {"n": 1, "schema_version": 1}
+    assert tasks["b"]["result"] == {"slept": 0.2}
+    assert tasks["c"]["depends_on"] == [submitted["task_ids"]["a"], submitted["task_ids"]["b"]]
+    for t in tasks.values():
+        assert t["attempt"] == 1 and t["retry_count"] == 0 and t["error"] is None
+        assert isinstance(t["started_at"], float) and t["completed_at"] >= t["started_at"]
+    # b started only after a completed, c only after b.
+    assert tasks["b"]["started_at"] >= tasks["a"]["completed_at"]
+    assert tasks["c"]["started_at"] >= tasks["b"]["completed_at"]
+
+    code, out, _ = fredica(capsys, data, "runs", "--json")
+    [listed] = json.loads(out)
+    assert listed["id"] == run_id and "tasks" not in listed
+
+
+def test_submit_from_stdin_and_deduplication(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = {"tasks": [{"key": "a", "type": "NOOP", "idempotency_key": "k1"}]}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(spec)))
+    code, out, _ = fredica(capsys, tmp_path, "submit", "-", "--json")
+    first = json.loads(out)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(spec)))
+    code, out, _ = fredica(capsys, tmp_path, "submit", "-", "--json")
+    again = json.loads(out)
+    assert code == 0 and again["deduplicated"] and again["run_id"] == first["run_id"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"tasks": [{"key": "a", "type": "NOPE"}]}, "unknown task type 'NOPE'"),
+        ({"tasks": [{"key": "a", "type": "NOOP", "depends_on": ["zz"]}]}, "unknown 'zz'"),
+        ({"tasks": [{"key": "a", "type": "NOOP", "priority": -5}]}, "priority"),
+        ({"template": "no-such-template"}, "unknown template"),
+        ("not json at all", "not valid JSON"),
+    ],
+)
+def test_invalid_specs_exit_non_zero_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: Any, message: str
+) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(spec if isinstance(spec, str) else json.dumps(spec))
+    code, out, err = fredica(capsys, tmp_path / "d", "submit", str(path))
+    assert code == 1 and out == ""
+    assert err.startswith("fredica: error:") and message in err and err.count("\n") == 1
+    code, out, _ = fredica(capsys, tmp_path / "d", "runs", "--json")
+    assert json.loads(out) == []
+
+
+def test_control_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fredica(capsys, tmp_path, "submit", write_spec(tmp_path, SPEC), "--json")
+    assert code == 0
+    submitted = json.loads(out)
+    a = submitted["task_ids"]["a"]
+    code, out, _ = fredica(capsys, tmp_path, "pause", a, "--json")
+    assert code == 0
+    assert json.loads(out)["changed"] == [a]
+    fredica(capsys, tmp_path, "worker", "--until-idle")  # a held: nothing runs, exits
+    code, out, _ = fredica(capsys, tmp_path, "run", submitted["run_id"], "--json")
+    assert code == 0
+    assert {t["status"] for t in json.loads(out)["tasks"]} == {"pending"}
+    code, out, _ = fredica(capsys, tmp_path, "cancel", submitted["run_id"], "--json")
+    assert code == 0
+    assert len(json.loads(out)["changed"]) == 3
+    code, out, _ = fredica(capsys, tmp_path, "retry", submitted["run_id"], "--json")
+    assert code == 0
+    assert len(json.loads(out)["changed"]) == 3
+    fredica(capsys, tmp_path, "resume", a)
+    fredica(capsys, tmp_path, "worker", "--until-idle")
+    code, out, _ = fredica(capsys, tmp_path, "run", submitted["run_id"], "--json")
+    assert code == 0
+    assert json.loads(out)["status"] == "completed"
+
+
+def test_unknown_ids_and_bad_states_are_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = fredica(capsys, tmp_path, "run", "no-such-run")
+    assert code == 1 and "no run no-such-run" in err
+    code, _, err = fredica(capsys, tmp_path, "cancel", "nope")
+    assert code == 1 and "no task or run" in err
+
+
+def test_corrupt_settings_warn_but_do_not_stop_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "settings.json").write_text("{broken")
+    code, out, err = fredica(capsys, tmp_path, "runs", "--json")
+    assert code == 0 and json.loads(out) == []
+    assert "warning" in err and "settings.json" in err and "corrupt-" in err
+
+
+def test_a_foreign_database_is_an_error_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "fredica.db").write_text("hello")
+    code, _, err = fredica(capsys, tmp_path, "runs")
+    assert code == 1 and "not a Fredica database" in err
+
+
+def test_templates_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = fredica(capsys, tmp_path, "templates", "--json")
+    names = {t["name"] for t in json.loads(out)}
+    assert "diagnostic" in names
+
+
+def test_console_script_runs_the_demo(tmp_path: Path) -> None:
+    """The README's main job, through the installed console script."""
+    exe = Path(sys.executable).parent / "fredica"
+    env = {**os.environ, "FREDICA_DATA_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [str(exe), "demo", "--json"], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)
+    assert run["status"] == "completed" and run["done_tasks"] == 5
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
+    assert version.stdout.startswith("fredica ")

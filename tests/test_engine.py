@@ -1,0 +1,208 @@
+"""The WorkerEngine with real executors on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from workers.engine import WorkerEngine
+from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
+from workers.executors.diagnostic import NoopExecutor, SleepExecutor
+from workers.records import TaskRecord
+from workers.spec import parse_spec, prepare_run
+from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
+from workers.store import TaskStore
+from workers.tasktypes import NoopPayload, TaskType, TaskTypeRegistry
+
+FLAKY = TaskType("FLAKY", NoopPayload, "cpu")
+
+
+class FlakyExecutor(BaseExecutor):
+    """Raises on its first ``fail_times`` attempts, then succeeds."""
+
+    task_type = FLAKY
+
+    def __init__(self, fail_times: int) -> None:
+        self.fail_times = fail_times
+        self.attempts = 0
+        self.failed_calls: list[str] = []
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        self.attempts += 1
+        if self.attempts <= self.fail_times:
+            raise RuntimeError(f"flaky attempt {self.attempts}")
+        return ExecuteResult(result={"attempts": self.attempts})
+
+    async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None:
+        self.failed_calls.append(task.id)
+
+
+async def submit(store: TaskStore, registry: TaskTypeRegistry, tasks: list[dict[str, Any]]) -> Any:
+    return await store.create_run(prepare_run(parse_spec({"tasks": tasks}), registry))
+
+
+async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> None:
+    for _ in range(int(within / 0.02)):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def engine_for(store: TaskStore, *executors: Any, **kw: Any) -> WorkerEngine:
+    kw.setdefault("cancel_grace", 1.0)
+    return WorkerEngine(store, [NoopExecutor(), SleepExecutor(), *executors], **kw)
+
+
+async def test_runs_a_fan_out_fan_in_dag_to_completion(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    tasks = [{"key": "root", "type": "NOOP"}]
+    tasks += [{"key": f"f{i}", "type": "NOOP", "depends_on": ["root"]} for i in range(100)]
+    tasks += [{"key": "join", "type": "NOOP", "depends_on": [f"f{i}" for i in range(100)]}]
+    created = await submit(store, registry, tasks)
+    engine = engine_for(store, max_workers=4)
+    await asyncio.wait_for(engine.run(until_idle=True), 60)
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.done_tasks) == (RunStatus.COMPLETED, 102)
+    by_key = {t.key: t for t in await store.list_tasks(created.run_id)}
+    join_start = by_key["join"].started_at
+    assert join_start is not None
+    assert all((by_key[f"f{i}"].completed_at or 0) <= join_start for i in range(100))
+
+
+async def test_a_raising_executor_is_retried_then_succeeds(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry.register(FLAKY)
+    store.backoff = BackoffPolicy(base=0.05, cap=0.1)
+    flaky = FlakyExecutor(fail_times=2)
+    created = await submit(store, registry, [{"key": "f", "type": "FLAKY", "max_retries": 3}])
+    await asyncio.wait_for(engine_for(store, flaky).run(until_idle=True), 30)
+    task = (await store.list_tasks(created.run_id))[0]
+    assert (task.status, task.retry_count, task.attempt) == (TaskStatus.COMPLETED, 2, 3)
+    assert flaky.failed_calls == []
+
+
+async def test_permanent_failure_calls_on_task_failed_once_and_cascades(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry.register(FLAKY)
+    store.backoff = BackoffPolicy(base=0.05, cap=0.1)
+    flaky = FlakyExecutor(fail_times=10)
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "f", "type": "FLAKY", "max_retries": 1},
+            {"key": "after", "type": "NOOP", "depends_on": ["f"]},
+        ],
+    )
+    await asyncio.wait_for(engine_for(store, flaky).run(until_idle=True), 30)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert tasks["f"].status is TaskStatus.FAILED
+    assert tasks["f"].error == "RuntimeError: flaky attempt 2"
+    assert tasks["after"].error_type == ErrorType.DEPENDENCY_FAILED
+    assert flaky.failed_calls == [tasks["f"].id]
+    assert (await store.get_run(created.run_id)).status is RunStatus.FAILED
+
+
+async def test_no_executor_and_bad_payload_version_are_not_retried(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry.register(FLAKY)
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "orphan", "type": "FLAKY", "max_retries": 5},
+            {"key": "future", "type": "NOOP", "max_retries": 5},
+        ],
+    )
+    # As if written by a newer Fredica: submission itself would refuse version 9.
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "UPDATE task SET payload = '{\"schema_version\": 9}' WHERE id = ?",
+            (created.task_ids["future"],),
+        )
+    await asyncio.wait_for(engine_for(store).run(until_idle=True), 30)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert (tasks["orphan"].status, tasks["orphan"].error_type) == (
+        TaskStatus.FAILED,
+        ErrorType.NO_EXECUTOR,
+    )
+    assert tasks["future"].error_type == ErrorType.PAYLOAD_ERROR
+    assert "schema_version 9 is not supported" in (tasks["future"].error or "")
+    assert tasks["orphan"].retry_count == 0 and tasks["future"].retry_count == 0
+
+
+async def test_cancel_a_running_sleep(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    created = await submit(
+        store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 30}}]
+    )
+    task_id = created.task_ids["s"]
+    engine = engine_for(store)
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    await wait_until(lambda: engine.running_ids == [task_id])
+    await asyncio.sleep(0.8)  # progress and checkpoints are written every 0.5 s
+    assert await engine.cancel(task_id) == [task_id]
+    await asyncio.wait_for(runner, 5)  # stops well before the 30 s sleep would end
+    task = await store.get_task(task_id)
+    assert (task.status, task.error_type) == (TaskStatus.CANCELLED, ErrorType.CANCELLED)
+    assert (task.checkpoint or {}).get("slept", 0) > 0.1
+
+
+async def test_pause_and_resume_a_running_sleep_keeps_its_progress(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(
+        store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 0.6}}]
+    )
+    task_id = created.task_ids["s"]
+    engine = engine_for(store)
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    await wait_until(lambda: engine.running_ids == [task_id])
+    await asyncio.sleep(0.25)
+    assert await engine.pause(task_id) == [task_id]
+    await asyncio.sleep(0.2)
+    paused = await store.get_task(task_id)
+    assert paused.is_paused and paused.status is TaskStatus.RUNNING
+    progress = paused.progress
+    await asyncio.sleep(0.6)  # longer than the whole sleep: it must not have finished
+    assert (await store.get_task(task_id)).status is TaskStatus.RUNNING
+    assert (await store.get_task(task_id)).progress == pytest.approx(progress, abs=20)
+    await engine.resume(task_id)
+    await asyncio.wait_for(runner, 10)
+    assert (await store.get_task(task_id)).status is TaskStatus.COMPLETED
+
+
+async def test_resource_slots_bound_concurrency(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(
+        store,
+        registry,
+        [{"key": f"s{i}", "type": "SLEEP", "payload": {"seconds": 0.3}} for i in range(4)],
+    )
+    engine = engine_for(store, max_workers=8, slots={"io": 2})
+    seen: list[int] = []
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    while not runner.done():
+        seen.append(len(engine.running_ids))
+        await asyncio.sleep(0.02)
+    assert max(seen) == 2
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+
+
+async def test_pause_queue_stops_claiming(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    created = await submit(store, registry, [{"key": "a", "type": "NOOP"}])
+    engine = engine_for(store)
+    engine.pause_queue()
+    await asyncio.wait_for(engine.run(until_idle=True), 5)
+    assert (await store.get_task(created.task_ids["a"])).status is TaskStatus.PENDING
+    engine.resume_queue()
+    await asyncio.wait_for(engine.run(until_idle=True), 5)
+    assert (await store.get_task(created.task_ids["a"])).status is TaskStatus.COMPLETED

@@ -1,0 +1,493 @@
+"""The task store on a real SQLite file: every write path and its failure cases."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workers.errors import InvalidState, NotFound, SpecError
+from workers.records import CreatedRun
+from workers.spec import TaskSpec, parse_spec, prepare_run, prepare_tasks
+from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
+from workers.store import TaskStore
+from workers.tasktypes import TaskTypeRegistry
+
+
+async def submit(
+    store: TaskStore, registry: TaskTypeRegistry, tasks: list[dict[str, Any]], **kw: Any
+) -> CreatedRun:
+    return await store.create_run(prepare_run(parse_spec({"tasks": tasks, **kw}), registry))
+
+
+def noop(key: str, *deps: str, **kw: Any) -> dict[str, Any]:
+    return {"key": key, "type": "NOOP", "depends_on": list(deps), **kw}
+
+
+def rows(db_path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db_path) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+async def test_create_run_writes_run_tasks_and_edges(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    created = await submit(
+        store, registry, [noop("a"), noop("b", "a"), noop("c", "a", "b")], template="demo"
+    )
+    assert set(created.task_ids) == {"a", "b", "c"} and not created.deduplicated
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.total_tasks, run.pending_tasks, run.template) == (
+        RunStatus.PENDING,
+        3,
+        3,
+        "demo",
+    )
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert tasks["c"].depends_on == [created.task_ids["a"], created.task_ids["b"]]
+    assert [tasks[k].unmet_deps for k in "abc"] == [0, 1, 2]
+    assert tasks["a"].payload == {"schema_version": 1}
+    edges = rows(db_path, "SELECT count(*) FROM task_dependency")
+    assert edges == [(3,)]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "message"),
+    [
+        ([{"key": "a", "type": "TRANSMOGRIFY"}], "unknown task type 'TRANSMOGRIFY'"),
+        ([noop("a", "ghost")], "'a' depends on unknown 'ghost'"),
+        ([noop("a", "b"), noop("b", "a")], "dependency cycle"),
+        ([noop("a", "a")], "dependency cycle"),
+        ([{"key": "s", "type": "SLEEP", "payload": {"seconds": -1}}], "invalid SLEEP payload"),
+        ([{"key": "s", "type": "SLEEP", "payload": {}}], "seconds: Field required"),
+        ([noop("a", priority=-1)], "priority"),
+        ([noop("a"), noop("a")], "duplicate task key: 'a'"),
+        ([{"key": "a", "type": "NOOP", "colour": "red"}], "colour"),
+        ([], "tasks"),
+    ],
+)
+async def test_bad_specs_are_rejected_and_nothing_is_written(
+    store: TaskStore,
+    registry: TaskTypeRegistry,
+    db_path: Path,
+    tasks: list[dict[str, Any]],
+    message: str,
+) -> None:
+    with pytest.raises(SpecError, match=message):
+        await submit(store, registry, tasks)
+    assert rows(db_path, "SELECT count(*) FROM task") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM workflow_run") == [(0,)]
+
+
+async def test_claim_order_is_priority_then_fifo(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    first = await submit(store, registry, [noop("low1"), noop("high", priority=5)])
+    second = await submit(store, registry, [noop("low2"), noop("high2", priority=5)])
+    order = []
+    while claimed := await store.claim("w"):
+        order.append(claimed[0].task.key)
+    assert order == ["high", "high2", "low1", "low2"]
+    assert first.run_id != second.run_id
+
+
+async def test_claim_sets_lease_attempt_and_worker(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(store, registry, [noop("a")])
+    [c] = await store.claim("worker-1", lease_seconds=30)
+    assert c.task.status is TaskStatus.CLAIMED
+    assert (c.task.attempt, c.task.worker_id, c.task.lease_token) == (1, "worker-1", c.lease_token)
+    assert c.task.claimed_at is not None and c.task.lease_until is not None
+    assert c.task.lease_until == pytest.approx(c.task.claimed_at + 30)
+    assert await store.claim("worker-2") == []  # nothing else to claim
+    events = await store.events(c.id)
+    assert [e.kind for e in events] == ["claimed"]
+
+
+async def test_dependencies_block_until_completed(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b"), noop("c", "a", "b")])
+    claimed = await store.claim("w", limit=10)
+    assert sorted(c.task.key for c in claimed) == ["a", "b"]
+    a, b = sorted(claimed, key=lambda c: c.task.key)
+    assert await store.complete(a.id, a.lease_token, {"out": "a"})
+    assert await store.claim("w") == []  # c still waits for b
+    assert await store.complete(b.id, b.lease_token, {"out": "b"})
+    [c] = await store.claim("w")
+    assert c.task.key == "c"
+    assert await store.upstream_results(c.id) == {"a": {"out": "a"}, "b": {"out": "b"}}
+    assert await store.complete(c.id, c.lease_token)
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.done_tasks, run.total_tasks) == (RunStatus.COMPLETED, 3, 3)
+    assert run.completed_at is not None
+
+
+async def test_run_status_follows_its_tasks(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b", "a")])
+    assert (await store.get_run(created.run_id)).status is RunStatus.PENDING
+    [a] = await store.claim("w")
+    assert (await store.get_run(created.run_id)).status is RunStatus.RUNNING
+    assert await store.mark_running(a.id, a.lease_token)
+    assert (await store.get_task(a.id)).started_at is not None
+    await store.complete(a.id, a.lease_token)
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.pending_tasks, run.running_tasks) == (RunStatus.PENDING, 1, 0)
+
+
+async def test_resource_slots_limit_what_is_claimed(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(
+        store,
+        registry,
+        [noop("g1", resource="gpu"), noop("g2", resource="gpu"), noop("c1"), noop("c2")],
+    )
+    claimed = await store.claim("w", slots={"gpu": 1, "cpu": 1}, limit=10)
+    assert sorted(c.task.key for c in claimed) == ["c1", "g1"]
+    assert await store.claim("w", slots={"gpu": 0, "net": 3}, limit=10) == []
+    [c2] = await store.claim("w", slots={"cpu": 5}, limit=10)
+    assert c2.task.key == "c2"
+
+
+async def test_claim_with_start_folds_running_into_one_commit(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a")])
+    [a] = await store.claim("w", start=True)
+    task = await store.get_task(a.id)
+    assert task.status is TaskStatus.RUNNING and task.started_at == task.claimed_at
+    assert [e.kind for e in await store.events(a.id)] == ["claimed", "started"]
+    assert (await store.get_run(created.run_id)).running_tasks == 1
+    assert not await store.mark_running(a.id, a.lease_token)  # already running
+
+
+async def test_paused_pending_task_is_held(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b")])
+    assert await store.set_paused(created.task_ids["a"], True, reason="user")
+    assert not await store.set_paused(created.task_ids["a"], True)  # already paused
+    [b] = await store.claim("w", limit=5)
+    assert b.task.key == "b"
+    held = await store.get_task(created.task_ids["a"])
+    assert held.is_paused and held.status_text == "paused: user"
+    assert await store.set_paused(created.task_ids["a"], False)
+    [a] = await store.claim("w")
+    assert a.task.key == "a" and not a.task.is_paused
+    kinds = [e.kind for e in await store.events(created.task_ids["a"])]
+    assert kinds == ["paused", "resumed", "claimed"]
+
+
+async def test_pause_and_resume_a_whole_run(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b")])
+    assert sorted(await store.set_run_paused(created.run_id, True)) == sorted(
+        created.task_ids.values()
+    )
+    assert await store.claim("w") == []
+    await store.set_run_paused(created.run_id, False)
+    assert len(await store.claim("w", limit=5)) == 2
+    with pytest.raises(NotFound):
+        await store.set_run_paused("nope", True)
+
+
+async def test_progress_and_checkpoint_are_fenced(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(store, registry, [noop("a")])
+    [a] = await store.claim("w")
+    assert await store.report_progress(
+        a.id, a.lease_token, progress=150, status_text="x" * 600, checkpoint={"done": 3}
+    )
+    task = await store.get_task(a.id)
+    assert task.progress == 100.0 and len(task.status_text or "") == 512
+    assert task.checkpoint == {"done": 3}
+    assert not await store.report_progress(a.id, "stale-token", progress=5)
+    assert (await store.get_task(a.id)).progress == 100.0
+    assert await store.report_progress(a.id, a.lease_token)  # nothing to write
+
+
+async def test_failed_attempt_is_retried_with_backoff(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    store.backoff = BackoffPolicy(base=10, factor=2, cap=100, jitter=0.0)
+    created = await submit(store, registry, [noop("a", max_retries=2), noop("b", "a")])
+    [a] = await store.claim("w")
+    outcome = await store.fail(a.id, a.lease_token, "disk hiccup", ErrorType.IO_ERROR)
+    assert outcome.applied and outcome.retried and outcome.next_run_at is not None
+    task = await store.get_task(a.id)
+    assert (task.status, task.retry_count, task.error_type) == (
+        TaskStatus.PENDING,
+        1,
+        "IO_ERROR",
+    )
+    assert task.next_run_at == pytest.approx(outcome.next_run_at)
+    assert outcome.next_run_at - store.now() == pytest.approx(10, abs=0.5)
+    assert await store.claim("w") == []  # not due yet
+    assert await store.next_retry_at() == pytest.approx(outcome.next_run_at)
+    # Make it due, as the clock would.
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE task SET next_run_at = 0 WHERE id = ?", (a.id,))
+    [again] = await store.claim("w")
+    assert again.task.attempt == 2 and again.lease_token != a.lease_token
+    second = await store.fail(again.id, again.lease_token, "again", ErrorType.IO_ERROR)
+    assert second.next_run_at is not None
+    assert second.next_run_at - store.now() == pytest.approx(20, abs=0.5)
+    kinds = [e.kind for e in await store.events(a.id)]
+    assert kinds == ["claimed", "retry_scheduled", "claimed", "retry_scheduled"]
+    assert (await store.get_run(created.run_id)).status is RunStatus.PENDING
+
+
+async def test_permanent_failure_cascades_downstream(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(
+        store,
+        registry,
+        [noop("a", max_retries=5), noop("b", "a"), noop("c", "b"), noop("side")],
+    )
+    claimed = {c.task.key: c for c in await store.claim("w", limit=5)}
+    a = claimed["a"]
+    outcome = await store.fail(a.id, a.lease_token, "bad payload", ErrorType.PAYLOAD_ERROR)
+    assert outcome.applied and not outcome.retried
+    ids = created.task_ids
+    assert set(outcome.cascaded) == {ids["b"], ids["c"]}
+    for key in "bc":
+        t = await store.get_task(ids[key])
+        assert (t.status, t.error_type) == (TaskStatus.CANCELLED, "DEPENDENCY_FAILED")
+    assert (await store.get_task(ids["side"])).status is TaskStatus.CLAIMED
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.failed_tasks, run.cancelled_tasks) == (RunStatus.FAILED, 1, 2)
+
+
+async def test_fail_without_retries_left_is_final(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(store, registry, [noop("a", max_retries=1)])
+    [a] = await store.claim("w")
+    outcome = await store.fail(a.id, a.lease_token, "x", retryable=False)
+    assert not outcome.retried
+    assert (await store.get_task(a.id)).status is TaskStatus.FAILED
+
+
+async def test_finishing_writes_are_fenced_by_the_lease(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(store, registry, [noop("a")])
+    [a] = await store.claim("w")
+    assert not await store.complete(a.id, "not-the-token", {"x": 1})
+    assert not (await store.fail(a.id, "not-the-token", "boom")).applied
+    assert (await store.get_task(a.id)).status is TaskStatus.CLAIMED
+    assert await store.complete(a.id, a.lease_token, {"x": 1})
+    # A late second write of the same attempt changes nothing.
+    assert not await store.complete(a.id, a.lease_token, {"x": 2})
+    assert not (await store.fail(a.id, a.lease_token, "late")).applied
+    task = await store.get_task(a.id)
+    assert (task.status, task.result, task.lease_token) == (TaskStatus.COMPLETED, {"x": 1}, None)
+
+
+async def test_cancel_pending_claimed_and_running(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b"), noop("c"), noop("d", "c")])
+    ids = created.task_ids
+    claimed = {c.task.key: c for c in await store.claim("w", limit=2)}
+    assert set(claimed) == {"a", "b"}
+    await store.mark_running(claimed["b"].id, claimed["b"].lease_token)
+
+    pending = await store.cancel(ids["c"])
+    assert set(pending.cancelled) == {ids["c"], ids["d"]} and pending.was_running == ()
+    assert (await store.get_task(ids["d"])).error_type == "DEPENDENCY_FAILED"
+    assert (await store.get_task(ids["c"])).error_type == "CANCELLED"
+
+    was_claimed = await store.cancel(ids["a"])
+    assert was_claimed.cancelled == (ids["a"],) and was_claimed.was_running == (ids["a"],)
+    running = await store.cancel(ids["b"])
+    assert running.was_running == (ids["b"],)
+    # The late result of the running attempt cannot overwrite the cancel.
+    assert not await store.complete(ids["b"], claimed["b"].lease_token, {"late": True})
+    task = await store.get_task(ids["b"])
+    assert (task.status, task.result) == (TaskStatus.CANCELLED, None)
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.cancelled_tasks) == (RunStatus.CANCELLED, 4)
+    with pytest.raises(InvalidState, match="already cancelled"):
+        await store.cancel(ids["a"])
+    with pytest.raises(NotFound):
+        await store.cancel("no-such-task")
+
+
+async def test_cancel_run_cancels_every_unfinished_task(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b", "a"), noop("c", "b")])
+    [a] = await store.claim("w")
+    await store.complete(a.id, a.lease_token)
+    outcome = await store.cancel_run(created.run_id)
+    assert set(outcome.cancelled) == {created.task_ids["b"], created.task_ids["c"]}
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.done_tasks, run.cancelled_tasks) == (RunStatus.CANCELLED, 1, 2)
+    assert (await store.cancel_run(created.run_id)).cancelled == ()
+    with pytest.raises(NotFound):
+        await store.cancel_run("nope")
+
+
+async def test_retry_revives_the_task_and_its_cascade(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b", "a"), noop("c", "b")])
+    ids = created.task_ids
+    [a] = await store.claim("w")
+    await store.fail(a.id, a.lease_token, "boom", ErrorType.PAYLOAD_ERROR)
+    assert (await store.get_run(created.run_id)).status is RunStatus.FAILED
+    revived = await store.retry(ids["a"])
+    assert set(revived) == set(ids.values())
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert all(t.status is TaskStatus.PENDING and t.error is None for t in tasks.values())
+    assert [tasks[k].unmet_deps for k in "abc"] == [0, 1, 1]
+    assert (await store.get_run(created.run_id)).status is RunStatus.PENDING
+    # The run goes through to the end after the retry.
+    while claimed := await store.claim("w"):
+        await store.complete(claimed[0].id, claimed[0].lease_token)
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+    with pytest.raises(InvalidState, match="only failed or cancelled"):
+        await store.retry(ids["a"])
+
+
+async def test_retry_run_picks_the_roots_not_the_cascade(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b", "a")])
+    await store.cancel(created.task_ids["a"])
+    assert set(await store.retry_run(created.run_id)) == set(created.task_ids.values())
+    with pytest.raises(InvalidState, match="no failed or cancelled task"):
+        await store.retry_run(created.run_id)
+
+
+async def test_dynamic_fan_out_added_with_the_completion(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("split"), noop("after", "split")])
+    [split] = await store.claim("w")
+    chunks = [noop(f"chunk{i}", "split") for i in range(3)]
+    merge = noop("merge", *(f"chunk{i}" for i in range(3)))
+    new = prepare_tasks(_specs([*chunks, merge]), registry, known=frozenset(created.task_ids))
+    assert await store.complete(split.id, split.lease_token, {"chunks": 3}, new_tasks=new)
+    run = await store.get_run(created.run_id)
+    assert (run.total_tasks, run.pending_tasks) == (6, 5)
+    claimed = await store.claim("w", limit=10)
+    assert sorted(c.task.key for c in claimed) == ["after", "chunk0", "chunk1", "chunk2"]
+    for c in claimed:
+        await store.complete(c.id, c.lease_token)
+    [m] = await store.claim("w")
+    assert m.task.key == "merge" and m.task.unmet_deps == 0
+    await store.complete(m.id, m.lease_token)
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+
+
+def _specs(tasks: list[dict[str, Any]]) -> list[TaskSpec]:
+    return [TaskSpec.model_validate(t) for t in tasks]
+
+
+async def test_fan_out_rejects_a_key_the_run_already_has(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("split"), noop("x")])
+    claimed = {c.task.key: c for c in await store.claim("w", limit=2)}
+    new = prepare_tasks(_specs([noop("x", "split")]), registry, known=frozenset(created.task_ids))
+    split = claimed["split"]
+    with pytest.raises(InvalidState, match="already has tasks"):
+        await store.complete(split.id, split.lease_token, new_tasks=new)
+    # The whole completion rolled back with it.
+    assert (await store.get_task(split.id)).status is TaskStatus.CLAIMED
+
+
+async def test_idempotency_key_dedupes_only_active_tasks(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    first = await submit(store, registry, [noop("a", idempotency_key="mat-1/transcode")])
+    again = await submit(store, registry, [noop("a", idempotency_key="mat-1/transcode")])
+    assert again.deduplicated and again.run_id == first.run_id
+    assert again.task_ids == first.task_ids
+    [a] = await store.claim("w")
+    dup_while_claimed = await submit(
+        store, registry, [noop("a", idempotency_key="mat-1/transcode")]
+    )
+    assert dup_while_claimed.deduplicated
+    await store.complete(a.id, a.lease_token)
+    fresh = await submit(store, registry, [noop("a", idempotency_key="mat-1/transcode")])
+    assert not fresh.deduplicated and fresh.run_id != first.run_id
+
+
+async def test_heartbeat_reports_held_paused_and_lost(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(store, registry, [noop("a"), noop("b"), noop("c")])
+    a, b, c = await store.claim("w", limit=3, start=True)
+    await store.set_paused(b.id, True)
+    await store.cancel(c.id)
+    before = (await store.get_task(a.id)).lease_until
+    beat = await store.heartbeat("w", [a.id, b.id, c.id], lease_seconds=120)
+    assert beat.held == {a.id, b.id} and beat.paused == {b.id} and beat.lost == {c.id}
+    after = (await store.get_task(a.id)).lease_until
+    assert before is not None and after is not None and after > before
+    assert (await store.heartbeat("other", [a.id])).lost == {a.id}
+    empty = await store.heartbeat("w", [])
+    assert not empty.held and not empty.lost
+
+
+async def test_group_commit_completes_each_with_its_own_fence(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [noop("a"), noop("b"), noop("c", "a", "b")])
+    a, b = await store.claim("w", limit=2)
+    done = await store.complete_many([(a.id, a.lease_token, {"a": 1}), (b.id, "stale", {"b": 1})])
+    assert done == [True, False]
+    assert (await store.get_task(created.task_ids["c"])).unmet_deps == 1
+
+
+async def test_reads_of_unknown_ids_say_so(store: TaskStore) -> None:
+    with pytest.raises(NotFound, match="no task"):
+        await store.get_task("x")
+    with pytest.raises(NotFound, match="no run"):
+        await store.get_run("x")
+    with pytest.raises(NotFound, match="no task or run"):
+        await store.find("x")
+    with pytest.raises(NotFound):
+        await store.list_tasks("x")
+    with pytest.raises(NotFound):
+        await store.retry("x")
+    with pytest.raises(NotFound):
+        await store.set_paused("x", True)
+
+
+async def test_find_and_list_runs(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    one = await submit(store, registry, [noop("a")])
+    two = await submit(store, registry, [noop("a")])
+    assert [r.id for r in await store.list_runs()] == [two.run_id, one.run_id]
+    assert (await store.find(one.run_id)).id == one.run_id
+    assert (await store.find(one.task_ids["a"])).id == one.task_ids["a"]
+
+
+async def test_unmet_deps_invariant_holds_after_mixed_operations(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    created = await submit(
+        store,
+        registry,
+        [noop("a"), noop("b"), noop("c", "a"), noop("d", "a", "b"), noop("e", "c", "d")],
+    )
+    claimed = {c.task.key: c for c in await store.claim("w", limit=5)}
+    await store.complete(claimed["a"].id, claimed["a"].lease_token)
+    await store.cancel(claimed["b"].id)
+    await store.retry(created.task_ids["b"])
+    mismatches = rows(
+        db_path,
+        """
+        SELECT t.key, t.unmet_deps, (
+            SELECT count(*) FROM task_dependency d JOIN task p ON p.id = d.depends_on_id
+            WHERE d.task_id = t.id AND p.status != 'completed') AS actual
+        FROM task t WHERE t.unmet_deps != actual
+        """,
+    )
+    assert mismatches == []

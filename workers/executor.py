@@ -1,0 +1,164 @@
+"""What an executor is, and what the engine hands it for one attempt.
+
+An executor runs tasks of one type. It gets the task and an :class:`ExecutionContext`: the
+cancel signal, the pause channel, a throttled progress reporter, a checkpoint saver and the
+results of the tasks it depends on. It returns an :class:`ExecuteResult`; an exception it
+raises is a failed attempt with the exception's text, never a dead engine.
+
+Cancellation cannot be swallowed: :class:`Cancelled` derives from ``BaseException`` so that an
+``except Exception`` in executor code does not catch it by accident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from workers.records import TaskRecord
+from workers.tasktypes import TaskPayload, TaskType
+
+
+class Cancelled(BaseException):
+    """Raised inside an executor when its task was cancelled."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteResult:
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@runtime_checkable
+class TaskExecutor(Protocol):
+    """Runs the tasks of one type."""
+
+    task_type: TaskType
+    #: Whether an attempt interrupted by a crash can resume from its checkpoint.
+    resumable: bool
+    #: Seconds without any progress report after which the attempt counts as stalled.
+    stall_timeout: float
+
+    @property
+    def resource(self) -> str: ...
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult: ...
+
+    async def can_skip(self, task: TaskRecord) -> bool: ...
+
+    async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None: ...
+
+
+class BaseExecutor:
+    """Defaults for the optional parts of :class:`TaskExecutor`."""
+
+    task_type: TaskType
+    resumable = False
+    stall_timeout = 3600.0
+
+    @property
+    def resource(self) -> str:
+        return self.task_type.resource
+
+    async def can_skip(self, task: TaskRecord) -> bool:
+        return False
+
+    async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None:
+        return None
+
+
+ProgressSink = Callable[..., Awaitable[bool]]
+
+
+@dataclass
+class ExecutionContext:
+    """One attempt's view of the engine. Created and torn down by the engine."""
+
+    task: TaskRecord
+    payload: TaskPayload
+    upstream: dict[str, dict[str, Any] | None]
+    _sink: ProgressSink
+    cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
+    resume_event: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Minimum seconds between two progress writes to the database.
+    progress_interval: float = 0.5
+    checkpoint: dict[str, Any] | None = None
+    last_report: float = field(default_factory=time.monotonic)
+    _last_write: float = 0.0
+    _pending: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.checkpoint = self.task.checkpoint
+        if not self.task.is_paused:
+            self.resume_event.set()
+
+    # --- signals ------------------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    @property
+    def paused(self) -> bool:
+        return not self.resume_event.is_set()
+
+    def check_cancelled(self) -> None:
+        if self.cancel_event.is_set():
+            raise Cancelled(self.task.id)
+
+    async def wait_if_paused(self) -> None:
+        """Return at once when running; while paused, wait for resume (or raise on cancel)."""
+        self.check_cancelled()
+        while not self.resume_event.is_set():
+            waiter = asyncio.ensure_future(self.resume_event.wait())
+            canceller = asyncio.ensure_future(self.cancel_event.wait())
+            try:
+                await asyncio.wait({waiter, canceller}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                canceller.cancel()
+            self.check_cancelled()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep, waking early (with :class:`Cancelled`) when the task is cancelled."""
+        try:
+            await asyncio.wait_for(self.cancel_event.wait(), timeout=seconds)
+        except TimeoutError:
+            return
+        raise Cancelled(self.task.id)
+
+    # --- reporting ----------------------------------------------------------------------
+
+    async def report(
+        self,
+        progress: float | None = None,
+        status_text: str | None = None,
+        *,
+        checkpoint: dict[str, Any] | None = None,
+        force: bool = False,
+    ) -> None:
+        """Report progress and/or save a checkpoint; written at most every
+        ``progress_interval`` seconds unless ``force`` (the latest values win)."""
+        self.last_report = time.monotonic()
+        if progress is not None:
+            self._pending["progress"] = progress
+        if status_text is not None:
+            self._pending["status_text"] = status_text
+        if checkpoint is not None:
+            self.checkpoint = checkpoint
+            self._pending["checkpoint"] = checkpoint
+        now = time.monotonic()
+        if self._pending and (force or now - self._last_write >= self.progress_interval):
+            values, self._pending = self._pending, {}
+            self._last_write = now
+            await self._sink(**values)
+
+    async def flush(self) -> None:
+        await self.report(force=True)

@@ -1,0 +1,51 @@
+"""NOOP and SLEEP: exercise and benchmark the queue without media."""
+
+from __future__ import annotations
+
+import time
+
+from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
+from workers.records import TaskRecord
+from workers.tasktypes import NOOP, SLEEP, SleepPayload
+
+
+class NoopExecutor(BaseExecutor):
+    """Completes at once; its result echoes its payload."""
+
+    task_type = NOOP
+    resumable = True
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        return ExecuteResult(result=dict(task.payload))
+
+
+class SleepExecutor(BaseExecutor):
+    """Sleeps ``seconds``, reporting progress. Pausable and cancellable; it checkpoints the
+    time slept so that a resumed or recovered attempt only sleeps what is left."""
+
+    task_type = SLEEP
+    resumable = True
+    stall_timeout = 60.0
+    tick = 0.1
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        assert isinstance(ctx.payload, SleepPayload)
+        total = ctx.payload.seconds
+        slept = float((ctx.checkpoint or {}).get("slept", 0.0))
+        await ctx.report(_percent(slept, total), f"sleeping {total - slept:.1f} s", force=True)
+        while slept < total:
+            await ctx.wait_if_paused()
+            step = min(self.tick, total - slept)
+            started = time.monotonic()
+            await ctx.sleep(step)
+            slept += time.monotonic() - started
+            await ctx.report(
+                _percent(slept, total),
+                f"{max(0.0, total - slept):.1f} s left",
+                checkpoint={"slept": min(slept, total)},
+            )
+        return ExecuteResult(result={"slept": total})
+
+
+def _percent(done: float, total: float) -> float:
+    return 100.0 if total <= 0 else min(100.0, 100.0 * done / total)
