@@ -29,10 +29,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import io
 import json
 import pstats
 import random
+import re
 import shutil
 import sqlite3
 import sys
@@ -567,24 +567,67 @@ def result_of(cfg: Config, warmup: int) -> Result:
 # --- profiling --------------------------------------------------------------------------------
 
 
-def _buckets(stats: pstats.Stats) -> list[tuple[str, float]]:
-    """Own time grouped by what it is spent on."""
-    sums: dict[str, float] = {}
-    for (file, _line, fn), row in stats.stats.items():  # type: ignore[attr-defined]
-        if "sqlite3" in fn:
-            name = "sqlite3 C calls (the SQL itself, COMMIT with its fsync)"
-        elif "sqlalchemy/sql/" in file:
-            name = "SQLAlchemy sql/: building statements, cache keys, compiling"
-        elif "sqlalchemy/engine/" in file:
-            name = "SQLAlchemy engine/: executing, result rows, transactions"
-        elif "sqlalchemy/" in file:
-            name = "SQLAlchemy other: pool, events, util"
-        elif "/workers/" in file:
-            name = "workers/: store, records, states"
-        else:
-            name = "other: stdlib (uuid, json, threading, ...)"
-        sums[name] = sums.get(name, 0.0) + row[2]
-    return sorted(sums.items(), key=lambda kv: -kv[1])
+IDLE = ("'get' of '_queue.SimpleQueue'", "'poll' of 'select.epoll'")  # waiting, not working
+
+
+def _idle(fn: str) -> bool:
+    return any(i in fn for i in IDLE)
+
+
+def _where(key: tuple[str, int, str]) -> str:
+    file, line, fn = key
+    if file == "~":
+        return fn
+    file = re.sub(r"^.*/(site-packages|lib/python3\.\d+)/", "", file)
+    file = file.removeprefix(f"{Path(__file__).resolve().parent.parent}/")
+    return f"{file}:{line}({fn})"
+
+
+def _kind(key: tuple[str, int, str]) -> str:
+    file, _line, fn = key
+    if _idle(fn):
+        return "idle: waiting for work"
+    if "sqlite3.Connection' objects" in fn and "commit" in fn:
+        return "sqlite3 COMMIT (WAL write + fsync)"
+    if "sqlite3" in fn:
+        return "sqlite3 execute/fetch (the SQL itself)"
+    if "sqlalchemy/sql/" in file:
+        return "SQLAlchemy sql/: building statements, cache keys, compiling"
+    if "sqlalchemy/engine/" in file:
+        return "SQLAlchemy engine/: executing, result rows, transactions"
+    if "sqlalchemy/" in file:
+        return "SQLAlchemy other: pool, events, util"
+    if "/workers/" in file:
+        return "workers/: store, records, states"
+    return "other: stdlib (uuid, json, threads, asyncio, ...)"
+
+
+def _profile_report(name: str, prof: cProfile.Profile, cycles: int) -> str:
+    stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    per = 1e3 / cycles
+    kinds: dict[str, float] = {}
+    for key, row in stats.items():
+        kinds[_kind(key)] = kinds.get(_kind(key), 0.0) + row[2]
+    idle = kinds.pop("idle: waiting for work", 0.0)
+    busy = sum(kinds.values())
+    lines = [
+        f"{name}: busy {busy * per:.2f} ms per cycle (idle {idle * per:.2f} ms not counted)",
+        "  own time by kind, ms per cycle:",
+    ]
+    for kind, tt in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {tt * per:8.3f}  {tt / busy:4.0%}  {kind}")
+    lines.append("  top functions by own time: own ms, cumulative ms, calls (per cycle)")
+    busy_rows = [(k, r) for k, r in stats.items() if not _idle(k[2])]
+    for key, row in sorted(busy_rows, key=lambda kr: -kr[1][2])[:12]:
+        lines.append(
+            f"  {row[2] * per:8.3f} {row[3] * per:8.3f} {row[1] / cycles:6.1f}  {_where(key)}"
+        )
+    store_rows = [(k, r) for k, r in stats.items() if "/workers/" in k[0]]
+    if store_rows:
+        lines.append("  the store's functions by cumulative time: cumulative ms, calls (per cycle)")
+        for key, row in sorted(store_rows, key=lambda kr: -kr[1][3])[:8]:
+            lines.append(f"  {row[3] * per:8.3f} {row[1] / cycles:6.1f}  {_where(key)}")
+    return "\n".join(lines)
 
 
 async def profile_store(path: Path, cycles: int, warmup: int, seed: int) -> str:
@@ -595,10 +638,10 @@ async def profile_store(path: Path, cycles: int, warmup: int, seed: int) -> str:
     loop = asyncio.get_running_loop()
     writer = store._writer  # the store's one writer thread: the profiler must run inside it
     w_prof, m_prof = cProfile.Profile(), cProfile.Profile()
+    samples = Samples()
     try:
         await store_block(store, warmup, Samples())
         refill(warmup)
-        samples = Samples()
         await loop.run_in_executor(writer, w_prof.enable)
         done = 0
         while done < cycles:
@@ -612,25 +655,14 @@ async def profile_store(path: Path, cycles: int, warmup: int, seed: int) -> str:
     finally:
         refill.close()
         await store.close()
-    out = io.StringIO()
-    w_stats = pstats.Stats(w_prof, stream=out)
-    m_stats = pstats.Stats(m_prof, stream=out)
-    w_total = w_stats.total_tt  # type: ignore[attr-defined]
-    m_total = m_stats.total_tt  # type: ignore[attr-defined]
-    per = 1e3 / cycles
-    out.write(
-        f"=== cProfile of the store cycle: {cycles} cycles ===\n"
-        f"cycle {sum(samples.cycle) * per:.2f} ms (profiled, so slower than in the table); "
-        f"writer thread {w_total * per:.2f} ms, event-loop thread {m_total * per:.2f} ms\n"
-        "writer thread, own time by kind (ms per cycle, share):\n"
+    return "\n".join(
+        [
+            f"=== cProfile of the store cycle: {cycles} cycles on one table; a profiled cycle "
+            f"takes {sum(samples.cycle) * 1e3 / cycles:.2f} ms (profiling slows Python code) ===",
+            _profile_report("writer thread (each transaction runs whole here)", w_prof, cycles),
+            _profile_report("event-loop thread (awaits, thread hops)", m_prof, cycles),
+        ]
     )
-    for name, tt in _buckets(w_stats):
-        out.write(f"  {tt * per:7.3f}  {tt / w_total:4.0%}  {name}\n")
-    out.write("\nwriter thread, top functions by own time:")
-    w_stats.sort_stats("tottime").print_stats(15)
-    out.write("writer thread, the store's functions by cumulative time:")
-    w_stats.sort_stats("cumulative").print_stats(r"workers/", 12)
-    return out.getvalue()
 
 
 # --- report -----------------------------------------------------------------------------------

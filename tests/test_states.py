@@ -235,6 +235,47 @@ def test_delay_with_huge_retry_count_returns_the_cap() -> None:
     assert BackoffPolicy(base=1, factor=10, cap=60, jitter=0.0).delay(10**6, 0.0) == 60.0
 
 
+def test_delay_just_below_and_at_the_cap_exponent() -> None:
+    policy = BackoffPolicy(base=2.0, factor=2.0, cap=256.0, jitter=0.0)
+    assert policy.delay(6, 0.0) == 128.0
+    assert policy.delay(7, 0.0) == 256.0
+    assert policy.delay(8, 0.0) == 256.0
+    uneven = BackoffPolicy(base=1.0, factor=3.0, cap=100.0, jitter=0.0)
+    assert [uneven.delay(n, 0.0) for n in (3, 4, 5, 10_000)] == [27.0, 81.0, 100.0, 100.0]
+
+
+def test_delay_with_a_factor_of_one_is_constant() -> None:
+    policy = BackoffPolicy(base=5.0, factor=1.0, cap=300.0, jitter=0.0)
+    assert [policy.delay(n, 0.0) for n in (0, 1, 10, 10_000)] == [5.0, 5.0, 5.0, 5.0]
+
+
+def test_delay_with_a_factor_below_one_shrinks() -> None:
+    policy = BackoffPolicy(base=8.0, factor=0.5, cap=300.0, jitter=0.0)
+    assert [policy.delay(n, 0.0) for n in (0, 1, 2, 3)] == [8.0, 4.0, 2.0, 1.0]
+    assert policy.delay(10_000, 0.0) == 0.0
+
+
+def test_delay_with_base_at_or_above_cap_is_the_cap() -> None:
+    assert BackoffPolicy(base=60.0, cap=60.0, jitter=0.0).delay(5, 0.0) == 60.0
+    assert BackoffPolicy(base=500.0, cap=300.0, jitter=0.0).delay(0, 0.0) == 300.0
+    assert BackoffPolicy(base=500.0, cap=300.0, jitter=0.5).delay(3, 0.5) == 225.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=OverflowError,
+    reason="delay() only bounds the exponent when 0 < base < cap: with base >= cap (a constant "
+    "delay, base == cap) or base == 0, base * factor**n still overflows for a large retry_count",
+)
+@pytest.mark.parametrize(
+    "policy",
+    [BackoffPolicy(base=60.0, cap=60.0, jitter=0.0), BackoffPolicy(base=500.0, cap=300.0)],
+    ids=["base-equals-cap", "base-above-cap"],
+)
+def test_delay_with_huge_retry_count_and_base_at_or_above_cap(policy: BackoffPolicy) -> None:
+    assert policy.delay(2000, 0.0) <= policy.cap
+
+
 # --- retry_decision ---
 
 EXPECTED_NON_RETRYABLE = {

@@ -317,7 +317,7 @@ async def _verify_drained(
             completed_event[tid] = events[-1].id
 
         # No claim before its dependencies' completions, on the serialized commit order.
-        with store.engine.connect() as conn:
+        with store.engine.execution_options(**{READ_ONLY: True}).connect() as conn:
             edges = conn.exec_driver_sql("SELECT task_id, depends_on_id FROM task_dependency").all()
         deps_of: dict[str, set[str]] = defaultdict(set)
         for child, parent in edges:
@@ -414,6 +414,7 @@ def test_processes_drain_dag_each_task_claimed_once(
             if p.is_alive():  # pragma: no cover - terminate ignored
                 p.kill()
                 p.join(10)
+    assert not [p.name for p in procs if p.is_alive()], "a worker process survived"
     assert [p.exitcode for p in procs] == [0] * n, [
         json.loads(o.read_text()).get("error") if o.exists() else None for o in outputs
     ]
@@ -439,7 +440,7 @@ def test_processes_drain_dag_each_task_claimed_once(
 def _count(db_path: Path, sql: str, **params: Any) -> int:
     engine = create_sqlite_engine(db_path)
     try:
-        with engine.connect() as conn:
+        with engine.execution_options(**{READ_ONLY: True}).connect() as conn:
             return int(conn.execute(sa.text(sql), params).scalar_one())
     finally:
         engine.dispose()
