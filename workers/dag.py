@@ -55,7 +55,8 @@ def validate(graph: Mapping[str, Sequence[str]], known: Iterable[str] = ()) -> l
 
 
 def descendants(children: Mapping[str, Iterable[str]], start: Iterable[str]) -> set[str]:
-    """Every node reachable from ``start`` along ``children`` edges, ``start`` excluded."""
+    """Every node reachable from ``start`` along ``children`` edges. A start node is included
+    only when it is reachable from another start node."""
     seen: set[str] = set()
     todo = deque(start)
     while todo:

@@ -151,12 +151,11 @@ class BackoffPolicy:
     jitter: float = 0.5
 
     def delay(self, retry_count: int, rand: float) -> float:
-        n = max(0, retry_count)
-        if self.factor > 1 and 0 < self.base < self.cap:
-            # Past this exponent the cap applies; stopping here keeps the power finite.
-            n = min(n, math.ceil(math.log(self.cap / self.base, self.factor)))
-        nominal = min(self.cap, self.base * self.factor**n)
-        return nominal * (1.0 - self.jitter * rand)
+        try:
+            grown = self.base * self.factor ** max(0, retry_count)
+        except OverflowError:  # a huge retry count: far past the cap anyway
+            grown = math.inf if self.base > 0 else 0.0
+        return min(self.cap, grown) * (1.0 - self.jitter * rand)
 
 
 @dataclass(frozen=True, slots=True)
