@@ -12,8 +12,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from fredica_app.doctor import diagnose
 from fredica_app.errors import FredicaError
-from fredica_app.services import Fredica, load_spec_file, run_json
+from fredica_app.services import Fredica, load_spec_file, restart_entry_json, run_json
 from fredica_app.templates import BUILTIN
 from workers.records import RunRecord, TaskRecord
 from workers.states import RunStatus
@@ -71,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("id", help="a task id or a run id")
         c.add_argument("--json", action="store_true")
 
+    sub.add_parser("pause-queue", help="stop claiming new tasks; running ones go on")
+    sub.add_parser("resume-queue", help="claim tasks again")
+
+    rl = sub.add_parser("restart-log", help="what recovery found at start-up, with dispositions")
+    rl.add_argument("--json", action="store_true")
+    rl.add_argument("--dismiss", metavar="ENTRY_ID|all", help="mark an entry (or all) dismissed")
+
+    doc = sub.add_parser("doctor", help="check the environment and say how to fix what is missing")
+    doc.add_argument("--json", action="store_true")
+
     t = sub.add_parser("templates", help="list the workflow templates")
     t.add_argument("--json", action="store_true")
 
@@ -103,26 +114,31 @@ async def cmd_submit(app: Fredica, args: argparse.Namespace) -> int:
 
 
 async def cmd_worker(app: Fredica, args: argparse.Namespace) -> int:
-    engine = app.make_engine(max_workers=args.max_workers)
     loop = asyncio.get_running_loop()
-    stopping: list[asyncio.Task[None]] = []
+    async with app.engine_session(max_workers=args.max_workers) as engine:
+        report = engine.recovery
+        if report is not None and report.total:
+            print(
+                f"recovered: {report.requeued} requeued, {report.kept_paused} kept paused, "
+                f"{report.failed} failed, {report.orphaned} orphaned (see `fredica restart-log`)",
+                file=sys.stderr,
+            )
+        stopping: list[asyncio.Task[None]] = []
 
-    def on_signal() -> None:
-        if not stopping:
-            print("stopping: finishing or checkpointing running tasks…", file=sys.stderr)
-            stopping.append(asyncio.ensure_future(engine.stop()))
+        def on_signal() -> None:
+            if not stopping:
+                print("stopping: letting running tasks checkpoint…", file=sys.stderr)
+                stopping.append(asyncio.ensure_future(engine.stop()))
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
-    try:
-        await engine.run(until_idle=args.until_idle)
-    finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        if stopping:
-            await stopping[0]
-        else:
-            await engine.stop()
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            await engine.run(until_idle=args.until_idle)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            if stopping:
+                await stopping[0]
     return 0
 
 
@@ -170,6 +186,56 @@ def _control(action: str) -> Handler:
     return handler
 
 
+async def cmd_pause_queue(app: Fredica, args: argparse.Namespace) -> int:
+    app.set_queue_paused(True)
+    print("queue paused: no new task will be claimed; running tasks go on")
+    return 0
+
+
+async def cmd_resume_queue(app: Fredica, args: argparse.Namespace) -> int:
+    app.set_queue_paused(False)
+    print("queue resumed")
+    return 0
+
+
+async def cmd_restart_log(app: Fredica, args: argparse.Namespace) -> int:
+    if args.dismiss:
+        entry = None if args.dismiss == "all" else _int_id(args.dismiss)
+        changed = await app.store.set_disposition(entry, "dismissed")
+        print(f"dismissed {changed} entr{'y' if changed == 1 else 'ies'}")
+        return 0
+    entries = await app.restart_log()
+    if args.json:
+        _print_json([restart_entry_json(e) for e in entries])
+        return 0
+    if not entries:
+        print("nothing was recovered")
+    for e in entries:
+        print(
+            f"#{e.id:<4} {e.action:<11} {e.disposition:<14} {e.task_type:<10} "
+            f"{e.status_at_restart:<8} {e.progress:5.1f} %  task {e.task_id}"
+        )
+    return 0
+
+
+def _int_id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise FredicaError(f"a restart-log entry id is a number, or 'all' (got {text!r})") from None
+
+
+async def cmd_doctor(app: Fredica, args: argparse.Namespace) -> int:
+    checks = await diagnose(app)
+    if args.json:
+        _print_json([c.as_json() for c in checks])
+    else:
+        for c in checks:
+            mark = "ok  " if c.ok else "FAIL"
+            print(f"[{mark}] {c.name}: {c.detail}" + ("" if c.ok else f"\n       fix: {c.fix}"))
+    return 0 if all(c.ok for c in checks) else 1
+
+
 async def cmd_templates(app: Fredica, args: argparse.Namespace) -> int:
     if args.json:
         _print_json([{"name": t.name, "description": t.description} for t in BUILTIN.values()])
@@ -183,9 +249,8 @@ async def cmd_demo(app: Fredica, args: argparse.Namespace) -> int:
     created = await app.submit({"template": "diagnostic"})
     if not args.json:
         print(f"submitted run {created.run_id} (template 'diagnostic'); running it…")
-    engine = app.make_engine()
-    await engine.run(until_idle=True)
-    await engine.stop()
+    async with app.engine_session() as engine:
+        await engine.run(until_idle=True)
     run = await app.store.get_run(created.run_id)
     tasks = await app.store.list_tasks(run.id)
     if args.json:
@@ -204,6 +269,10 @@ COMMANDS: dict[str, Handler] = {
     "resume": _control("resume"),
     "cancel": _control("cancel"),
     "retry": _control("retry"),
+    "pause-queue": cmd_pause_queue,
+    "resume-queue": cmd_resume_queue,
+    "restart-log": cmd_restart_log,
+    "doctor": cmd_doctor,
     "templates": cmd_templates,
     "demo": cmd_demo,
 }

@@ -5,19 +5,23 @@ Nothing here speaks SQL (the stores do) or Qt (the GUI does).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fredica_app.database import open_database
 from fredica_app.errors import SpecError
+from fredica_app.lock import DataDirLock
 from fredica_app.paths import AppPaths, resolve_paths
 from fredica_app.settings import Settings, load_settings
 from fredica_app.templates import get_template
 from workers.engine import WorkerEngine
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor
-from workers.records import CreatedRun, RunRecord, TaskRecord
+from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
 from workers.spec import WorkflowSpec, parse_spec, prepare_run
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry, builtin_registry
@@ -68,6 +72,59 @@ class Fredica:
             slots=self.settings.slots,
         )
 
+    @property
+    def lock(self) -> DataDirLock:
+        return DataDirLock(self.paths.engine_lock)
+
+    @contextlib.asynccontextmanager
+    async def engine_session(
+        self, *, max_workers: int | None = None
+    ) -> AsyncIterator[WorkerEngine]:
+        """Take the data directory's lock, start an engine (recovery included) and stop it
+        gracefully at the end. Raises :class:`DatabaseLocked` when another engine runs."""
+        lock = self.lock.acquire()
+        try:
+            engine = self.make_engine(max_workers=max_workers)
+            await engine.start()
+            watcher = asyncio.create_task(self._watch_queue_flag(engine))
+            try:
+                yield engine
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                await engine.stop()
+        finally:
+            lock.release()
+
+    # --- pausing the queue across processes -------------------------------------------------
+
+    @property
+    def queue_flag(self) -> Path:
+        return self.paths.data_dir / "queue.paused"
+
+    def set_queue_paused(self, paused: bool) -> None:
+        """``pause-queue``: the engine on this data dir stops claiming (running work goes on)
+        within half a second, and stays so across restarts until ``resume-queue``."""
+        if paused:
+            self.queue_flag.write_text("paused\n")
+        else:
+            self.queue_flag.unlink(missing_ok=True)
+
+    async def _watch_queue_flag(self, engine: WorkerEngine, interval: float = 0.5) -> None:
+        while True:
+            paused = self.queue_flag.exists()
+            if paused and not engine.queue_paused:
+                engine.pause_queue()
+            elif not paused and engine.queue_paused:
+                engine.resume_queue()
+            await asyncio.sleep(interval)
+
+    # --- restart log -------------------------------------------------------------------------
+
+    async def restart_log(self) -> list[RestartLogEntry]:
+        return await self.store.restart_log()
+
 
 def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
     """Read JSON from a file path, or from standard input when ``source`` is ``-``."""
@@ -114,6 +171,24 @@ def task_json(task: TaskRecord) -> dict[str, Any]:
         "started_at": task.started_at,
         "completed_at": task.completed_at,
         "next_run_at": task.next_run_at,
+    }
+
+
+def restart_entry_json(entry: RestartLogEntry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "session_id": entry.session_id,
+        "task_id": entry.task_id,
+        "task_type": entry.task_type,
+        "workflow_run_id": entry.workflow_run_id,
+        "material_id": entry.material_id,
+        "status_at_restart": entry.status_at_restart,
+        "progress": entry.progress,
+        "action": entry.action,
+        "disposition": entry.disposition,
+        "detail": entry.detail,
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
     }
 
 

@@ -1,13 +1,18 @@
 """The WorkerEngine: takes slots, claims work, runs executors, records what became of them.
 
 Pure asyncio, no Qt. Concurrency is bounded twice: ``max_workers`` for everything together and
-a number of slots per resource class (``gpu`` 1, ``cpu`` cores - 1, ``net`` 4 by default). The
-engine computes its free slots *before* claiming and claims only what it can start at once,
-several tasks in one transaction, claim and start folded into one commit.
+slots per resource class (``gpu`` 1, ``cpu`` cores - 1, ``net`` 4, ``io`` 4 by default). The
+engine counts its free slots *before* claiming and claims only what it can start at once.
 
-Wake-ups are events: a submission, a completion, a resume or a cancel wakes the claim loop at
-once; a timer wakes it when the next retry is due; polling (1 s backing off to 5 s) only
-catches writes made by other processes.
+One loop owns the engine's writes to the queue. Each turn is one transaction
+(:meth:`TaskStore.tick`): the outcomes of every attempt that finished since the last turn
+(group commit: one fsync for all of them) and the claim, started at once, of as many ready
+tasks as there are free slots. A child task is therefore claimed in the very commit that
+completes its parent.
+
+Wake-ups are events: a finished attempt, a submission through :meth:`wake`, a resume or a
+cancel wakes the loop at once; a timer wakes it when the next retry is due; polling (1 s
+backing off to 5 s) only catches writes made by other processes.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from workers.events import EventBus, Notification, RunChanged, TaskChanged
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
-from workers.records import ClaimedTask, RunRecord
-from workers.states import ErrorType
+from workers.records import ClaimedTask, Completion, Failure, RecoveryReport, RunRecord
+from workers.states import ErrorType, RunStatus
 from workers.store import TaskStore
 
 log = logging.getLogger(__name__)
+
+RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "net": "network", "io": "disk"}
 
 
 def default_slots() -> dict[str, int]:
@@ -42,7 +50,7 @@ class _Running:
     ctx: ExecutionContext | None = None
     job: asyncio.Task[None] | None = None
     forced: bool = False  # cancelled from outside after the grace period
-    shutdown: bool = False  # stopped by an engine shutdown: leave it to recovery
+    shutdown: bool = False  # stopped by an engine shutdown: left to recovery
 
     @property
     def resource(self) -> str:
@@ -51,10 +59,12 @@ class _Running:
 
 @dataclass
 class EngineStats:
+    claimed: int = 0
     completed: int = 0
     failed: int = 0
     retried: int = 0
     cancelled: int = 0
+    ticks: int = 0
     started_at: float = field(default_factory=time.monotonic)
 
 
@@ -67,6 +77,7 @@ class WorkerEngine:
         worker_id: str | None = None,
         max_workers: int = 4,
         slots: Mapping[str, int] | None = None,
+        bus: EventBus | None = None,
         heartbeat_interval: float = 5.0,
         cancel_grace: float = 5.0,
         poll_min: float = 1.0,
@@ -77,36 +88,83 @@ class WorkerEngine:
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.max_workers = max_workers
         self.slots = {**default_slots(), **(slots or {})}
+        self.bus = bus or EventBus()
         self.heartbeat_interval = heartbeat_interval
         self.cancel_grace = cancel_grace
         self.poll_min = poll_min
         self.poll_max = poll_max
         self.stats = EngineStats()
+        self.session_id = str(uuid.uuid4())
+        self.recovery: RecoveryReport | None = None
         self._running: dict[str, _Running] = {}
+        self._finished: list[tuple[_Running, ExecuteResult | None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
         self._queue_paused = False
+        self._claim_hint = True  # something may be claimable: try a claim on the next turn
         self._background: set[asyncio.Task[None]] = set()
+        self._started = False
 
-    # --- the loop ------------------------------------------------------------------------
+    # --- life cycle ----------------------------------------------------------------------
+
+    async def start(self, *, recover: bool = True) -> RecoveryReport | None:
+        """Bind to the running loop and, with ``recover``, take over what a previous session
+        left unfinished. Returns only once recovery is done. The caller must hold the data
+        directory's lock (no other engine on this database)."""
+        loop = asyncio.get_running_loop()
+        self.bus.bind(loop)
+        self.store.run_listeners.append(self._on_run_changes)
+        self._started = True
+        if recover:
+            resumable = [name for name, e in self.executors.items() if e.resumable]
+            self.recovery = await self.store.recover(self.session_id, resumable)
+            if self.recovery.total:
+                log.info("recovery: %s", self.recovery)
+                self.bus.publish(
+                    Notification(
+                        "Recovered unfinished work",
+                        f"{self.recovery.requeued} task(s) resumed, "
+                        f"{self.recovery.kept_paused} kept paused, "
+                        f"{self.recovery.failed + self.recovery.orphaned} could not be resumed",
+                        "warning" if self.recovery.failed else "info",
+                    )
+                )
+        return self.recovery
+
+    def _on_run_changes(self, changes: list[tuple[str, RunStatus]]) -> None:
+        # Called on the store's writer thread.
+        for run_id, status in changes:
+            self.bus.publish_threadsafe(RunChanged(run_id, status.value))
+            if status is RunStatus.COMPLETED:
+                note = Notification("Run completed", f"run {run_id} completed", "info", run_id)
+            elif status is RunStatus.FAILED:
+                note = Notification("Run failed", f"run {run_id} failed", "error", run_id)
+            elif status is RunStatus.CANCELLED:
+                note = Notification("Run cancelled", f"run {run_id} cancelled", "warning", run_id)
+            else:
+                continue
+            self.bus.publish_threadsafe(note)
 
     async def run(self, *, until_idle: bool = False) -> None:
         """Claim and run tasks until :meth:`stop` (or, with ``until_idle``, until nothing is
-        running, claimable or waiting for a retry timer)."""
+        running, claimable or waiting for a retry timer; held tasks do not count)."""
+        if not self._started:
+            await self.start(recover=False)
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="fredica-heartbeat")
         poll = self.poll_min
         try:
-            while not self._stopping:
+            while True:
                 self._wake.clear()
-                claimed = await self._claim_free_slots()
-                if claimed:
+                progressed = await self._turn()
+                if self._stopping and not self._running and not self._finished:
+                    return
+                if progressed:
                     poll = self.poll_min
                     continue
-                if until_idle and not self._running:
-                    if self._queue_paused or await self.store.next_retry_at() is None:
-                        return
+                due = None if self._queue_paused else await self.store.next_retry_at()
+                if until_idle and not self._running and not self._finished and due is None:
+                    return
                 timeout = poll
-                due = await self.store.next_retry_at()
                 if due is not None:
                     timeout = max(0.0, min(timeout, due - self.store.now()))
                 try:
@@ -114,12 +172,15 @@ class WorkerEngine:
                     poll = self.poll_min
                 except TimeoutError:
                     poll = min(self.poll_max, poll * 2)
+                self._claim_hint = True
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
 
     def wake(self) -> None:
+        """Something changed (a submission, a resume…): look for work now."""
+        self._claim_hint = True
         self._wake.set()
 
     def _free_slots(self) -> tuple[int, dict[str, int]]:
@@ -128,27 +189,132 @@ class WorkerEngine:
         for r in self._running.values():
             used[r.resource] = used.get(r.resource, 0) + 1
         per_class = {k: min(v - used.get(k, 0), free_total) for k, v in self.slots.items()}
-        return free_total, per_class
+        return free_total, {k: v for k, v in per_class.items() if v > 0}
 
-    async def _claim_free_slots(self) -> list[ClaimedTask]:
-        if self._queue_paused or self._stopping:
-            return []
-        free_total, per_class = self._free_slots()
-        if free_total <= 0 or not any(v > 0 for v in per_class.values()):
-            return []
-        # The claim runs to its end even if this coroutine is cancelled (it is on the store's
-        # writer thread); shield it so that what was claimed is always started.
-        claimed = await asyncio.shield(
-            self.store.claim(self.worker_id, slots=per_class, limit=free_total, start=True)
+    async def _turn(self) -> bool:
+        """One transaction: record finished attempts, claim into free slots. True when it
+        did anything."""
+        finished, self._finished = self._finished, []
+        for r, _ in finished:
+            self._running.pop(r.claimed.id, None)  # their slots are free for this claim
+        limit, slots = 0, dict[str, int]()
+        if self._claim_hint and not self._queue_paused and not self._stopping:
+            limit, slots = self._free_slots()
+            if not slots:
+                limit = 0
+        completions = [
+            Completion(r.claimed.id, r.claimed.lease_token, res.result)
+            for r, res in finished
+            if res is not None and res.ok
+        ]
+        failed_runs = [(r, res) for r, res in finished if res is not None and not res.ok]
+        failures = [
+            Failure(
+                r.claimed.id,
+                r.claimed.lease_token,
+                res.error or "failed",
+                res.error_type or ErrorType.EXECUTOR_ERROR,
+            )
+            for r, res in failed_runs
+        ]
+        if not completions and not failures and limit <= 0:
+            for r, _ in finished:  # cancelled attempts: nothing to write
+                self._after_cancel(r)
+            return bool(finished)
+        # The transaction runs to its end even if this coroutine is cancelled; shield it so
+        # that what it claimed is always started.
+        outcome = await asyncio.shield(
+            self.store.tick(
+                self.worker_id,
+                completions=completions,
+                failures=failures,
+                slots=slots,
+                limit=limit,
+            )
         )
-        for c in claimed:
+        self.stats.ticks += 1
+        self._report(finished, outcome.completed, failed_runs, outcome.failed)
+        for c in outcome.claimed:
             self._start(c)
-        return claimed
+        self.stats.claimed += len(outcome.claimed)
+        if limit > 0 and len(outcome.claimed) < limit:
+            self._claim_hint = False  # nothing more to claim until something changes
+        return bool(finished or outcome.claimed)
+
+    def _report(
+        self,
+        finished: list[tuple[_Running, ExecuteResult | None]],
+        completed: tuple[bool, ...],
+        failed_runs: list[tuple[_Running, ExecuteResult]],
+        failed: tuple[object, ...],
+    ) -> None:
+        ok = iter(completed)
+        for r, res in finished:
+            task = r.claimed.task
+            if res is None:
+                self._after_cancel(r)
+            elif res.ok and next(ok):
+                self.stats.completed += 1
+                self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "completed", 100.0))
+        for (r, res), outcome in zip(failed_runs, failed, strict=True):
+            task = r.claimed.task
+            if not getattr(outcome, "applied", False):
+                continue
+            if getattr(outcome, "retried", False):
+                self.stats.retried += 1
+                self.bus.publish(
+                    TaskChanged(
+                        task.id,
+                        task.workflow_run_id,
+                        "retry",
+                        error=res.error,
+                        error_type=res.error_type,
+                    )
+                )
+                continue
+            self.stats.failed += 1
+            self.bus.publish(
+                TaskChanged(
+                    task.id,
+                    task.workflow_run_id,
+                    "failed",
+                    error=res.error,
+                    error_type=res.error_type,
+                )
+            )
+            if r.executor is not None:
+                self._background_call(r.executor.on_task_failed(task, res))
+
+    def _after_cancel(self, r: _Running) -> None:
+        self.stats.cancelled += 1
+        task = r.claimed.task
+        self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "cancelled"))
+        if r.executor is not None and not r.shutdown:
+            self._background_call(
+                r.executor.on_task_failed(
+                    task, ExecuteResult(error="cancelled", error_type=ErrorType.CANCELLED)
+                )
+            )
+
+    def _background_call(self, coro: object) -> None:
+        async def guarded() -> None:
+            try:
+                await coro  # type: ignore[misc]
+            except Exception:
+                log.exception("background callback failed")
+
+        job = asyncio.create_task(guarded())
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
+
+    # --- one attempt ---------------------------------------------------------------------
 
     def _start(self, claimed: ClaimedTask) -> None:
         running = _Running(claimed, self.executors.get(claimed.task.type))
         self._running[claimed.id] = running
         running.job = asyncio.create_task(self._execute(running), name=f"task-{claimed.id}")
+        task = claimed.task
+        self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "started", task.progress))
 
     async def _execute(self, running: _Running) -> None:
         claimed, executor = running.claimed, running.executor
@@ -169,6 +335,17 @@ class WorkerEngine:
             upstream = await self.store.upstream_results(task.id) if task.depends_on else {}
 
             async def sink(**values: object) -> bool:
+                progress = values.get("progress")
+                text = values.get("status_text")
+                self.bus.publish(
+                    TaskChanged(
+                        task.id,
+                        task.workflow_run_id,
+                        "progress",
+                        progress if isinstance(progress, float | int) else None,
+                        text if isinstance(text, str) else None,
+                    )
+                )
                 return await self.store.report_progress(task.id, token, **values)  # type: ignore[arg-type]
 
             ctx = running.ctx = ExecutionContext(task, payload, upstream, sink)
@@ -180,97 +357,68 @@ class WorkerEngine:
                 await ctx.flush()
         except Cancelled:
             result = None
-            self.stats.cancelled += 1
         except asyncio.CancelledError:
-            if running.shutdown:
+            if running.shutdown or not running.forced:
                 raise  # engine shutdown: what is unfinished is left to recovery
-            if not running.forced:
-                raise
             result = None
-            self.stats.cancelled += 1
         except Exception as exc:  # an executor that raises is a failed attempt
             log.exception("task %s (%s) raised", task.id, task.type)
             result = ExecuteResult(
                 error=f"{type(exc).__name__}: {exc}", error_type=ErrorType.EXECUTOR_ERROR
             )
         finally:
-            try:
-                if result is not None:
-                    await asyncio.shield(self._record(running, result))
-                elif executor is not None and not running.shutdown:
-                    await executor.on_task_failed(
-                        task, ExecuteResult(error="cancelled", error_type=ErrorType.CANCELLED)
-                    )
-            finally:
-                self._running.pop(task.id, None)
-                self.wake()
-
-    async def _record(self, running: _Running, result: ExecuteResult) -> None:
-        task, token = running.claimed.task, running.claimed.lease_token
-        if result.ok:
-            if await self.store.complete(task.id, token, result.result):
-                self.stats.completed += 1
-            return
-        outcome = await self.store.fail(
-            task.id, token, result.error or "failed", result.error_type or "EXECUTOR_ERROR"
-        )
-        if not outcome.applied:
-            return
-        if outcome.retried:
-            self.stats.retried += 1
-            return
-        self.stats.failed += 1
-        if running.executor is not None:
-            try:
-                await running.executor.on_task_failed(task, result)
-            except Exception:
-                log.exception("on_task_failed of %s raised", task.id)
+            if not running.shutdown:
+                self._finished.append((running, result))
+                self._wake.set()
 
     # --- heartbeats ----------------------------------------------------------------------
 
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.heartbeat_interval)
-            if not self._running:
+            if self._running:
+                try:
+                    await self.heartbeat()
+                except Exception:
+                    log.exception("heartbeat failed")
+
+    async def heartbeat(self) -> None:
+        """Extend our leases; learn of cancels and pauses made by other processes; fail
+        attempts that stalled."""
+        beat = await self.store.heartbeat(self.worker_id, list(self._running))
+        for task_id in beat.lost:  # cancelled by another process, or taken over
+            if (r := self._running.get(task_id)) is not None:
+                self._signal_cancel(r)
+        for task_id in beat.held:
+            r = self._running.get(task_id)
+            if r is None or r.ctx is None:
                 continue
-            try:
-                beat = await self.store.heartbeat(self.worker_id, list(self._running))
-            except Exception:
-                log.exception("heartbeat failed")
-                continue
-            for task_id in beat.lost:  # cancelled by another process, or taken over
-                if (r := self._running.get(task_id)) is not None:
-                    self._signal_cancel(r)
-            for task_id in beat.held:
-                r = self._running.get(task_id)
-                if r is None or r.ctx is None:
-                    continue
-                if task_id in beat.paused:
-                    r.ctx.resume_event.clear()
-                else:
-                    r.ctx.resume_event.set()
-            self._check_stalls()
+            if task_id in beat.paused:
+                r.ctx.resume_event.clear()
+            else:
+                r.ctx.resume_event.set()
+        self._check_stalls()
 
     def _check_stalls(self) -> None:
         now = time.monotonic()
         for r in list(self._running.values()):
-            if r.ctx is None or r.executor is None or r.ctx.paused:
+            if r.ctx is None or r.executor is None or r.ctx.paused or r.ctx.cancelled:
                 continue
             if now - r.ctx.last_report > r.executor.stall_timeout:
                 log.warning("task %s stalled; failing the attempt", r.claimed.id)
-                job = asyncio.create_task(self._fail_stalled(r))
-                self._background.add(job)
-                job.add_done_callback(self._background.discard)
+                r.ctx.cancel_event.set()
+                self._background_call(self._fail_stalled(r))
 
     async def _fail_stalled(self, r: _Running) -> None:
         timeout = r.executor.stall_timeout if r.executor else 0
         await self.store.fail(
             r.claimed.id,
             r.claimed.lease_token,
-            f"no progress for {timeout:.0f} s",
+            f"stalled: no progress for {timeout:.0f} s",
             ErrorType.STALLED,
         )
         self._signal_cancel(r)
+        self.wake()
 
     # --- control -------------------------------------------------------------------------
 
@@ -279,8 +427,7 @@ class WorkerEngine:
             r.ctx.cancel_event.set()
             r.ctx.resume_event.set()
         if r.job is not None and not r.job.done():
-            loop = asyncio.get_running_loop()
-            loop.call_later(self.cancel_grace, self._force_cancel, r)
+            asyncio.get_running_loop().call_later(self.cancel_grace, self._force_cancel, r)
 
     def _force_cancel(self, r: _Running) -> None:
         if r.job is not None and not r.job.done():
@@ -322,6 +469,8 @@ class WorkerEngine:
                     r.ctx.resume_event.clear()
                 else:
                     r.ctx.resume_event.set()
+            run_id = r.claimed.task.workflow_run_id if r else None
+            self.bus.publish(TaskChanged(task_id, run_id, "paused" if paused else "resumed"))
         self.wake()
         return changed
 
@@ -334,19 +483,24 @@ class WorkerEngine:
         self.wake()
 
     @property
+    def queue_paused(self) -> bool:
+        return self._queue_paused
+
+    @property
     def running_ids(self) -> list[str]:
         return list(self._running)
 
     async def stop(self, drain_timeout: float = 10.0) -> None:
-        """Stop claiming, let running tasks checkpoint and finish for ``drain_timeout``, then
-        stop the rest without writing anything: recovery picks them up at the next start."""
+        """Stop claiming; let running tasks checkpoint and finish for ``drain_timeout``; stop
+        the rest without writing anything, for recovery to resume at the next start. Never
+        writes a cancel: a shutdown is not the user's decision."""
         self._stopping = True
         self.wake()
-        for r in self._running.values():
+        for r in list(self._running.values()):
             if r.ctx is not None:
                 with contextlib.suppress(Exception):
                     await r.ctx.flush()
-        jobs = [r.job for r in self._running.values() if r.job is not None]
+        jobs = [r.job for r in self._running.values() if r.job is not None and not r.job.done()]
         if jobs:
             _, pending = await asyncio.wait(jobs, timeout=drain_timeout)
             for r in list(self._running.values()):
@@ -355,3 +509,11 @@ class WorkerEngine:
                     r.job.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=5)
+        if self._finished:  # record what finished during the drain
+            self._claim_hint = False
+            await self._turn()
+        for job in list(self._background):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(job, 5)
+        with contextlib.suppress(ValueError):
+            self.store.run_listeners.remove(self._on_run_changes)

@@ -140,3 +140,66 @@ class HeartbeatOutcome:
     held: frozenset[str]  # still ours
     paused: frozenset[str]  # still ours, and a pause was asked for
     lost: frozenset[str]  # no longer ours: cancelled or taken over; stop working on them
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A successful attempt to record."""
+
+    task_id: str
+    lease_token: str
+    result: dict[str, Any] | None = None
+    new_tasks: tuple[Any, ...] = ()  # PreparedTask: dynamic fan-out with the completion
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed attempt to record."""
+
+    task_id: str
+    lease_token: str
+    error: str
+    error_type: str
+    retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TickOutcome:
+    """What one engine transaction did: recorded outcomes, in order, and new claims."""
+
+    completed: tuple[bool, ...]
+    failed: tuple[FailOutcome, ...]
+    claimed: tuple[ClaimedTask, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What start-up recovery did."""
+
+    session_id: str
+    requeued: int
+    kept_paused: int
+    failed: int
+    orphaned: int
+    failed_ids: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return self.requeued + self.kept_paused + self.failed + self.orphaned
+
+
+@dataclass(frozen=True, slots=True)
+class RestartLogEntry(_FromRow):
+    id: int
+    session_id: str
+    task_id: str
+    task_type: str
+    workflow_run_id: str | None
+    material_id: str | None
+    status_at_restart: str
+    progress: float
+    action: str
+    disposition: str
+    detail: str | None
+    created_at: float
+    updated_at: float

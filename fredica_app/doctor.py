@@ -1,0 +1,87 @@
+"""``fredica doctor``: check what Fredica needs and say how to fix what is missing."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def diagnose(app: Fredica) -> list[Check]:
+    checks = [_data_dir(app), await _database(app), _engine(app), _ffmpeg(app)]
+    checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
+    if app.settings_problem:
+        checks.append(Check("settings", False, app.settings_problem, "fix or delete the file"))
+    else:
+        checks.append(Check("settings", True, str(app.paths.settings_file)))
+    return checks
+
+
+def _data_dir(app: Fredica) -> Check:
+    d = app.paths.data_dir
+    if not os.access(d, os.W_OK):
+        return Check("data directory", False, f"{d} is not writable", "choose --data-dir")
+    free = shutil.disk_usage(d).free
+    detail = f"{d} ({free / 2**30:.1f} GiB free)"
+    if free < 1 * 2**30:
+        return Check("data directory", False, detail, "free some disk space (< 1 GiB left)")
+    return Check("data directory", True, detail)
+
+
+async def _database(app: Fredica) -> Check:
+    runs = await app.store.list_runs(limit=1_000_000)
+    return Check("database", True, f"{app.paths.database} ({len(runs)} runs)")
+
+
+def _engine(app: Fredica) -> Check:
+    held = app.lock.is_held_elsewhere()
+    return Check("engine", True, "an engine is running" if held else "no engine is running")
+
+
+def _ffmpeg(app: Fredica) -> Check:
+    configured = app.settings.ffmpeg_path
+    if configured is not None:
+        if configured.is_file() and os.access(configured, os.X_OK):
+            return Check("ffmpeg", True, f"{configured} (from settings)")
+        return Check(
+            "ffmpeg",
+            False,
+            f"{configured} is not an executable file",
+            "fix ffmpeg_path in settings, or remove it to use the bundled one",
+        )
+    try:
+        import imageio_ffmpeg
+
+        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    except Exception as exc:
+        return Check(
+            "ffmpeg",
+            False,
+            f"the bundled ffmpeg is missing ({exc})",
+            "reinstall Fredica (imageio-ffmpeg), or set ffmpeg_path in settings",
+        )
+    return Check("ffmpeg", True, str(exe))
+
+
+def _module(name: str, label: str) -> Check:
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        return Check(label, False, f"cannot import {name}: {exc}", "reinstall Fredica")
+    return Check(label, True, f"{name} {getattr(module, '__version__', '')}".strip())

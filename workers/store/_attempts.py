@@ -1,0 +1,474 @@
+"""Claiming, running and finishing attempts: every write a worker makes."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from workers import states
+from workers.errors import InvalidState
+from workers.records import (
+    ClaimedTask,
+    Completion,
+    FailOutcome,
+    Failure,
+    HeartbeatOutcome,
+    TickOutcome,
+)
+from workers.spec import PreparedTask
+from workers.states import ErrorType, TaskStatus
+from workers.store._base import (
+    _CLAIM_SQL,
+    HELD,
+    S,
+    StoreBase,
+    _event,
+    _event_row,
+    _insert_events,
+    _task_record,
+    dep_t,
+    run_t,
+    task_t,
+)
+
+
+class AttemptsMixin(StoreBase):
+    # --- the engine's transaction ---------------------------------------------------------
+
+    async def tick(
+        self,
+        worker_id: str,
+        *,
+        completions: Sequence[Completion] = (),
+        failures: Sequence[Failure] = (),
+        slots: Mapping[str, int] | None = None,
+        limit: int = 0,
+        lease_seconds: float | None = None,
+    ) -> TickOutcome:
+        """Record finished attempts and claim (and start) new work, all in one commit.
+
+        Group commit: the completions of tasks that finished together cost one fsync, and the
+        claim of what they unblocked rides on the same commit, so a child starts without
+        waiting for another transaction. Each outcome is fenced by its own lease token.
+        """
+        return await self._write(
+            self._tick_tx,
+            worker_id,
+            completions,
+            failures,
+            slots,
+            limit,
+            lease_seconds or self.lease_seconds,
+        )
+
+    def _tick_tx(
+        self,
+        conn: sa.Connection,
+        worker_id: str,
+        completions: Sequence[Completion],
+        failures: Sequence[Failure],
+        slots: Mapping[str, int] | None,
+        limit: int,
+        lease_seconds: float,
+    ) -> TickOutcome:
+        done = tuple(
+            self._complete_tx(conn, c.task_id, c.lease_token, c.result, c.new_tasks)
+            for c in completions
+        )
+        failed = tuple(
+            self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable)
+            for f in failures
+        )
+        claimed: tuple[ClaimedTask, ...] = ()
+        if limit > 0:
+            claimed = tuple(self._claim_tx(conn, worker_id, slots, limit, True, lease_seconds))
+        return TickOutcome(done, failed, claimed)
+
+    # --- claiming and running -------------------------------------------------------------
+
+    async def claim(
+        self,
+        worker_id: str,
+        *,
+        slots: Mapping[str, int] | None = None,
+        limit: int = 1,
+        start: bool = False,
+        lease_seconds: float | None = None,
+    ) -> list[ClaimedTask]:
+        """Claim up to ``limit`` claimable tasks in one transaction.
+
+        ``slots`` maps resource classes to how many tasks of that class the caller can start
+        now (``None``: any class, no per-class limit). Each claim is one atomic ``UPDATE …
+        RETURNING``: pending, no unmet dependency, not paused, due, of a class with a free slot,
+        highest priority first then oldest. ``start=True`` folds ``mark_running`` into the same
+        commit.
+        """
+        return await self._write(
+            self._claim_tx, worker_id, slots, limit, start, lease_seconds or self.lease_seconds
+        )
+
+    def _claim_statement(self, resources: tuple[str, ...] | None) -> sa.TextualSelect:
+        stmt = self._claim_sql.get(resources)
+        if stmt is None:
+            if resources is None:
+                flt = ""
+            else:
+                names = ", ".join(f":r{i}" for i in range(len(resources)))
+                flt = f"AND resource IN ({names})"
+            stmt = sa.text(_CLAIM_SQL.format(resource_filter=flt)).columns(*task_t.columns)
+            self._claim_sql[resources] = stmt
+        return stmt
+
+    def _claim_tx(
+        self,
+        conn: sa.Connection,
+        worker_id: str,
+        slots: Mapping[str, int] | None,
+        limit: int,
+        start: bool,
+        lease_seconds: float,
+    ) -> list[ClaimedTask]:
+        free = None if slots is None else {k: v for k, v in slots.items() if v > 0}
+        claimed: list[ClaimedTask] = []
+        events: list[dict[str, Any]] = []
+        run_deltas: dict[str, Counter[TaskStatus]] = {}
+        new_status = S.RUNNING if start else S.CLAIMED
+        now = self.now()
+        while len(claimed) < limit and (free is None or free):
+            resources = None if free is None else tuple(sorted(free))
+            params: dict[str, Any] = {
+                "new_status": new_status.value,
+                "now": now,
+                "started_at": now if start else None,
+                "token": str(uuid.uuid4()),
+                "worker_id": worker_id,
+                "lease_until": now + lease_seconds,
+            }
+            if resources is not None:
+                params.update({f"r{i}": r for i, r in enumerate(resources)})
+            row = conn.execute(self._claim_statement(resources), params).mappings().first()
+            if row is None:
+                break
+            task = _task_record(row)
+            claimed.append(ClaimedTask(task, params["token"]))
+            if free is not None:
+                free[task.resource] -= 1
+                if free[task.resource] <= 0:
+                    del free[task.resource]
+            if task.workflow_run_id:
+                delta = run_deltas.setdefault(task.workflow_run_id, Counter())
+                delta[S.PENDING] -= 1
+                delta[new_status] += 1
+            detail = {"worker_id": worker_id, "attempt": task.attempt}
+            events.append(_event(task, "claimed", now, detail))
+            if start:
+                events.append(_event(task, "started", now, None))
+        for run_id, delta in run_deltas.items():
+            self._apply_run_delta(conn, run_id, delta, now)
+        _insert_events(conn, events)
+        return claimed
+
+    async def mark_running(self, task_id: str, lease_token: str) -> bool:
+        """claimed → running. False when the lease is no longer ours."""
+        return await self._write(self._mark_running_tx, task_id, lease_token)
+
+    def _mark_running_tx(self, conn: sa.Connection, task_id: str, lease_token: str) -> bool:
+        now = self.now()
+        row = conn.execute(
+            sa.update(task_t)
+            .where(
+                task_t.c.id == task_id,
+                task_t.c.lease_token == lease_token,
+                task_t.c.status == S.CLAIMED,
+            )
+            .values(status=S.RUNNING, started_at=now, heartbeat_at=now)
+            .returning(task_t.c.workflow_run_id)
+        ).first()
+        if row is None:
+            return False
+        if row.workflow_run_id:
+            self._apply_run_delta(
+                conn, row.workflow_run_id, Counter({S.CLAIMED: -1, S.RUNNING: 1}), now
+            )
+        _insert_events(conn, [_event_row(task_id, row.workflow_run_id, "started", now, None)])
+        return True
+
+    async def report_progress(
+        self,
+        task_id: str,
+        lease_token: str,
+        *,
+        progress: float | None = None,
+        status_text: str | None = None,
+        is_pausable: bool | None = None,
+        checkpoint: dict[str, Any] | None = None,
+    ) -> bool:
+        """Record progress (0 to 100), the one-line status, pausability and/or a checkpoint.
+
+        No event: progress ticks are not part of the timeline. False when the lease is lost.
+        """
+        values: dict[str, Any] = {}
+        if progress is not None:
+            values["progress"] = min(100.0, max(0.0, float(progress)))
+        if status_text is not None:
+            values["status_text"] = status_text[:512]
+        if is_pausable is not None:
+            values["is_pausable"] = is_pausable
+        if checkpoint is not None:
+            values["checkpoint"] = checkpoint
+        if not values:
+            return True
+        return await self._write(self._fenced_update_tx, task_id, lease_token, values)
+
+    def _fenced_update_tx(
+        self, conn: sa.Connection, task_id: str, lease_token: str, values: dict[str, Any]
+    ) -> bool:
+        values["heartbeat_at"] = self.now()
+        result = conn.execute(
+            sa.update(task_t)
+            .where(
+                task_t.c.id == task_id,
+                task_t.c.lease_token == lease_token,
+                task_t.c.status.in_(HELD),
+            )
+            .values(**values)
+        )
+        return result.rowcount == 1
+
+    async def heartbeat(
+        self, worker_id: str, task_ids: Collection[str], lease_seconds: float | None = None
+    ) -> HeartbeatOutcome:
+        """Extend the leases of the tasks ``worker_id`` holds, in one statement, and report
+        which are still ours, which were asked to pause, and which were lost (cancelled by
+        another process, or recovered)."""
+        if not task_ids:
+            return HeartbeatOutcome(frozenset(), frozenset(), frozenset())
+        return await self._write(
+            self._heartbeat_tx, worker_id, list(task_ids), lease_seconds or self.lease_seconds
+        )
+
+    def _heartbeat_tx(
+        self, conn: sa.Connection, worker_id: str, task_ids: list[str], lease_seconds: float
+    ) -> HeartbeatOutcome:
+        now = self.now()
+        rows = conn.execute(
+            sa.update(task_t)
+            .where(
+                task_t.c.id.in_(task_ids),
+                task_t.c.worker_id == worker_id,
+                task_t.c.status.in_(HELD),
+            )
+            .values(heartbeat_at=now, lease_until=now + lease_seconds)
+            .returning(task_t.c.id, task_t.c.is_paused)
+        ).all()
+        held = frozenset(r.id for r in rows)
+        return HeartbeatOutcome(
+            held=held,
+            paused=frozenset(r.id for r in rows if r.is_paused),
+            lost=frozenset(task_ids) - held,
+        )
+
+    # --- finishing attempts ---------------------------------------------------------------
+
+    async def complete(
+        self,
+        task_id: str,
+        lease_token: str,
+        result: dict[str, Any] | None = None,
+        *,
+        new_tasks: Sequence[PreparedTask] = (),
+    ) -> bool:
+        """Complete an attempt: the task becomes ``completed`` with ``result``, and each task
+        that depends on it has one unmet dependency fewer.
+
+        ``new_tasks`` (dynamic fan-out) are added to the same run in the same transaction;
+        their ``depends_on`` are keys of tasks of that run (this one included). False when the
+        lease is no longer ours: nothing is written.
+        """
+        return await self._write(self._complete_tx, task_id, lease_token, result, new_tasks)
+
+    async def complete_many(
+        self, items: Sequence[tuple[str, str, dict[str, Any] | None]]
+    ) -> list[bool]:
+        """Group commit: complete several attempts ``(task_id, lease_token, result)`` in one
+        transaction. Each is fenced on its own."""
+        return await self._write(self._complete_many_tx, items)
+
+    def _complete_many_tx(
+        self, conn: sa.Connection, items: Sequence[tuple[str, str, dict[str, Any] | None]]
+    ) -> list[bool]:
+        return [self._complete_tx(conn, tid, tok, res, ()) for tid, tok, res in items]
+
+    def _complete_tx(
+        self,
+        conn: sa.Connection,
+        task_id: str,
+        lease_token: str,
+        result: dict[str, Any] | None,
+        new_tasks: Sequence[PreparedTask],
+    ) -> bool:
+        now = self.now()
+        row = conn.execute(
+            sa.update(task_t)
+            .where(
+                task_t.c.id == task_id,
+                task_t.c.lease_token == lease_token,
+                task_t.c.status.in_(HELD),
+            )
+            .values(
+                status=S.COMPLETED,
+                result=result,
+                progress=100.0,
+                completed_at=now,
+                lease_token=None,
+                lease_until=None,
+                error=None,
+                error_type=None,
+            )
+            .returning(task_t.c.workflow_run_id, task_t.c.started_at)
+        ).first()
+        if row is None:
+            return False
+        # RETURNING shows the new row; the old status was claimed or running. A claimed task
+        # that completes never started (a skip): its started_at is still empty.
+        was = S.RUNNING if row.started_at is not None else S.CLAIMED
+        conn.execute(
+            sa.update(task_t)
+            .where(
+                task_t.c.id.in_(sa.select(dep_t.c.task_id).where(dep_t.c.depends_on_id == task_id))
+            )
+            .values(unmet_deps=task_t.c.unmet_deps - 1)
+        )
+        events = [_event_row(task_id, row.workflow_run_id, "completed", now, None)]
+        delta: Counter[TaskStatus] = Counter({was: -1, S.COMPLETED: 1})
+        if new_tasks and row.workflow_run_id:
+            self._add_tasks(conn, row.workflow_run_id, new_tasks, now)
+            delta[S.PENDING] += len(new_tasks)
+            conn.execute(
+                sa.update(run_t)
+                .where(run_t.c.id == row.workflow_run_id)
+                .values(total_tasks=run_t.c.total_tasks + len(new_tasks))
+            )
+        if row.workflow_run_id:
+            self._apply_run_delta(conn, row.workflow_run_id, delta, now)
+        _insert_events(conn, events)
+        return True
+
+    def _add_tasks(
+        self, conn: sa.Connection, run_id: str, tasks: Sequence[PreparedTask], now: float
+    ) -> None:
+        existing = conn.execute(
+            sa.select(task_t.c.key, task_t.c.id, task_t.c.status).where(
+                task_t.c.workflow_run_id == run_id, task_t.c.key.is_not(None)
+            )
+        ).all()
+        clash = {t.key for t in tasks} & {r.key for r in existing}
+        if clash:
+            raise InvalidState(f"run {run_id} already has tasks {sorted(clash)}")
+        ids = {r.key: r.id for r in existing}
+        ids.update({t.key: str(uuid.uuid4()) for t in tasks})
+        done = frozenset(r.id for r in existing if r.status == S.COMPLETED)
+        self._insert_tasks(conn, run_id, tasks, ids, completed=done, now=now)
+
+    async def fail(
+        self,
+        task_id: str,
+        lease_token: str,
+        error: str,
+        error_type: str = ErrorType.EXECUTOR_ERROR,
+        *,
+        retryable: bool = True,
+    ) -> FailOutcome:
+        """A failed attempt: retried with backoff while retries remain and the error type
+        allows it, else a permanent failure that cancels everything downstream with
+        ``DEPENDENCY_FAILED``. Fenced by ``lease_token``."""
+        return await self._write(
+            self._fail_tx, task_id, lease_token, error, str(error_type), retryable
+        )
+
+    def _fail_tx(
+        self,
+        conn: sa.Connection,
+        task_id: str,
+        lease_token: str,
+        error: str,
+        error_type: str,
+        retryable: bool,
+    ) -> FailOutcome:
+        now = self.now()
+        cur = conn.execute(
+            sa.select(
+                task_t.c.status,
+                task_t.c.retry_count,
+                task_t.c.max_retries,
+                task_t.c.workflow_run_id,
+            ).where(
+                task_t.c.id == task_id,
+                task_t.c.lease_token == lease_token,
+                task_t.c.status.in_(HELD),
+            )
+        ).first()
+        if cur is None:
+            return FailOutcome(applied=False)
+        decision = states.retry_decision(
+            error_type,
+            cur.retry_count,
+            cur.max_retries if retryable else 0,
+            self._rng.random(),
+            self.backoff,
+        )
+        common = {
+            "error": error[:10_000],
+            "error_type": error_type,
+            "lease_token": None,
+            "lease_until": None,
+        }
+        run_id = cur.workflow_run_id
+        if decision.retry:
+            next_run_at = now + decision.delay
+            conn.execute(
+                sa.update(task_t)
+                .where(task_t.c.id == task_id)
+                .values(
+                    status=S.PENDING,
+                    retry_count=task_t.c.retry_count + 1,
+                    next_run_at=next_run_at,
+                    status_text=f"retrying in {decision.delay:.0f} s",
+                    **common,
+                )
+            )
+            if run_id:
+                self._apply_run_delta(conn, run_id, Counter({cur.status: -1, S.PENDING: 1}), now)
+            _insert_events(
+                conn,
+                [
+                    _event_row(
+                        task_id,
+                        run_id,
+                        "retry_scheduled",
+                        now,
+                        {"error": error[:500], "error_type": error_type, "delay": decision.delay},
+                    )
+                ],
+            )
+            return FailOutcome(applied=True, retried=True, next_run_at=next_run_at)
+        conn.execute(
+            sa.update(task_t)
+            .where(task_t.c.id == task_id)
+            .values(status=S.FAILED, completed_at=now, **common)
+        )
+        events = [
+            _event_row(
+                task_id, run_id, "failed", now, {"error": error[:500], "error_type": error_type}
+            )
+        ]
+        delta: Counter[TaskStatus] = Counter({cur.status: -1, S.FAILED: 1})
+        cascaded = self._cascade(conn, [task_id], now, events, delta)
+        if run_id:
+            self._apply_run_delta(conn, run_id, delta, now)
+        _insert_events(conn, events)
+        return FailOutcome(applied=True, retried=False, cascaded=tuple(cascaded))

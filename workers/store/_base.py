@@ -1,0 +1,310 @@
+"""Plumbing shared by the store's parts: tables, the clock, transactions on the store's
+threads, run counters, the cascade, row helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
+
+import sqlalchemy as sa
+
+from workers import states
+from workers.db import READ_ONLY
+from workers.errors import NotFound
+from workers.models import RestartTaskLog, TaskDependency, TaskEvent, WorkflowRun
+from workers.models import Task as TaskModel
+from workers.records import (
+    RunRecord,
+    TaskRecord,
+)
+from workers.spec import PreparedTask
+from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
+
+T = TypeVar("T")
+
+task_t = cast(sa.Table, TaskModel.__table__)
+run_t = cast(sa.Table, WorkflowRun.__table__)
+dep_t = cast(sa.Table, TaskDependency.__table__)
+event_t = cast(sa.Table, TaskEvent.__table__)
+log_t = cast(sa.Table, RestartTaskLog.__table__)
+
+S = TaskStatus
+HELD = (S.CLAIMED, S.RUNNING)
+
+_COUNT_COLUMN = {
+    S.PENDING: "pending_tasks",
+    S.CLAIMED: "claimed_tasks",
+    S.RUNNING: "running_tasks",
+    S.COMPLETED: "done_tasks",
+    S.FAILED: "failed_tasks",
+    S.CANCELLED: "cancelled_tasks",
+}
+
+# The claim. Its WHERE repeats the partial index's predicate word for word so that SQLite uses
+# ix_task_claimable (a bound parameter for 'pending' would hide the implication).
+_CLAIM_SQL = """
+UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_at,
+       heartbeat_at = :now, lease_token = :token, attempt = attempt + 1,
+       worker_id = :worker_id, lease_until = :lease_until, next_run_at = NULL
+WHERE id = (
+    SELECT id FROM task INDEXED BY ix_task_claimable
+    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused
+      AND (next_run_at IS NULL OR next_run_at <= :now)
+      {resource_filter}
+    ORDER BY priority DESC, created_at
+    LIMIT 1
+)
+RETURNING *
+"""
+
+
+class _Clock:
+    """Wall-clock Unix seconds, strictly increasing within this process, so that tasks created
+    in one transaction keep their spec order under ``ORDER BY created_at``."""
+
+    def __init__(self, source: Callable[[], float] = time.time) -> None:
+        self._source = source
+        self._last = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            now = self._source()
+            if now <= self._last:
+                now = self._last + 1e-6
+            self._last = now
+            return now
+
+
+class StoreBase:
+    """Transactions on the store's threads, and the helpers every part of the store uses."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        *,
+        clock: Callable[[], float] = time.time,
+        backoff: BackoffPolicy = BackoffPolicy(),  # noqa: B008 - frozen
+        rng: random.Random | None = None,
+        lease_seconds: float = 60.0,
+    ) -> None:
+        self._engine = engine
+        self._read_engine = engine.execution_options(**{READ_ONLY: True})
+        self.now = _Clock(clock)
+        self.backoff = backoff
+        self._rng = rng or random.Random()
+        self.lease_seconds = lease_seconds
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-write")
+        self._readers = ThreadPoolExecutor(2, thread_name_prefix="fredica-db-read")
+        self._claim_sql: dict[tuple[str, ...] | None, sa.TextualSelect] = {}
+        #: Called on the writer thread after each commit that changed the status of runs,
+        #: with ``[(run_id, new status)]``. Listeners must be quick and thread-safe.
+        self.run_listeners: list[Callable[[list[tuple[str, RunStatus]]], None]] = []
+        self._run_changes: list[tuple[str, RunStatus]] = []
+
+    @property
+    def engine(self) -> sa.Engine:
+        return self._engine
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self._shutdown)
+
+    def _shutdown(self) -> None:
+        self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        self._engine.dispose()
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in one write transaction on the writer thread.
+
+        The transaction runs to its end even if the awaiting task is cancelled.
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, functools.partial(self._tx, fn, *args))
+
+    def _tx(self, fn: Callable[..., T], *args: Any) -> T:
+        self._run_changes = []
+        with self._engine.begin() as conn:
+            result = fn(conn, *args)
+        if self._run_changes:
+            changes, self._run_changes = self._run_changes, []
+            for listener in list(self.run_listeners):
+                listener(changes)
+        return result
+
+    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._readers, functools.partial(self._read_tx, fn, *args)
+        )
+
+    def _read_tx(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._read_engine.begin() as conn:
+            return fn(conn, *args)
+
+    def _insert_tasks(
+        self,
+        conn: sa.Connection,
+        run_id: str,
+        tasks: Sequence[PreparedTask],
+        ids: Mapping[str, str],
+        *,
+        completed: frozenset[str],
+        now: float,
+    ) -> None:
+        """Insert tasks whose ``depends_on`` are keys of ``ids``; ``completed`` are ids that
+        already completed (they do not count as unmet)."""
+        if not tasks:
+            return
+        rows = []
+        edges: list[dict[str, str]] = []
+        for i, t in enumerate(tasks):
+            dep_ids = [ids[k] for k in t.depends_on]
+            rows.append(
+                {
+                    "id": ids[t.key],
+                    "key": t.key,
+                    "type": t.type,
+                    "workflow_run_id": run_id,
+                    "material_id": t.material_id,
+                    "status": S.PENDING,
+                    "priority": t.priority,
+                    "depends_on": dep_ids,
+                    "payload": t.payload,
+                    "idempotency_key": t.idempotency_key,
+                    "max_retries": t.max_retries,
+                    "resource": t.resource,
+                    "created_at": now + i * 1e-6,
+                    "unmet_deps": sum(1 for d in dep_ids if d not in completed),
+                }
+            )
+            edges.extend({"task_id": ids[t.key], "depends_on_id": d} for d in dep_ids)
+        conn.execute(sa.insert(task_t), rows)
+        if edges:
+            conn.execute(sa.insert(dep_t), edges)
+        self.now._last = max(self.now._last, now + len(tasks) * 1e-6)
+
+    def _cascade(
+        self,
+        conn: sa.Connection,
+        roots: list[str],
+        now: float,
+        events: list[dict[str, Any]],
+        delta: Counter[TaskStatus],
+    ) -> list[str]:
+        """Cancel every unfinished task downstream of ``roots`` with DEPENDENCY_FAILED.
+
+        Only pending tasks can be downstream of an unfinished task (a task with an unmet
+        dependency is never claimed), so the cascade is pending → cancelled.
+        """
+        down = (
+            sa.select(dep_t.c.task_id)
+            .where(dep_t.c.depends_on_id.in_(roots))
+            .cte("down", recursive=True)
+        )
+        down = down.union(
+            sa.select(dep_t.c.task_id).join(down, dep_t.c.depends_on_id == down.c.task_id)
+        )
+        rows = conn.execute(
+            sa.update(task_t)
+            .where(task_t.c.id.in_(sa.select(down.c.task_id)), task_t.c.status == S.PENDING)
+            .values(
+                status=S.CANCELLED,
+                error_type=ErrorType.DEPENDENCY_FAILED,
+                error="an upstream task failed or was cancelled",
+                completed_at=now,
+            )
+            .returning(task_t.c.id, task_t.c.workflow_run_id)
+        ).all()
+        for r in rows:
+            events.append(
+                _event_row(r.id, r.workflow_run_id, "cancelled", now, {"reason": "dependency"})
+            )
+        delta[S.PENDING] -= len(rows)
+        delta[S.CANCELLED] += len(rows)
+        return [r.id for r in rows]
+
+    def _recount_unmet(self, conn: sa.Connection, ids: Iterable[str]) -> None:
+        parent = task_t.alias("parent")
+        unmet = (
+            sa.select(sa.func.count())
+            .select_from(dep_t.join(parent, parent.c.id == dep_t.c.depends_on_id))
+            .where(dep_t.c.task_id == task_t.c.id, parent.c.status != S.COMPLETED)
+            .scalar_subquery()
+        )
+        conn.execute(sa.update(task_t).where(task_t.c.id.in_(list(ids))).values(unmet_deps=unmet))
+
+    # --- the run's counters ---------------------------------------------------------------
+
+    def _apply_run_delta(
+        self, conn: sa.Connection, run_id: str, delta: Mapping[TaskStatus, int], now: float
+    ) -> None:
+        values = {_COUNT_COLUMN[s]: run_t.c[_COUNT_COLUMN[s]] + n for s, n in delta.items() if n}
+        if not values:
+            return
+        row = (
+            conn.execute(
+                sa.update(run_t).where(run_t.c.id == run_id).values(**values).returning(run_t)
+            )
+            .mappings()
+            .one()
+        )
+        run = RunRecord.from_row(row)
+        status = states.derive_run_status(run.counts)
+        if status != run.status:
+            self._set_run_status(conn, run_id, status, now)
+
+    def _set_run_status(
+        self, conn: sa.Connection, run_id: str, status: RunStatus, now: float
+    ) -> None:
+        finished = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+        conn.execute(
+            sa.update(run_t)
+            .where(run_t.c.id == run_id)
+            .values(status=status, completed_at=now if finished else None)
+        )
+        self._run_changes.append((run_id, status))
+
+    def _mark_log_retried(self, conn: sa.Connection, task_ids: Iterable[str]) -> None:
+        """Restart-log entries of tasks the user retried are settled."""
+        conn.execute(
+            sa.update(log_t)
+            .where(log_t.c.task_id.in_(list(task_ids)), log_t.c.disposition == "pending_review")
+            .values(disposition="retried", updated_at=self.now())
+        )
+
+    def _require_run(self, conn: sa.Connection, run_id: str) -> None:
+        if conn.execute(sa.select(run_t.c.id).where(run_t.c.id == run_id)).first() is None:
+            raise NotFound(f"no run {run_id}")
+
+
+# --- row helpers ----------------------------------------------------------------------------
+
+
+def _task_record(row: Mapping[Any, Any]) -> TaskRecord:
+    return TaskRecord.from_row(row)
+
+
+def _event(task: TaskRecord, kind: str, at: float, detail: dict[str, Any] | None) -> dict[str, Any]:
+    return _event_row(task.id, task.workflow_run_id, kind, at, detail)
+
+
+def _event_row(
+    task_id: str, run_id: str | None, kind: str, at: float, detail: dict[str, Any] | None
+) -> dict[str, Any]:
+    return {"task_id": task_id, "workflow_run_id": run_id, "at": at, "kind": kind, "detail": detail}
+
+
+def _insert_events(conn: sa.Connection, events: list[dict[str, Any]]) -> None:
+    if events:
+        conn.execute(sa.insert(event_t), events)

@@ -1,0 +1,316 @@
+"""Creating runs and the user's control: cancel, pause, resume, retry."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+import sqlalchemy as sa
+
+from workers import states
+from workers.errors import InvalidState, NotFound
+from workers.records import (
+    CancelOutcome,
+    CreatedRun,
+)
+from workers.spec import PreparedRun
+from workers.states import ErrorType, RunStatus, TaskStatus
+from workers.store._base import HELD, S, StoreBase, _event_row, _insert_events, dep_t, run_t, task_t
+
+
+class ControlMixin(StoreBase):
+    # --- creating runs --------------------------------------------------------------------
+
+    async def create_run(self, prepared: PreparedRun) -> CreatedRun:
+        """Insert a run and all its tasks in one transaction.
+
+        A task whose ``idempotency_key`` is held by an active task makes the whole submission
+        a duplicate: nothing is inserted, and the existing task's run is returned with
+        ``deduplicated=True``. The partial unique index is what enforces it.
+        """
+        for _ in range(5):
+            try:
+                return await self._write(self._create_run_tx, prepared)
+            except sa.exc.IntegrityError as exc:
+                if "idempotency_key" not in str(exc.orig):
+                    raise
+            found = await self._read(self._find_active_by_keys, prepared)
+            if found is not None:
+                return found
+            # The colliding task finished between the two transactions: insert again.
+        raise InvalidState("could not submit: idempotency keys kept colliding; try again")
+
+    def _create_run_tx(self, conn: sa.Connection, prepared: PreparedRun) -> CreatedRun:
+        now = self.now()
+        run_id = str(uuid.uuid4())
+        ids = {t.key: str(uuid.uuid4()) for t in prepared.tasks}
+        n = len(prepared.tasks)
+        conn.execute(
+            sa.insert(run_t),
+            {
+                "id": run_id,
+                "material_id": prepared.material_id,
+                "template": prepared.template,
+                "status": RunStatus.COMPLETED if n == 0 else RunStatus.PENDING,
+                "total_tasks": n,
+                "pending_tasks": n,
+                "created_at": now,
+                "completed_at": now if n == 0 else None,
+            },
+        )
+        self._insert_tasks(conn, run_id, prepared.tasks, ids, completed=frozenset(), now=now)
+        return CreatedRun(run_id, ids, deduplicated=False)
+
+    def _find_active_by_keys(self, conn: sa.Connection, prepared: PreparedRun) -> CreatedRun | None:
+        keys = [t.idempotency_key for t in prepared.tasks if t.idempotency_key]
+        row = conn.execute(
+            sa.select(task_t.c.workflow_run_id)
+            .where(task_t.c.idempotency_key.in_(keys), task_t.c.status.in_(states.ACTIVE))
+            .limit(1)
+        ).first()
+        if row is None or row.workflow_run_id is None:
+            return None
+        run_id = row.workflow_run_id
+        ids = dict(
+            conn.execute(
+                sa.select(task_t.c.key, task_t.c.id).where(task_t.c.workflow_run_id == run_id)
+            ).all()
+        )
+        return CreatedRun(run_id, {k: v for k, v in ids.items() if k}, deduplicated=True)
+
+    # --- user control ---------------------------------------------------------------------
+
+    async def cancel(self, task_id: str) -> CancelOutcome:
+        """Cancel a task that has not finished, and everything downstream of it.
+
+        A pending or claimed task is cancelled outright. A running one is marked cancelled at
+        once too — its lease is revoked, so nothing its worker writes later counts — and is
+        listed in ``was_running`` so that the engine holding it stops the executor.
+        """
+        return await self._write(self._cancel_tx, [task_id], task_id, None)
+
+    async def cancel_run(self, run_id: str) -> CancelOutcome:
+        return await self._write(self._cancel_run_tx, run_id)
+
+    def _cancel_run_tx(self, conn: sa.Connection, run_id: str) -> CancelOutcome:
+        self._require_run(conn, run_id)
+        ids = list(
+            conn.execute(
+                sa.select(task_t.c.id).where(
+                    task_t.c.workflow_run_id == run_id, task_t.c.status.in_(states.ACTIVE)
+                )
+            ).scalars()
+        )
+        return self._cancel_tx(conn, ids, None, run_id)
+
+    def _cancel_tx(
+        self, conn: sa.Connection, ids: list[str], single: str | None, run_id: str | None
+    ) -> CancelOutcome:
+        now = self.now()
+        if single is not None:
+            status = conn.execute(
+                sa.select(task_t.c.status).where(task_t.c.id == single)
+            ).scalar_one_or_none()
+            if status is None:
+                raise NotFound(f"no task {single}")
+            if states.is_terminal(status):
+                raise InvalidState(f"task {single} is already {status.value}")
+        before = dict(
+            conn.execute(
+                sa.select(task_t.c.id, task_t.c.status).where(
+                    task_t.c.id.in_(ids), task_t.c.status.in_(states.ACTIVE)
+                )
+            ).all()
+        )
+        if not before:
+            return CancelOutcome((), ())
+        rows = conn.execute(
+            sa.update(task_t)
+            .where(task_t.c.id.in_(list(before)), task_t.c.status.in_(states.ACTIVE))
+            .values(
+                status=S.CANCELLED,
+                error="cancelled by the user",
+                error_type=ErrorType.CANCELLED,
+                completed_at=now,
+                lease_token=None,
+                lease_until=None,
+            )
+            .returning(task_t.c.id, task_t.c.workflow_run_id)
+        ).all()
+        events = [_event_row(r.id, r.workflow_run_id, "cancelled", now, None) for r in rows]
+        deltas: dict[str, Counter[TaskStatus]] = {}
+        for r in rows:
+            if r.workflow_run_id:
+                d = deltas.setdefault(r.workflow_run_id, Counter())
+                d[before[r.id]] -= 1
+                d[S.CANCELLED] += 1
+        cascade_delta: Counter[TaskStatus] = Counter()
+        cascaded = self._cascade(conn, [r.id for r in rows], now, events, cascade_delta)
+        if cascaded:
+            cascade_run = conn.execute(
+                sa.select(task_t.c.workflow_run_id).where(task_t.c.id == cascaded[0])
+            ).scalar_one()
+            if cascade_run:
+                deltas.setdefault(cascade_run, Counter()).update(cascade_delta)
+        for rid, d in deltas.items():
+            self._apply_run_delta(conn, rid, d, now)
+        _insert_events(conn, events)
+        running = tuple(r.id for r in rows if before[r.id] in HELD)
+        return CancelOutcome(tuple(r.id for r in rows) + tuple(cascaded), running)
+
+    async def set_paused(self, task_id: str, paused: bool, reason: str | None = None) -> bool:
+        """Hold (or release) a task. A held pending task is never claimed; a held running task
+        is for its engine to pause. False when it was already so."""
+        return await self._write(self._set_paused_tx, [task_id], task_id, paused, reason)
+
+    async def set_run_paused(self, run_id: str, paused: bool) -> list[str]:
+        """Hold (or release) every unfinished task of a run; returns the ids changed."""
+        return await self._write(self._set_run_paused_tx, run_id, paused)
+
+    def _set_run_paused_tx(self, conn: sa.Connection, run_id: str, paused: bool) -> list[str]:
+        self._require_run(conn, run_id)
+        ids = list(
+            conn.execute(
+                sa.select(task_t.c.id).where(
+                    task_t.c.workflow_run_id == run_id, task_t.c.status.in_(states.ACTIVE)
+                )
+            ).scalars()
+        )
+        return self._pause_ids(conn, ids, paused, None)
+
+    def _set_paused_tx(
+        self,
+        conn: sa.Connection,
+        ids: list[str],
+        single: str,
+        paused: bool,
+        reason: str | None,
+    ) -> bool:
+        status = conn.execute(
+            sa.select(task_t.c.status).where(task_t.c.id == single)
+        ).scalar_one_or_none()
+        if status is None:
+            raise NotFound(f"no task {single}")
+        if states.is_terminal(status):
+            raise InvalidState(f"task {single} is already {status.value}")
+        return bool(self._pause_ids(conn, ids, paused, reason))
+
+    def _pause_ids(
+        self, conn: sa.Connection, ids: list[str], paused: bool, reason: str | None
+    ) -> list[str]:
+        now = self.now()
+        values: dict[str, Any] = {"is_paused": paused}
+        if paused:
+            values["status_text"] = f"paused: {reason}" if reason else "paused"
+        else:
+            values["status_text"] = None
+        rows = conn.execute(
+            sa.update(task_t)
+            .where(
+                task_t.c.id.in_(ids),
+                task_t.c.status.in_(states.ACTIVE),
+                task_t.c.is_paused.is_(not paused),
+            )
+            .values(**values)
+            .returning(task_t.c.id, task_t.c.workflow_run_id)
+        ).all()
+        kind = "paused" if paused else "resumed"
+        detail = {"reason": reason} if reason else None
+        _insert_events(conn, [_event_row(r.id, r.workflow_run_id, kind, now, detail) for r in rows])
+        return [r.id for r in rows]
+
+    async def retry(self, task_id: str) -> list[str]:
+        """Give a failed or cancelled task a new start, with the tasks downstream of it that
+        were cancelled because of it. Returns the ids made pending again."""
+        return await self._write(self._retry_tx, task_id)
+
+    async def retry_run(self, run_id: str) -> list[str]:
+        return await self._write(self._retry_run_tx, run_id)
+
+    def _retry_run_tx(self, conn: sa.Connection, run_id: str) -> list[str]:
+        self._require_run(conn, run_id)
+        roots = list(
+            conn.execute(
+                sa.select(task_t.c.id).where(
+                    task_t.c.workflow_run_id == run_id,
+                    task_t.c.status.in_((S.FAILED, S.CANCELLED)),
+                    sa.or_(
+                        task_t.c.error_type.is_(None),
+                        task_t.c.error_type != ErrorType.DEPENDENCY_FAILED,
+                    ),
+                )
+            ).scalars()
+        )
+        if not roots:
+            raise InvalidState(f"run {run_id} has no failed or cancelled task to retry")
+        return self._revive(conn, roots)
+
+    def _retry_tx(self, conn: sa.Connection, task_id: str) -> list[str]:
+        status = conn.execute(
+            sa.select(task_t.c.status).where(task_t.c.id == task_id)
+        ).scalar_one_or_none()
+        if status is None:
+            raise NotFound(f"no task {task_id}")
+        if status not in (S.FAILED, S.CANCELLED):
+            raise InvalidState(
+                f"task {task_id} is {status.value}; only failed or cancelled tasks can be retried"
+            )
+        return self._revive(conn, [task_id])
+
+    def _revive(self, conn: sa.Connection, roots: list[str]) -> list[str]:
+        now = self.now()
+        down = (
+            sa.select(dep_t.c.task_id)
+            .where(dep_t.c.depends_on_id.in_(roots))
+            .cte("down", recursive=True)
+        )
+        down = down.union(
+            sa.select(dep_t.c.task_id).join(down, dep_t.c.depends_on_id == down.c.task_id)
+        )
+        dependents = list(
+            conn.execute(
+                sa.select(task_t.c.id).where(
+                    task_t.c.id.in_(sa.select(down.c.task_id)),
+                    task_t.c.status == S.CANCELLED,
+                    task_t.c.error_type == ErrorType.DEPENDENCY_FAILED,
+                )
+            ).scalars()
+        )
+        ids = list(dict.fromkeys(roots + dependents))
+        before = conn.execute(
+            sa.select(task_t.c.id, task_t.c.status, task_t.c.workflow_run_id).where(
+                task_t.c.id.in_(ids), task_t.c.status.in_((S.FAILED, S.CANCELLED))
+            )
+        ).all()
+        ids = [r.id for r in before]
+        conn.execute(
+            sa.update(task_t)
+            .where(task_t.c.id.in_(ids))
+            .values(
+                status=S.PENDING,
+                retry_count=0,
+                error=None,
+                error_type=None,
+                result=None,
+                completed_at=None,
+                next_run_at=None,
+                progress=0.0,
+                status_text=None,
+                is_paused=False,
+            )
+        )
+        self._recount_unmet(conn, ids)
+        self._mark_log_retried(conn, ids)
+        deltas: dict[str, Counter[TaskStatus]] = {}
+        for r in before:
+            if r.workflow_run_id:
+                d = deltas.setdefault(r.workflow_run_id, Counter())
+                d[r.status] -= 1
+                d[S.PENDING] += 1
+        for rid, d in deltas.items():
+            self._apply_run_delta(conn, rid, d, now)
+        _insert_events(
+            conn, [_event_row(r.id, r.workflow_run_id, "retried", now, None) for r in before]
+        )
+        return ids

@@ -1,0 +1,105 @@
+"""Reads: snapshots of tasks, runs and their timelines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from workers.errors import NotFound
+from workers.records import (
+    EventRecord,
+    RunRecord,
+    TaskRecord,
+)
+from workers.store._base import S, StoreBase, _task_record, dep_t, event_t, run_t, task_t
+
+
+class ReadsMixin(StoreBase):
+    # --- reads ----------------------------------------------------------------------------
+
+    async def get_task(self, task_id: str) -> TaskRecord:
+        return await self._read(self._get_task_tx, task_id)
+
+    def _get_task_tx(self, conn: sa.Connection, task_id: str) -> TaskRecord:
+        row = conn.execute(sa.select(task_t).where(task_t.c.id == task_id)).mappings().first()
+        if row is None:
+            raise NotFound(f"no task {task_id}")
+        return _task_record(row)
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        return await self._read(self._get_run_tx, run_id)
+
+    def _get_run_tx(self, conn: sa.Connection, run_id: str) -> RunRecord:
+        row = conn.execute(sa.select(run_t).where(run_t.c.id == run_id)).mappings().first()
+        if row is None:
+            raise NotFound(f"no run {run_id}")
+        return RunRecord.from_row(row)
+
+    async def find(self, some_id: str) -> TaskRecord | RunRecord:
+        """A task or a run by id (the CLI's commands take either)."""
+        return await self._read(self._find_tx, some_id)
+
+    def _find_tx(self, conn: sa.Connection, some_id: str) -> TaskRecord | RunRecord:
+        try:
+            return self._get_run_tx(conn, some_id)
+        except NotFound:
+            pass
+        try:
+            return self._get_task_tx(conn, some_id)
+        except NotFound:
+            raise NotFound(f"no task or run with id {some_id!r}") from None
+
+    async def list_runs(self, limit: int = 1000) -> list[RunRecord]:
+        return await self._read(self._list_runs_tx, limit)
+
+    def _list_runs_tx(self, conn: sa.Connection, limit: int) -> list[RunRecord]:
+        rows = conn.execute(
+            sa.select(run_t).order_by(run_t.c.created_at.desc()).limit(limit)
+        ).mappings()
+        return [RunRecord.from_row(r) for r in rows]
+
+    async def list_tasks(self, run_id: str) -> list[TaskRecord]:
+        return await self._read(self._list_tasks_tx, run_id)
+
+    def _list_tasks_tx(self, conn: sa.Connection, run_id: str) -> list[TaskRecord]:
+        self._require_run(conn, run_id)
+        rows = conn.execute(
+            sa.select(task_t)
+            .where(task_t.c.workflow_run_id == run_id)
+            .order_by(task_t.c.created_at)
+        ).mappings()
+        return [_task_record(r) for r in rows]
+
+    async def events(self, task_id: str) -> list[EventRecord]:
+        return await self._read(self._events_tx, task_id)
+
+    def _events_tx(self, conn: sa.Connection, task_id: str) -> list[EventRecord]:
+        rows = conn.execute(
+            sa.select(event_t).where(event_t.c.task_id == task_id).order_by(event_t.c.id)
+        ).mappings()
+        return [EventRecord.from_row(r) for r in rows]
+
+    async def upstream_results(self, task_id: str) -> dict[str, dict[str, Any] | None]:
+        """The results of the tasks ``task_id`` depends on, keyed by their spec key (or id)."""
+        return await self._read(self._upstream_tx, task_id)
+
+    def _upstream_tx(self, conn: sa.Connection, task_id: str) -> dict[str, dict[str, Any] | None]:
+        rows = conn.execute(
+            sa.select(task_t.c.id, task_t.c.key, task_t.c.result)
+            .join(dep_t, dep_t.c.depends_on_id == task_t.c.id)
+            .where(dep_t.c.task_id == task_id)
+        ).all()
+        return {r.key or r.id: r.result for r in rows}
+
+    async def next_retry_at(self) -> float | None:
+        """When the earliest waiting retry becomes due (the engine's timer)."""
+        return await self._read(self._next_retry_tx)
+
+    def _next_retry_tx(self, conn: sa.Connection) -> float | None:
+        value = conn.execute(
+            sa.select(sa.func.min(task_t.c.next_run_at)).where(
+                task_t.c.status == S.PENDING, task_t.c.next_run_at.is_not(None)
+            )
+        ).scalar()
+        return float(value) if value is not None else None
