@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from workers.events import EventBus, Notification, RunChanged, TaskChanged
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
+from workers.faults import crash_point
 from workers.records import ClaimedTask, Completion, Failure, RecoveryReport, RunRecord
 from workers.states import ErrorType, RunStatus
 from workers.store import TaskStore
@@ -197,6 +198,8 @@ class WorkerEngine:
         finished, self._finished = self._finished, []
         for r, _ in finished:
             self._running.pop(r.claimed.id, None)  # their slots are free for this claim
+        if finished:
+            self._claim_hint = True  # a completion may have unblocked its dependents
         limit, slots = 0, dict[str, int]()
         if self._claim_hint and not self._queue_paused and not self._stopping:
             limit, slots = self._free_slots()
@@ -221,6 +224,8 @@ class WorkerEngine:
             for r, _ in finished:  # cancelled attempts: nothing to write
                 self._after_cancel(r)
             return bool(finished)
+        if completions or failures:
+            crash_point("before_commit")
         # The transaction runs to its end even if this coroutine is cancelled; shield it so
         # that what it claimed is always started.
         outcome = await asyncio.shield(
@@ -233,6 +238,10 @@ class WorkerEngine:
             )
         )
         self.stats.ticks += 1
+        if completions or failures:
+            crash_point("after_commit")
+        if outcome.claimed:
+            crash_point("after_claim")
         self._report(finished, outcome.completed, failed_runs, outcome.failed)
         for c in outcome.claimed:
             self._start(c)
@@ -367,9 +376,11 @@ class WorkerEngine:
                 error=f"{type(exc).__name__}: {exc}", error_type=ErrorType.EXECUTOR_ERROR
             )
         finally:
-            if not running.shutdown:
+            if running.shutdown:
+                self._running.pop(task.id, None)  # nothing to write: recovery takes it over
+            else:
                 self._finished.append((running, result))
-                self._wake.set()
+            self._wake.set()
 
     # --- heartbeats ----------------------------------------------------------------------
 

@@ -23,14 +23,16 @@ from workers.spec import PreparedTask
 from workers.states import ErrorType, TaskStatus
 from workers.store._base import (
     _CLAIM_SQL,
+    COMPLETE_STMT,
     HELD,
+    MARK_RUNNING_STMT,
+    RELEASE_DEPENDENTS_STMT,
     S,
     StoreBase,
     _event,
     _event_row,
     _insert_events,
     _task_record,
-    dep_t,
     run_t,
     task_t,
 )
@@ -179,14 +181,7 @@ class AttemptsMixin(StoreBase):
     def _mark_running_tx(self, conn: sa.Connection, task_id: str, lease_token: str) -> bool:
         now = self.now()
         row = conn.execute(
-            sa.update(task_t)
-            .where(
-                task_t.c.id == task_id,
-                task_t.c.lease_token == lease_token,
-                task_t.c.status == S.CLAIMED,
-            )
-            .values(status=S.RUNNING, started_at=now, heartbeat_at=now)
-            .returning(task_t.c.workflow_run_id)
+            MARK_RUNNING_STMT, {"task_id": task_id, "token": lease_token, "now": now}
         ).first()
         if row is None:
             return False
@@ -313,36 +308,14 @@ class AttemptsMixin(StoreBase):
     ) -> bool:
         now = self.now()
         row = conn.execute(
-            sa.update(task_t)
-            .where(
-                task_t.c.id == task_id,
-                task_t.c.lease_token == lease_token,
-                task_t.c.status.in_(HELD),
-            )
-            .values(
-                status=S.COMPLETED,
-                result=result,
-                progress=100.0,
-                completed_at=now,
-                lease_token=None,
-                lease_until=None,
-                error=None,
-                error_type=None,
-            )
-            .returning(task_t.c.workflow_run_id, task_t.c.started_at)
+            COMPLETE_STMT, {"task_id": task_id, "token": lease_token, "result": result, "now": now}
         ).first()
         if row is None:
             return False
         # RETURNING shows the new row; the old status was claimed or running. A claimed task
         # that completes never started (a skip): its started_at is still empty.
         was = S.RUNNING if row.started_at is not None else S.CLAIMED
-        conn.execute(
-            sa.update(task_t)
-            .where(
-                task_t.c.id.in_(sa.select(dep_t.c.task_id).where(dep_t.c.depends_on_id == task_id))
-            )
-            .values(unmet_deps=task_t.c.unmet_deps - 1)
-        )
+        conn.execute(RELEASE_DEPENDENTS_STMT, {"task_id": task_id})
         events = [_event_row(task_id, row.workflow_run_id, "completed", now, None)]
         delta: Counter[TaskStatus] = Counter({was: -1, S.COMPLETED: 1})
         if new_tasks and row.workflow_run_id:

@@ -65,6 +65,66 @@ RETURNING *
 """
 
 
+# Hot statements, built once: SQLAlchemy then reuses their cache keys and compiled forms
+# instead of rebuilding and re-keying a statement on every call (measured: statement building
+# was a third of a claim+complete cycle).
+B = sa.bindparam
+COMPLETE_STMT = (
+    sa.update(task_t)
+    .where(
+        task_t.c.id == B("task_id"),
+        task_t.c.lease_token == B("token"),
+        task_t.c.status.in_(HELD),
+    )
+    .values(
+        status=S.COMPLETED,
+        result=B("result", type_=task_t.c.result.type),
+        progress=100.0,
+        completed_at=B("now"),
+        lease_token=None,
+        lease_until=None,
+        error=None,
+        error_type=None,
+    )
+    .returning(task_t.c.workflow_run_id, task_t.c.started_at)
+)
+RELEASE_DEPENDENTS_STMT = (
+    sa.update(task_t)
+    .where(task_t.c.id.in_(sa.select(dep_t.c.task_id).where(dep_t.c.depends_on_id == B("task_id"))))
+    .values(unmet_deps=task_t.c.unmet_deps - 1)
+)
+MARK_RUNNING_STMT = (
+    sa.update(task_t)
+    .where(
+        task_t.c.id == B("task_id"),
+        task_t.c.lease_token == B("token"),
+        task_t.c.status == S.CLAIMED,
+    )
+    .values(status=S.RUNNING, started_at=B("now"), heartbeat_at=B("now"))
+    .returning(task_t.c.workflow_run_id)
+)
+SET_RUN_STATUS_STMT = (
+    sa.update(run_t)
+    .where(run_t.c.id == B("run_id"))
+    .values(status=B("status", type_=run_t.c.status.type), completed_at=B("completed_at"))
+)
+INSERT_EVENT_STMT = sa.insert(event_t)
+_RUN_DELTA_STMTS: dict[tuple[str, ...], sa.Update] = {}
+
+
+def run_delta_statement(columns: tuple[str, ...]) -> sa.Update:
+    """``UPDATE workflow_run SET col = col + :d_col … RETURNING *``, one per column set."""
+    stmt = _RUN_DELTA_STMTS.get(columns)
+    if stmt is None:
+        stmt = _RUN_DELTA_STMTS[columns] = (
+            sa.update(run_t)
+            .where(run_t.c.id == B("run_id"))
+            .values({c: run_t.c[c] + B(f"d_{c}") for c in columns})
+            .returning(run_t)
+        )
+    return stmt
+
+
 class _Clock:
     """Wall-clock Unix seconds, strictly increasing within this process, so that tasks created
     in one transaction keep their spec order under ``ORDER BY created_at``."""
@@ -249,16 +309,13 @@ class StoreBase:
     def _apply_run_delta(
         self, conn: sa.Connection, run_id: str, delta: Mapping[TaskStatus, int], now: float
     ) -> None:
-        values = {_COUNT_COLUMN[s]: run_t.c[_COUNT_COLUMN[s]] + n for s, n in delta.items() if n}
-        if not values:
+        changes = sorted((_COUNT_COLUMN[s], n) for s, n in delta.items() if n)
+        if not changes:
             return
-        row = (
-            conn.execute(
-                sa.update(run_t).where(run_t.c.id == run_id).values(**values).returning(run_t)
-            )
-            .mappings()
-            .one()
-        )
+        params: dict[str, Any] = {f"d_{c}": n for c, n in changes}
+        params["run_id"] = run_id
+        stmt = run_delta_statement(tuple(c for c, _ in changes))
+        row = conn.execute(stmt, params).mappings().one()
         run = RunRecord.from_row(row)
         status = states.derive_run_status(run.counts)
         if status != run.status:
@@ -269,9 +326,8 @@ class StoreBase:
     ) -> None:
         finished = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
         conn.execute(
-            sa.update(run_t)
-            .where(run_t.c.id == run_id)
-            .values(status=status, completed_at=now if finished else None)
+            SET_RUN_STATUS_STMT,
+            {"run_id": run_id, "status": status, "completed_at": now if finished else None},
         )
         self._run_changes.append((run_id, status))
 
@@ -307,4 +363,4 @@ def _event_row(
 
 def _insert_events(conn: sa.Connection, events: list[dict[str, Any]]) -> None:
     if events:
-        conn.execute(sa.insert(event_t), events)
+        conn.execute(INSERT_EVENT_STMT, events)
