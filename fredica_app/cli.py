@@ -155,10 +155,11 @@ async def cmd_runs(app: Fredica, args: argparse.Namespace) -> int:
 async def cmd_run(app: Fredica, args: argparse.Namespace) -> int:
     run = await app.store.get_run(args.run_id)
     tasks = await app.store.list_tasks(run.id)
+    waiting = await app.waiting_reasons(tasks)
     if args.json:
-        _print_json(run_json(run, tasks))
+        _print_json(run_json(run, tasks, waiting))
     else:
-        _print_run(run, tasks)
+        _print_run(run, tasks, waiting)
     return 0
 
 
@@ -285,7 +286,9 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=False))
 
 
-def _print_run(run: RunRecord, tasks: list[TaskRecord]) -> None:
+def _print_run(
+    run: RunRecord, tasks: list[TaskRecord], waiting: dict[str, str] | None = None
+) -> None:
     took = ""
     if run.completed_at is not None:
         took = f" in {run.completed_at - run.created_at:.2f} s"
@@ -294,8 +297,9 @@ def _print_run(run: RunRecord, tasks: list[TaskRecord]) -> None:
         line = f"  {t.key or t.id:<16} {t.type:<10} {t.status.value:<9} {t.progress:5.1f} %"
         if t.is_paused:
             line += "  (held)"
-        if t.status_text and t.status.value not in ("completed",):
-            line += f"  {t.status_text}"
+        text = t.status_text or (waiting or {}).get(t.id)
+        if text and t.status.value != "completed":
+            line += f"  {text}"
         if t.error:
             line += f"  [{t.error_type}] {t.error}"
         print(line)

@@ -19,7 +19,7 @@ from fredica_app.lock import DataDirLock
 from fredica_app.paths import AppPaths, resolve_paths
 from fredica_app.settings import Settings, load_settings
 from fredica_app.templates import get_template
-from workers.engine import WorkerEngine
+from workers.engine import RESOURCE_NAMES, WorkerEngine, default_slots
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor
 from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
 from workers.spec import WorkflowSpec, parse_spec, prepare_run
@@ -120,6 +120,30 @@ class Fredica:
                 engine.resume_queue()
             await asyncio.sleep(interval)
 
+    async def waiting_reasons(self, tasks: list[TaskRecord]) -> dict[str, str]:
+        """For ready tasks that wait only for a busy resource class, say so ("waiting for
+        GPU"): derived from what runs now and the configured slots, never stored."""
+        ready = [
+            t
+            for t in tasks
+            if t.status.value == "pending"
+            and t.unmet_deps == 0
+            and not t.is_paused
+            and (t.next_run_at is None or t.next_run_at <= self.store.now())
+        ]
+        if not ready:
+            return {}
+        busy = await self.store.busy_resources()
+        slots = {**default_slots(), **self.settings.slots}
+        total = sum(busy.values())
+        reasons = {}
+        for t in ready:
+            if busy.get(t.resource, 0) >= slots.get(t.resource, 1):
+                reasons[t.id] = f"waiting for {RESOURCE_NAMES.get(t.resource, t.resource)}"
+            elif total >= self.settings.max_workers:
+                reasons[t.id] = "waiting for a free worker"
+        return reasons
+
     # --- restart log -------------------------------------------------------------------------
 
     async def restart_log(self) -> list[RestartLogEntry]:
@@ -144,7 +168,7 @@ def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
 # --- the stable JSON shapes of the CLI (docs/cli.md) ---------------------------------------
 
 
-def task_json(task: TaskRecord) -> dict[str, Any]:
+def task_json(task: TaskRecord, waiting: str | None = None) -> dict[str, Any]:
     return {
         "id": task.id,
         "key": task.key,
@@ -155,7 +179,7 @@ def task_json(task: TaskRecord) -> dict[str, Any]:
         "progress": task.progress,
         "is_paused": task.is_paused,
         "is_pausable": task.is_pausable,
-        "status_text": task.status_text,
+        "status_text": task.status_text or waiting,
         "error": task.error,
         "error_type": task.error_type,
         "retry_count": task.retry_count,
@@ -192,7 +216,11 @@ def restart_entry_json(entry: RestartLogEntry) -> dict[str, Any]:
     }
 
 
-def run_json(run: RunRecord, tasks: list[TaskRecord] | None = None) -> dict[str, Any]:
+def run_json(
+    run: RunRecord,
+    tasks: list[TaskRecord] | None = None,
+    waiting: dict[str, str] | None = None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": run.id,
         "template": run.template,
@@ -206,5 +234,5 @@ def run_json(run: RunRecord, tasks: list[TaskRecord] | None = None) -> dict[str,
         "completed_at": run.completed_at,
     }
     if tasks is not None:
-        out["tasks"] = [task_json(t) for t in tasks]
+        out["tasks"] = [task_json(t, (waiting or {}).get(t.id)) for t in tasks]
     return out

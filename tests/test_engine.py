@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from workers.db import create_sqlite_engine
 from workers.engine import WorkerEngine
+from workers.events import EventBus, Notification, RunChanged, TaskChanged
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor
 from workers.records import TaskRecord
-from workers.spec import parse_spec, prepare_run
+from workers.spec import TaskSpec, parse_spec, prepare_run
 from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
 from workers.store import TaskStore
 from workers.tasktypes import NoopPayload, TaskType, TaskTypeRegistry
@@ -206,3 +208,153 @@ async def test_pause_queue_stops_claiming(store: TaskStore, registry: TaskTypeRe
     engine.resume_queue()
     await asyncio.wait_for(engine.run(until_idle=True), 5)
     assert (await store.get_task(created.task_ids["a"])).status is TaskStatus.COMPLETED
+
+
+SPLIT = TaskType("SPLIT", NoopPayload, "cpu")
+
+
+class SplitExecutor(BaseExecutor):
+    """Fans out: three chunk tasks depending on it and a merge depending on them."""
+
+    task_type = SPLIT
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        chunks = [
+            TaskSpec(key=f"chunk{i}", type="NOOP", payload={"i": i}, depends_on=[task.key or ""])
+            for i in range(3)
+        ]
+        merge = TaskSpec(key="merge", type="NOOP", depends_on=[c.key for c in chunks])
+        bad = getattr(ctx.payload, "bad", False)
+        if bad:
+            merge = TaskSpec(key="merge", type="NOOP", depends_on=["nowhere"])
+        return ExecuteResult(result={"chunks": 3}, new_tasks=(*chunks, merge))
+
+
+async def test_dynamic_fan_out_from_an_executor(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry.register(SPLIT)
+    created = await submit(store, registry, [{"key": "split", "type": "SPLIT"}])
+    await asyncio.wait_for(engine_for(store, SplitExecutor()).run(until_idle=True), 20)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert set(tasks) == {"split", "chunk0", "chunk1", "chunk2", "merge"}
+    assert all(t.status is TaskStatus.COMPLETED for t in tasks.values())
+    merge_start = tasks["merge"].started_at or 0
+    assert all((tasks[f"chunk{i}"].completed_at or 1e99) <= merge_start for i in range(3))
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.total_tasks, run.done_tasks) == (RunStatus.COMPLETED, 5, 5)
+
+
+async def test_a_bad_fan_out_fails_its_task_and_nothing_is_added(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry.register(SPLIT)
+    created = await submit(
+        store, registry, [{"key": "split", "type": "SPLIT", "payload": {"bad": True}}]
+    )
+    await asyncio.wait_for(engine_for(store, SplitExecutor()).run(until_idle=True), 20)
+    tasks = await store.list_tasks(created.run_id)
+    assert [t.key for t in tasks] == ["split"]
+    assert tasks[0].status is TaskStatus.FAILED and "fan-out rejected" in (tasks[0].error or "")
+    assert "nowhere" in (tasks[0].error or "")
+
+
+async def test_a_chain_never_waits_for_a_poll(store: TaskStore, registry: TaskTypeRegistry) -> None:
+    tasks = [{"key": "n0", "type": "NOOP"}]
+    tasks += [{"key": f"n{i}", "type": "NOOP", "depends_on": [f"n{i - 1}"]} for i in range(1, 30)]
+    created = await submit(store, registry, tasks)
+    # A poll interval of a minute: if any link waited for a poll, this would time out.
+    engine = engine_for(store, poll_min=60, poll_max=60)
+    await asyncio.wait_for(engine.run(until_idle=True), 15)
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+    # Each child was claimed in the transaction that completed its parent.
+    assert engine.stats.ticks <= 31
+
+
+async def test_check_skip_completes_without_running(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    class SkippingSleep(SleepExecutor):
+        async def can_skip(self, task: TaskRecord) -> bool:
+            return True
+
+    created = await submit(
+        store,
+        registry,
+        [{"key": "s", "type": "SLEEP", "payload": {"seconds": 60, "check_skip": True}}],
+    )
+    engine = WorkerEngine(store, [SkippingSleep()])
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    task = await store.get_task(created.task_ids["s"])
+    assert (task.status, task.result) == (TaskStatus.COMPLETED, {"skipped": True})
+
+
+async def test_events_are_published_and_progress_coalesced(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(
+        store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 1.2}}]
+    )
+    bus = EventBus(max_rate=5)
+    seen: list[Any] = []
+    bus.subscribe(seen.append)
+    engine = engine_for(store, bus=bus)
+    await engine.start(recover=False)
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    await engine.stop()
+    task_events = [e for e in seen if isinstance(e, TaskChanged)]
+    kinds = [e.kind for e in task_events]
+    assert kinds[0] == "started" and kinds[-1] == "completed"
+    progress = [e for e in task_events if e.kind == "progress"]
+    assert 2 <= len(progress) <= 10  # ~12 reports at 0.1 s ticks, at most 5 a second delivered
+    runs = [e for e in seen if isinstance(e, RunChanged)]
+    assert [r.status for r in runs] == ["running", "completed"]
+    notes = [e for e in seen if isinstance(e, Notification)]
+    assert notes and notes[-1].title == "Run completed" and notes[-1].run_id == created.run_id
+
+
+async def test_stalled_attempt_is_failed_and_retried(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    class Stuck(SleepExecutor):
+        stall_timeout = 0.3
+
+        async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+            if task.attempt == 1:
+                await ctx.sleep(60)  # reports nothing: stalls
+            return ExecuteResult(result={"attempt": task.attempt})
+
+    store.backoff = BackoffPolicy(base=0.05, cap=0.1)
+    created = await submit(
+        store,
+        registry,
+        [{"key": "s", "type": "SLEEP", "payload": {"seconds": 1}, "max_retries": 1}],
+    )
+    engine = WorkerEngine(store, [Stuck()], heartbeat_interval=0.1, cancel_grace=0.5)
+    await asyncio.wait_for(engine.run(until_idle=True), 15)
+    task = await store.get_task(created.task_ids["s"])
+    assert (task.status, task.result, task.retry_count) == (
+        TaskStatus.COMPLETED,
+        {"attempt": 2},
+        1,
+    )
+    kinds = [e.kind for e in await store.events(task.id)]
+    assert "retry_scheduled" in kinds
+    retry = next(e for e in await store.events(task.id) if e.kind == "retry_scheduled")
+    assert retry.detail is not None and retry.detail["error_type"] == "STALLED"
+
+
+async def test_a_cancel_written_by_another_process_reaches_the_executor(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Any
+) -> None:
+    created = await submit(
+        store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 60}}]
+    )
+    engine = engine_for(store, heartbeat_interval=0.1)
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    await wait_until(lambda: bool(engine.running_ids))
+    other = TaskStore(create_sqlite_engine(db_path))  # as the CLI would, on its own connection
+    await other.cancel(created.task_ids["s"])
+    await other.close()
+    await asyncio.wait_for(runner, 5)
+    assert (await store.get_task(created.task_ids["s"])).status is TaskStatus.CANCELLED

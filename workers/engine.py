@@ -27,12 +27,22 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from workers.errors import SpecError
 from workers.events import EventBus, Notification, RunChanged, TaskChanged
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
 from workers.faults import crash_point
-from workers.records import ClaimedTask, Completion, Failure, RecoveryReport, RunRecord
+from workers.records import (
+    ClaimedTask,
+    Completion,
+    Failure,
+    RecoveryReport,
+    RunRecord,
+    TaskRecord,
+)
+from workers.spec import PreparedTask, prepare_tasks
 from workers.states import ErrorType, RunStatus
 from workers.store import TaskStore
+from workers.tasktypes import TaskTypeRegistry
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +60,7 @@ class _Running:
     executor: TaskExecutor | None
     ctx: ExecutionContext | None = None
     job: asyncio.Task[None] | None = None
+    new_tasks: tuple[PreparedTask, ...] = ()  # validated fan-out to add with the completion
     forced: bool = False  # cancelled from outside after the grace period
     shutdown: bool = False  # stopped by an engine shutdown: left to recovery
 
@@ -79,6 +90,7 @@ class WorkerEngine:
         max_workers: int = 4,
         slots: Mapping[str, int] | None = None,
         bus: EventBus | None = None,
+        registry: TaskTypeRegistry | None = None,
         heartbeat_interval: float = 5.0,
         cancel_grace: float = 5.0,
         poll_min: float = 1.0,
@@ -86,6 +98,11 @@ class WorkerEngine:
     ) -> None:
         self.store = store
         self.executors = {e.task_type.name: e for e in executors}
+        #: Task types new tasks may have (fan-out): the executors' and the registry's.
+        self.registry = TaskTypeRegistry()
+        for t in [*(registry or ()), *(e.task_type for e in self.executors.values())]:
+            if t.name not in self.registry:
+                self.registry.register(t)
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.max_workers = max_workers
         self.slots = {**default_slots(), **(slots or {})}
@@ -103,6 +120,7 @@ class WorkerEngine:
         self._stopping = False
         self._queue_paused = False
         self._claim_hint = True  # something may be claimable: try a claim on the next turn
+        self._probe = False  # woken by the poll timer only: read before taking the write lock
         self._background: set[asyncio.Task[None]] = set()
         self._started = False
 
@@ -173,6 +191,7 @@ class WorkerEngine:
                     poll = self.poll_min
                 except TimeoutError:
                     poll = min(self.poll_max, poll * 2)
+                    self._probe = not self._claim_hint
                 self._claim_hint = True
         finally:
             heartbeat.cancel()
@@ -205,8 +224,15 @@ class WorkerEngine:
             limit, slots = self._free_slots()
             if not slots:
                 limit = 0
+            elif self._probe and not finished:
+                # Only the poll timer woke us: look before taking the write lock, so that an
+                # idle engine costs a read every few seconds, not a write and an fsync.
+                self._probe = False
+                if not await self.store.has_claimable(slots):
+                    self._claim_hint = False
+                    return False
         completions = [
-            Completion(r.claimed.id, r.claimed.lease_token, res.result)
+            Completion(r.claimed.id, r.claimed.lease_token, res.result, r.new_tasks)
             for r, res in finished
             if res is not None and res.ok
         ]
@@ -364,6 +390,8 @@ class WorkerEngine:
             result = await executor.execute(task, ctx)
             with contextlib.suppress(Exception):
                 await ctx.flush()
+            if result.ok and result.new_tasks:
+                running.new_tasks, result = self._prepare_fan_out(task, result)
         except Cancelled:
             result = None
         except asyncio.CancelledError:
@@ -381,6 +409,24 @@ class WorkerEngine:
             else:
                 self._finished.append((running, result))
             self._wake.set()
+
+    def _prepare_fan_out(
+        self, task: TaskRecord, result: ExecuteResult
+    ) -> tuple[tuple[PreparedTask, ...], ExecuteResult]:
+        new_keys = {t.key for t in result.new_tasks}
+        outside = frozenset(d for t in result.new_tasks for d in t.depends_on) - new_keys
+        try:
+            prepared = prepare_tasks(
+                list(result.new_tasks),
+                self.registry,
+                material_id=task.material_id,
+                known=outside,
+            )
+        except SpecError as exc:
+            return (), ExecuteResult(
+                error=f"fan-out rejected: {exc}", error_type=ErrorType.EXECUTOR_ERROR
+            )
+        return prepared, result
 
     # --- heartbeats ----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from workers.records import TaskRecord
+from workers.spec import TaskSpec
 from workers.tasktypes import TaskPayload, TaskType
 
 
@@ -30,6 +31,9 @@ class ExecuteResult:
     result: dict[str, Any] | None = None
     error: str | None = None
     error_type: str | None = None
+    #: Dynamic fan-out: tasks to add to this task's run, atomically with its completion. Their
+    #: ``depends_on`` name keys of tasks in the run (this one included) or of each other.
+    new_tasks: tuple[TaskSpec, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from workers import states
-from workers.errors import InvalidState
+from workers.errors import FredicaError, InvalidState
 from workers.records import (
     ClaimedTask,
     Completion,
@@ -77,18 +77,37 @@ class AttemptsMixin(StoreBase):
         limit: int,
         lease_seconds: float,
     ) -> TickOutcome:
-        done = tuple(
-            self._complete_tx(conn, c.task_id, c.lease_token, c.result, c.new_tasks)
-            for c in completions
-        )
+        done: list[bool] = []
+        late_failures: list[Failure] = []
+        for c in completions:
+            if not c.new_tasks:
+                done.append(self._complete_tx(conn, c.task_id, c.lease_token, c.result, ()))
+                continue
+            # A fan-out that cannot be added fails its task alone, not the whole turn.
+            try:
+                with conn.begin_nested():
+                    done.append(
+                        self._complete_tx(conn, c.task_id, c.lease_token, c.result, c.new_tasks)
+                    )
+            except FredicaError as exc:
+                done.append(False)
+                late_failures.append(
+                    Failure(
+                        c.task_id,
+                        c.lease_token,
+                        f"fan-out rejected: {exc}",
+                        ErrorType.EXECUTOR_ERROR,
+                        retryable=False,
+                    )
+                )
         failed = tuple(
             self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable)
-            for f in failures
-        )
+            for f in (*failures, *late_failures)
+        )[: len(failures)]
         claimed: tuple[ClaimedTask, ...] = ()
         if limit > 0:
             claimed = tuple(self._claim_tx(conn, worker_id, slots, limit, True, lease_seconds))
-        return TickOutcome(done, failed, claimed)
+        return TickOutcome(tuple(done), failed, claimed)
 
     # --- claiming and running -------------------------------------------------------------
 
@@ -344,6 +363,9 @@ class AttemptsMixin(StoreBase):
             raise InvalidState(f"run {run_id} already has tasks {sorted(clash)}")
         ids = {r.key: r.id for r in existing}
         ids.update({t.key: str(uuid.uuid4()) for t in tasks})
+        unknown = sorted({d for t in tasks for d in t.depends_on} - set(ids))
+        if unknown:
+            raise InvalidState(f"new tasks depend on keys the run does not have: {unknown}")
         done = frozenset(r.id for r in existing if r.status == S.COMPLETED)
         self._insert_tasks(conn, run_id, tasks, ids, completed=done, now=now)
 

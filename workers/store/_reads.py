@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -103,3 +104,34 @@ class ReadsMixin(StoreBase):
             )
         ).scalar()
         return float(value) if value is not None else None
+
+    async def has_claimable(self, slots: Mapping[str, int] | None = None) -> bool:
+        """Whether a claim could find anything (a cheap read before taking the write lock)."""
+        resources = None if slots is None else tuple(sorted(k for k, v in slots.items() if v > 0))
+        return await self._read(self._has_claimable_tx, resources)
+
+    def _has_claimable_tx(self, conn: sa.Connection, resources: tuple[str, ...] | None) -> bool:
+        if resources == ():
+            return False
+        sql = (
+            "SELECT 1 FROM task INDEXED BY ix_task_claimable "
+            "WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused "
+            "AND (next_run_at IS NULL OR next_run_at <= :now)"
+        )
+        params: dict[str, Any] = {"now": self.now()}
+        if resources is not None:
+            sql += " AND resource IN (" + ", ".join(f":r{i}" for i in range(len(resources))) + ")"
+            params.update({f"r{i}": r for i, r in enumerate(resources)})
+        return conn.execute(sa.text(sql + " LIMIT 1"), params).first() is not None
+
+    async def busy_resources(self) -> dict[str, int]:
+        """How many tasks of each resource class are claimed or running, all workers together."""
+        return await self._read(self._busy_tx)
+
+    def _busy_tx(self, conn: sa.Connection) -> dict[str, int]:
+        rows = conn.execute(
+            sa.select(task_t.c.resource, sa.func.count())
+            .where(task_t.c.status.in_((S.CLAIMED, S.RUNNING)))
+            .group_by(task_t.c.resource)
+        ).all()
+        return {r[0]: int(r[1]) for r in rows}
