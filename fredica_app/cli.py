@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from fredica_app.database import DATABASE_ERRORS
 from fredica_app.doctor import diagnose
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica, load_spec_file, restart_entry_json, run_json
@@ -261,6 +262,9 @@ async def cmd_demo(app: Fredica, args: argparse.Namespace) -> int:
     return 0 if run.status is RunStatus.COMPLETED else 1
 
 
+#: Commands that run an engine (or check health): they verify the whole database file first.
+ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor"})
+
 COMMANDS: dict[str, Handler] = {
     "submit": cmd_submit,
     "worker": cmd_worker,
@@ -315,12 +319,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FredicaError as exc:
         print(f"fredica: error: {exc}", file=sys.stderr)
         return 1
+    except DATABASE_ERRORS as exc:
+        print(
+            f"fredica: error: the database cannot be read ({exc}); run `fredica doctor`, and "
+            "restore it from a backup if it is damaged",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         return 130
 
 
 async def _main(args: argparse.Namespace) -> int:
-    app = Fredica.open(args.data_dir)
+    app = Fredica.open(args.data_dir, thorough=args.command in ENGINE_COMMANDS)
     if app.settings_problem:
         print(f"fredica: warning: {app.settings_problem}", file=sys.stderr)
     try:

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 import fredica_app
 from fredica_app.errors import (
@@ -36,11 +33,22 @@ from fredica_app.library import models as _library_models  # noqa: F401 - regist
 from workers.db import Synchronous, create_sqlite_engine
 from workers.models import Base
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+#: The newest schema revision. A database already there opens without loading Alembic at all
+#: (it costs most of a CLI command's start-up); a test keeps this equal to Alembic's head.
+SCHEMA_HEAD = "0001"
+
 #: ``PRAGMA application_id`` of every Fredica database: "FRED".
 APPLICATION_ID = 0x46524544
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 metadata = Base.metadata
+
+#: What SQLite raises (raw or wrapped by SQLAlchemy) when a file is damaged or unreadable.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.DatabaseError, sa.exc.DatabaseError)
 
 
 def migrations_dir() -> Path:
@@ -54,12 +62,16 @@ def migrations_dir() -> Path:
 
 
 def alembic_config(script_location: Path | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(script_location or migrations_dir()))
     return cfg
 
 
-def check_database(path: Path, script_location: Path | None = None) -> str | None:
+def check_database(
+    path: Path, script_location: Path | None = None, *, thorough: bool = True
+) -> str | None:
     """Refuse a file that is not a usable Fredica database, without modifying it.
 
     Returns the file's schema revision (None for a new or empty file).
@@ -85,16 +97,19 @@ def check_database(path: Path, script_location: Path | None = None) -> str | Non
                 f"{path} is an SQLite database but not a Fredica one; "
                 "move it away or choose another data directory"
             )
-        problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
-        if problems != ["ok"]:
-            raise DatabaseCorrupt(
-                f"{path} is damaged ({'; '.join(problems[:3])}); restore it from a backup "
-                "or move it away to start a new one"
-            )
         revision = None
         if "alembic_version" in tables:
             row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
             revision = row[0] if row else None
+        # A whole-file check costs time on a large database: do it before a migration writes
+        # to the file and when an engine starts, not for every command that only reads.
+        if thorough or revision != SCHEMA_HEAD:
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise DatabaseCorrupt(
+                    f"{path} is damaged ({'; '.join(problems[:3])}); restore it from a backup "
+                    "or move it away to start a new one"
+                )
     except sqlite3.DatabaseError as exc:
         raise DatabaseCorrupt(
             f"{path} is damaged or not a database ({exc}); restore it from a backup "
@@ -102,7 +117,9 @@ def check_database(path: Path, script_location: Path | None = None) -> str | Non
         ) from exc
     finally:
         conn.close()
-    if revision is not None:
+    if revision is not None and (revision != SCHEMA_HEAD or script_location is not None):
+        from alembic.script import ScriptDirectory
+
         script = ScriptDirectory.from_config(alembic_config(script_location))
         if not _known(script, revision):
             raise DatabaseTooNew(
@@ -121,6 +138,8 @@ def _known(script: ScriptDirectory, revision: str) -> bool:
 
 def migrate(engine: sa.Engine, script_location: Path | None = None) -> None:
     """Upgrade the schema to the newest revision, all in one transaction."""
+    from alembic import command
+
     cfg = alembic_config(script_location)
     try:
         with engine.begin() as conn:
@@ -134,17 +153,29 @@ def migrate(engine: sa.Engine, script_location: Path | None = None) -> None:
 
 
 def current_revision(engine: sa.Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
 def open_database(
-    path: Path, *, synchronous: Synchronous = "FULL", script_location: Path | None = None
+    path: Path,
+    *,
+    synchronous: Synchronous = "FULL",
+    script_location: Path | None = None,
+    thorough: bool = True,
 ) -> sa.Engine:
-    """Check, upgrade and open the database at ``path`` (created when missing)."""
-    check_database(path, script_location)
+    """Check, upgrade and open the database at ``path`` (created when missing).
+
+    ``thorough=False`` skips the whole-file integrity check when no migration is needed (the
+    CLI's read and submit commands); damage is then reported when SQLite meets it.
+    """
+    revision = check_database(path, script_location, thorough=thorough)
     path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_sqlite_engine(path, synchronous=synchronous)
+    if revision == SCHEMA_HEAD and script_location is None:
+        return engine
     try:
         migrate(engine, script_location)
     except BaseException:

@@ -38,10 +38,14 @@ class Fredica:
     registry: TaskTypeRegistry
 
     @classmethod
-    def open(cls, data_dir: Path | str | None = None) -> Fredica:
+    def open(cls, data_dir: Path | str | None = None, *, thorough: bool = True) -> Fredica:
+        """Open the data directory. ``thorough``: check the whole database file's integrity
+        (when an engine will run on it); without it, only what is cheap is checked."""
         paths = resolve_paths(data_dir).ensure()
         loaded = load_settings(paths.settings_file)
-        engine = open_database(paths.database, synchronous=loaded.settings.sqlite_synchronous)
+        engine = open_database(
+            paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
+        )
         return cls(paths, loaded.settings, loaded.problem, TaskStore(engine), builtin_registry())
 
     async def close(self) -> None:

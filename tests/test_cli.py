@@ -173,3 +173,25 @@ def test_console_script_runs_the_demo(tmp_path: Path) -> None:
     assert run["status"] == "completed" and run["done_tasks"] == 5
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
     assert version.stdout.startswith("fredica ")
+
+
+def test_a_damaged_database_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], migrated_template: Path
+) -> None:
+    import shutil
+
+    shutil.copyfile(migrated_template, tmp_path / "fredica.db")
+    data = bytearray((tmp_path / "fredica.db").read_bytes())
+    data[2 * 4096 : 6 * 4096] = b"\xee" * (4 * 4096)
+    (tmp_path / "fredica.db").write_bytes(bytes(data))
+    for command in (["worker", "--until-idle"], ["doctor"]):
+        code, _, err = fredica(capsys, tmp_path, *command)
+        assert code == 1, command
+        assert err.startswith("fredica: error:") and err.count("\n") == 1, err
+        assert "damaged" in err
+    # A read that only touches undamaged pages may succeed; one that meets damage must say so
+    # in one line, never with a traceback.
+    for command in (["runs"], ["run", "x"], ["restart-log"]):
+        code, _, err = fredica(capsys, tmp_path, *command)
+        assert code in (0, 1)
+        assert "Traceback" not in err and (code == 0 or err.startswith("fredica: error:"))

@@ -237,3 +237,24 @@ def downgrade():
         names = sa.inspect(conn).get_table_names()
     engine.dispose()
     assert "half_done" not in names
+
+
+def test_schema_head_constant_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    from fredica_app.database import SCHEMA_HEAD, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_heads() == [SCHEMA_HEAD]
+
+
+def test_opening_a_current_database_does_not_load_alembic(migrated_template: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path; from fredica_app.database import open_database;"
+        f"open_database(Path({str(migrated_template)!r})).dispose();"
+        "print('alembic' in sys.modules)"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
