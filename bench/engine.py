@@ -580,15 +580,28 @@ async def measure_recovery(work: Path, n: int, seed: int) -> dict[str, Any]:
 
 async def measure_idle(work: Path, seconds: float) -> dict[str, Any]:
     store = TaskStore(open_database(work / "idle.db"))
+    # Count the store's transactions (its two entry points), on this instance only.
+    counts = {"read": 0, "write": 0}
+    read, write = store._read, store._write
+
+    async def counted_read(fn: Any, *args: Any) -> Any:
+        counts["read"] += 1
+        return await read(fn, *args)
+
+    async def counted_write(fn: Any, *args: Any) -> Any:
+        counts["write"] += 1
+        return await write(fn, *args)
+
+    store._read, store._write = counted_read, counted_write  # type: ignore[method-assign]
     engine = WorkerEngine(store, [NoopExecutor(), SleepExecutor()], max_workers=MAX_WORKERS)
     await engine.start()
     runner = asyncio.create_task(engine.run())
     await asyncio.sleep(0.2)  # past the first turn
-    ticks = engine.stats.ticks
+    before = dict(counts)
     c0, p0, t0 = cpu_seconds(), time.process_time(), time.perf_counter()
     await asyncio.sleep(seconds)
     cpu, proc, elapsed = cpu_seconds() - c0, time.process_time() - p0, time.perf_counter() - t0
-    ticks = engine.stats.ticks - ticks
+    reads, writes = counts["read"] - before["read"], counts["write"] - before["write"]
     await engine.stop()
     await asyncio.wait_for(runner, 10)
     await store.close()
@@ -597,7 +610,8 @@ async def measure_idle(work: Path, seconds: float) -> dict[str, Any]:
         "cpu_s": proc,
         "cpu_s_rusage": cpu,
         "cpu_s_per_min": proc / elapsed * 60,
-        "transactions": ticks,
+        "read_transactions": reads,
+        "write_transactions": writes,
     }
 
 
@@ -740,7 +754,8 @@ def report_rows(
         (
             f"idle engine.run() for {idle['seconds']:.0f} s",
             f"{idle['cpu_s_per_min']:.3f} CPU s/min",
-            f"{idle['cpu_s']:.3f} CPU s, {idle['transactions']} engine transactions",
+            f"{idle['cpu_s']:.3f} CPU s; store transactions: {idle['read_transactions']} "
+            f"read, {idle['write_transactions']} write",
             f"< {IDLE_CPU_PER_MIN:g} s/min",
         )
     )

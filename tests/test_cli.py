@@ -5,8 +5,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +198,39 @@ def test_a_damaged_database_is_a_clear_error(
         code, _, err = fredica(capsys, tmp_path, *command)
         assert code in (0, 1)
         assert "Traceback" not in err and (code == 0 or err.startswith("fredica: error:"))
+
+
+def test_a_running_worker_picks_up_a_submission_within_a_second(tmp_path: Path) -> None:
+    exe = str(Path(sys.executable).parent / "fredica")
+    env = {**os.environ, "FREDICA_DATA_DIR": str(tmp_path)}
+    worker = subprocess.Popen(
+        [exe, "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # Let the worker start and back off to its longest poll interval (5 s) while idle.
+        time.sleep(12)
+        spec = tmp_path / "spec.json"
+        spec.write_text(json.dumps({"tasks": [{"key": "a", "type": "NOOP"}]}))
+        out = subprocess.run(
+            [exe, "submit", str(spec), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        run_id = json.loads(out.stdout)["run_id"]
+        for _ in range(200):
+            with sqlite3.connect(tmp_path / "fredica.db") as conn:
+                row = conn.execute(
+                    "SELECT created_at, started_at FROM task WHERE workflow_run_id = ?", (run_id,)
+                ).fetchone()
+            if row and row[1]:
+                break
+            time.sleep(0.05)
+        assert row and row[1], "the worker never started the task"
+        assert row[1] - row[0] < 1.0  # from the submission's commit to the start
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=30)
+    assert worker.returncode == 0

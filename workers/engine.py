@@ -95,6 +95,7 @@ class WorkerEngine:
         cancel_grace: float = 5.0,
         poll_min: float = 1.0,
         poll_max: float = 5.0,
+        watch_interval: float = 0.5,
     ) -> None:
         self.store = store
         self.executors = {e.task_type.name: e for e in executors}
@@ -111,6 +112,7 @@ class WorkerEngine:
         self.cancel_grace = cancel_grace
         self.poll_min = poll_min
         self.poll_max = poll_max
+        self.watch_interval = watch_interval
         self.stats = EngineStats()
         self.session_id = str(uuid.uuid4())
         self.recovery: RecoveryReport | None = None
@@ -186,10 +188,9 @@ class WorkerEngine:
                 timeout = poll
                 if due is not None:
                     timeout = max(0.0, min(timeout, due - self.store.now()))
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                if await self._wait(timeout):
                     poll = self.poll_min
-                except TimeoutError:
+                else:
                     poll = min(self.poll_max, poll * 2)
                     self._probe = not self._claim_hint
                 self._claim_hint = True
@@ -197,6 +198,25 @@ class WorkerEngine:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+
+    async def _wait(self, seconds: float) -> bool:
+        """Wait for a wake-up, at most ``seconds``. Meanwhile, every
+        ``watch_interval`` look (cheaply) whether another process committed something, and
+        if so return as woken: a submission from the CLI starts within a second. True when
+        woken, False on timeout."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=min(left, self.watch_interval))
+                return True
+            except TimeoutError:
+                pass
+            if await self.store.data_changed():
+                self._probe = True
+                return True
 
     def wake(self) -> None:
         """Something changed (a submission, a resume…): look for work now."""

@@ -163,6 +163,9 @@ class StoreBase:
         self.lease_seconds = lease_seconds
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-write")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="fredica-db-read")
+        self._watcher = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-watch")
+        self._watch_conn: Any = None
+        self._data_version: int | None = None
         self._claim_sql: dict[tuple[str, ...] | None, sa.TextualSelect] = {}
         #: Called on the writer thread after each commit that changed the status of runs,
         #: with ``[(run_id, new status)]``. Listeners must be quick and thread-safe.
@@ -180,7 +183,30 @@ class StoreBase:
     def _shutdown(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        self._watcher.shutdown(wait=True)
+        if self._watch_conn is not None:
+            self._watch_conn.close()
         self._engine.dispose()
+
+    async def data_changed(self) -> bool:
+        """Whether any other connection — another process included — committed since the
+        last call (SQLite's ``PRAGMA data_version`` on a connection kept for this). Costs no
+        disk read: it is how an idle engine notices a submission from the CLI quickly."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._watcher, self._data_changed)
+
+    def _data_changed(self) -> bool:
+        if self._watch_conn is None:
+            self._watch_conn = self._engine.raw_connection()
+        cur = self._watch_conn.cursor()
+        try:
+            cur.execute("PRAGMA data_version")
+            version = cur.fetchone()[0]
+        finally:
+            cur.close()
+        changed = self._data_version is not None and version != self._data_version
+        self._data_version = version
+        return changed
 
     # --- plumbing -------------------------------------------------------------------------
 
