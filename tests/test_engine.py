@@ -358,3 +358,50 @@ async def test_a_cancel_written_by_another_process_reaches_the_executor(
     await other.close()
     await asyncio.wait_for(runner, 5)
     assert (await store.get_task(created.task_ids["s"])).status is TaskStatus.CANCELLED
+
+
+async def test_priority_then_fifo_through_the_engine(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    await submit(store, registry, [{"key": "low", "type": "NOOP"}])
+    await submit(store, registry, [{"key": "high", "type": "NOOP", "priority": 9}])
+    await submit(store, registry, [{"key": "low2", "type": "NOOP"}])
+    seen: list[str] = []
+    bus = EventBus()
+    bus.subscribe(
+        lambda e: (
+            seen.append(e.task_id) if isinstance(e, TaskChanged) and e.kind == "started" else None
+        )
+    )
+    engine = engine_for(store, max_workers=1, bus=bus)
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    keys = [(await store.get_task(t)).key for t in seen]
+    assert keys == ["high", "low", "low2"]
+
+
+async def test_cancel_and_pause_pending_tasks_through_the_engine(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "a", "type": "NOOP"},
+            {"key": "b", "type": "NOOP", "depends_on": ["a"]},
+            {"key": "held", "type": "NOOP"},
+        ],
+    )
+    engine = engine_for(store)
+    assert set(await engine.cancel(created.task_ids["a"])) == {
+        created.task_ids["a"],
+        created.task_ids["b"],
+    }
+    assert await engine.pause(created.task_ids["held"]) == [created.task_ids["held"]]
+    await asyncio.wait_for(engine.run(until_idle=True), 10)  # held: nothing runs, it returns
+    held = await store.get_task(created.task_ids["held"])
+    assert held.status is TaskStatus.PENDING and held.is_paused
+    assert await engine.resume(created.run_id) == [created.task_ids["held"]]
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    assert (await store.get_task(created.task_ids["held"])).status is TaskStatus.COMPLETED
+    run = await store.get_run(created.run_id)
+    assert (run.status, run.cancelled_tasks, run.done_tasks) == (RunStatus.CANCELLED, 2, 1)
