@@ -34,6 +34,7 @@ from workers.faults import crash_point
 from workers.records import (
     ClaimedTask,
     Completion,
+    FailOutcome,
     Failure,
     RecoveryReport,
     RunRecord,
@@ -289,6 +290,11 @@ class WorkerEngine:
         if outcome.claimed:
             crash_point("after_claim")
         self._report(finished, outcome.completed, failed_runs, outcome.failed)
+        by_id = {r.claimed.id: r for r, _ in finished}
+        for failure, failed_outcome in outcome.rejected:
+            r = by_id[failure.task_id]
+            res = ExecuteResult(error=failure.error, error_type=failure.error_type)
+            self._report([(r, res)], (), [(r, res)], (failed_outcome,))
         for c in outcome.claimed:
             self._start(c)
         self.stats.claimed += len(outcome.claimed)
@@ -301,7 +307,7 @@ class WorkerEngine:
         finished: list[tuple[_Running, ExecuteResult | None]],
         completed: tuple[bool, ...],
         failed_runs: list[tuple[_Running, ExecuteResult]],
-        failed: tuple[object, ...],
+        failed: tuple[FailOutcome, ...],
     ) -> None:
         ok = iter(completed)
         for r, res in finished:
@@ -313,9 +319,9 @@ class WorkerEngine:
                 self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "completed", 100.0))
         for (r, res), outcome in zip(failed_runs, failed, strict=True):
             task = r.claimed.task
-            if not getattr(outcome, "applied", False):
+            if not outcome.applied:
                 continue
-            if getattr(outcome, "retried", False):
+            if outcome.retried:
                 self.stats.retried += 1
                 self.bus.publish(
                     TaskChanged(

@@ -170,6 +170,8 @@ class TickOutcome:
     completed: tuple[bool, ...]
     failed: tuple[FailOutcome, ...]
     claimed: tuple[ClaimedTask, ...]
+    #: Completions whose fan-out could not be added: recorded as failures instead.
+    rejected: tuple[tuple[Failure, FailOutcome], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,12 +102,16 @@ class AttemptsMixin(StoreBase):
                 )
         failed = tuple(
             self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable)
-            for f in (*failures, *late_failures)
-        )[: len(failures)]
+            for f in failures
+        )
+        rejected = tuple(
+            (f, self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, False))
+            for f in late_failures
+        )
         claimed: tuple[ClaimedTask, ...] = ()
         if limit > 0:
             claimed = tuple(self._claim_tx(conn, worker_id, slots, limit, True, lease_seconds))
-        return TickOutcome(tuple(done), failed, claimed)
+        return TickOutcome(tuple(done), failed, claimed, rejected)
 
     # --- claiming and running -------------------------------------------------------------
 
