@@ -782,6 +782,15 @@ def checks(
             "detail": "; ".join(drain_problems) or "all tasks completed, counters consistent",
         },
         {
+            "name": "drain: 2 RunChanged events per run (running, completed)",
+            "ok": all(d["run_changes_per_run"] == 2 for d in drain if d is not huey),
+            "detail": "; ".join(
+                f"{d['name']}: {d['run_changes_per_run']:.0f} per run of {fmt_int(RUN_SIZE)}"
+                for d in drain
+                if d is not huey
+            ),
+        },
+        {
             "name": f"chain latency from the task table: p50 < {CHAIN_P50_MS:g} ms and "
             f"p99 < {CHAIN_P99_MS:g} ms",
             "ok": t["p50"] < CHAIN_P50_MS and t["p99"] < CHAIN_P99_MS,

@@ -234,3 +234,18 @@ def test_a_running_worker_picks_up_a_submission_within_a_second(tmp_path: Path) 
         worker.send_signal(signal.SIGTERM)
         worker.communicate(timeout=30)
     assert worker.returncode == 0
+
+
+def test_doctor_reports_each_check_and_how_to_fix_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = fredica(capsys, tmp_path, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)}
+    assert code == 0 and all(c["ok"] for c in checks.values()), checks
+    assert {"data directory", "database", "engine", "ffmpeg", "settings"} <= set(checks)
+    assert Path(checks["ffmpeg"]["detail"]).is_file()
+
+    (tmp_path / "settings.json").write_text(json.dumps({"ffmpeg_path": str(tmp_path / "nope")}))
+    code, out, _ = fredica(capsys, tmp_path, "doctor")
+    assert code == 1
+    assert "[FAIL] ffmpeg" in out and "fix: fix ffmpeg_path in settings" in out
