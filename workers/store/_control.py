@@ -94,15 +94,19 @@ class ControlMixin(StoreBase):
         return await self._write(self._cancel_run_tx, run_id)
 
     def _cancel_run_tx(self, conn: sa.Connection, run_id: str) -> CancelOutcome:
+        ids = self._unfinished_ids(conn, run_id)
+        return self._cancel_tx(conn, ids, None, run_id)
+
+    def _unfinished_ids(self, conn: sa.Connection, run_id: str) -> list[str]:
+        """The ids of a run's pending, claimed and running tasks (NotFound without the run)."""
         self._require_run(conn, run_id)
-        ids = list(
+        return list(
             conn.execute(
                 sa.select(task_t.c.id).where(
                     task_t.c.workflow_run_id == run_id, task_t.c.status.in_(states.ACTIVE)
                 )
             ).scalars()
         )
-        return self._cancel_tx(conn, ids, None, run_id)
 
     def _cancel_tx(
         self, conn: sa.Connection, ids: list[str], single: str | None, run_id: str | None
@@ -169,14 +173,7 @@ class ControlMixin(StoreBase):
         return await self._write(self._set_run_paused_tx, run_id, paused)
 
     def _set_run_paused_tx(self, conn: sa.Connection, run_id: str, paused: bool) -> list[str]:
-        self._require_run(conn, run_id)
-        ids = list(
-            conn.execute(
-                sa.select(task_t.c.id).where(
-                    task_t.c.workflow_run_id == run_id, task_t.c.status.in_(states.ACTIVE)
-                )
-            ).scalars()
-        )
+        ids = self._unfinished_ids(conn, run_id)
         return self._pause_ids(conn, ids, paused, None)
 
     def _set_paused_tx(
