@@ -405,3 +405,33 @@ async def test_cancel_and_pause_pending_tasks_through_the_engine(
     assert (await store.get_task(created.task_ids["held"])).status is TaskStatus.COMPLETED
     run = await store.get_run(created.run_id)
     assert (run.status, run.cancelled_tasks, run.done_tasks) == (RunStatus.CANCELLED, 2, 1)
+
+
+async def test_an_executor_that_ignores_cancel_is_forced_after_the_grace_period(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    class Deaf(SleepExecutor):
+        async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+            await asyncio.sleep(60)  # never looks at its cancel signal
+            return ExecuteResult(result={})
+
+    failed_calls: list[str] = []
+
+    class DeafReporting(Deaf):
+        async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None:
+            failed_calls.append(str(result.error_type))
+
+    created = await submit(
+        store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 60}}]
+    )
+    engine = WorkerEngine(store, [DeafReporting()], cancel_grace=0.3)
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    await wait_until(lambda: bool(engine.running_ids))
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await engine.cancel(created.task_ids["s"])
+    await asyncio.wait_for(runner, 5)
+    assert 0.25 < loop.time() - began < 3
+    assert (await store.get_task(created.task_ids["s"])).status is TaskStatus.CANCELLED
+    await engine.stop()
+    assert failed_calls == ["CANCELLED"]  # on_task_failed once, for the cancel
