@@ -59,7 +59,7 @@ BLOCKED_PRIORITY = 1_000  # blocked tasks rank ahead of every claimable one
 FLAT_LIMIT = 2.0
 RATIO_TARGET = 0.25
 
-# The store's claim (workers/store.py, _CLAIM_SQL, no resource filter), for the raw reference.
+# The store's claim (workers/store.py, CLAIM_SQL, no resource filter), for the raw reference.
 CLAIM_SQL = """
 UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_at,
        heartbeat_at = :now, lease_token = :token, attempt = attempt + 1,
@@ -366,9 +366,9 @@ class RawQueue:
 def store_claim_sql() -> tuple[str, str]:
     """The claim statement the store runs (a private constant, looked up where it has lived),
     or else the bench's copy; and where it came from."""
-    for name in ("workers.store", "workers.store._base"):
+    for name in ("workers.store", "workers.store._hot"):
         try:
-            sql = getattr(importlib.import_module(name), "_CLAIM_SQL", None)
+            sql = getattr(importlib.import_module(name), "CLAIM_SQL", None)
         except ImportError:
             continue
         if isinstance(sql, str):

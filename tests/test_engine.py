@@ -435,3 +435,31 @@ async def test_an_executor_that_ignores_cancel_is_forced_after_the_grace_period(
     assert (await store.get_task(created.task_ids["s"])).status is TaskStatus.CANCELLED
     await engine.stop()
     assert failed_calls == ["CANCELLED"]  # on_task_failed once, for the cancel
+
+
+async def test_run_status_is_published_once_per_real_change(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [{"key": f"n{i}", "type": "NOOP"} for i in range(8)])
+    bus = EventBus()
+    statuses: list[str] = []
+    bus.subscribe(lambda e: statuses.append(e.status) if isinstance(e, RunChanged) else None)
+    engine = engine_for(store, max_workers=2, bus=bus)
+    await engine.start(recover=False)
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    await engine.stop()
+    # Completions and the claims they free a slot for share a transaction: the run never
+    # shows "pending" half-way through it.
+    assert statuses == ["running", "completed"]
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+
+
+async def test_run_until_idle_again_sees_new_work(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    engine = engine_for(store)
+    await submit(store, registry, [{"key": "a", "type": "NOOP"}])
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    later = await submit(store, registry, [{"key": "b", "type": "NOOP"}])  # no wake() call
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    assert (await store.get_task(later.task_ids["b"])).status is TaskStatus.COMPLETED

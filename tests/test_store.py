@@ -144,7 +144,12 @@ async def test_resource_slots_limit_what_is_claimed(
     await submit(
         store,
         registry,
-        [noop("g1", resource="gpu"), noop("g2", resource="gpu"), noop("c1"), noop("c2")],
+        [
+            noop("g1", resource="gpu"),
+            noop("g2", resource="gpu"),
+            noop("c1", resource="cpu"),
+            noop("c2", resource="cpu"),
+        ],
     )
     claimed = await store.claim("w", slots={"gpu": 1, "cpu": 1}, limit=10)
     assert sorted(c.task.key for c in claimed) == ["c1", "g1"]

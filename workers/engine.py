@@ -124,6 +124,8 @@ class WorkerEngine:
         self._queue_paused = False
         self._claim_hint = True  # something may be claimable: try a claim on the next turn
         self._probe = False  # woken by the poll timer only: read before taking the write lock
+        self._next_due: float | None = None  # the earliest retry due, as of our last write
+        self._due_known = False
         self._background: set[asyncio.Task[None]] = set()
         self._started = False
 
@@ -172,6 +174,7 @@ class WorkerEngine:
         running, claimable or waiting for a retry timer; held tasks do not count)."""
         if not self._started:
             await self.start(recover=False)
+        self._claim_hint = True  # whatever happened since the last run, look first
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="fredica-heartbeat")
         poll = self.poll_min
         try:
@@ -183,7 +186,9 @@ class WorkerEngine:
                 if progressed:
                     poll = self.poll_min
                     continue
-                due = None if self._queue_paused else await self.store.next_retry_at()
+                due = None
+                if not self._queue_paused:
+                    due = self._next_due if self._due_known else await self.store.next_retry_at()
                 if until_idle and not self._running and not self._finished and due is None:
                     return
                 timeout = poll
@@ -194,6 +199,7 @@ class WorkerEngine:
                 else:
                     poll = min(self.poll_max, poll * 2)
                     self._probe = not self._claim_hint
+                    self._due_known = False
                 self._claim_hint = True
         finally:
             heartbeat.cancel()
@@ -216,7 +222,8 @@ class WorkerEngine:
             except TimeoutError:
                 pass
             if await self.store.data_changed():
-                self._probe = True
+                # Another process wrote: what is claimable or due may have changed.
+                self._probe, self._due_known = True, False
                 return True
 
     def wake(self) -> None:
@@ -285,6 +292,7 @@ class WorkerEngine:
             )
         )
         self.stats.ticks += 1
+        self._next_due, self._due_known = outcome.next_retry_at, True
         if completions or failures:
             crash_point("after_commit")
         if outcome.claimed:
@@ -393,7 +401,7 @@ class WorkerEngine:
             except ValueError as exc:
                 result = ExecuteResult(error=str(exc), error_type=ErrorType.PAYLOAD_ERROR)
                 return
-            upstream = await self.store.upstream_results(task.id) if task.depends_on else {}
+            upstream = claimed.upstream
 
             async def sink(**values: object) -> bool:
                 progress = values.get("progress")

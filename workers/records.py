@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 from workers.states import RunStatus, TaskStatus
@@ -106,6 +106,8 @@ class ClaimedTask:
 
     task: TaskRecord
     lease_token: str
+    #: The results of the tasks it depends on, read in the claim's transaction.
+    upstream: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -172,6 +174,8 @@ class TickOutcome:
     claimed: tuple[ClaimedTask, ...]
     #: Completions whose fan-out could not be added: recorded as failures instead.
     rejected: tuple[tuple[Failure, FailOutcome], ...] = ()
+    #: When the earliest waiting retry becomes due, after this transaction.
+    next_retry_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,7 +107,8 @@ class SleepPayload(TaskPayload):
     seconds: float = Field(ge=0, le=7 * 24 * 3600)
 
 
-NOOP = TaskType("NOOP", NoopPayload, "cpu", "completes at once; its result echoes its payload")
+# The diagnostic types use the ``io`` class: they take no CPU worth a ``cpu`` slot.
+NOOP = TaskType("NOOP", NoopPayload, "io", "completes at once; its result echoes its payload")
 SLEEP = TaskType(
     "SLEEP", SleepPayload, "io", "sleeps `seconds`, reporting progress; pausable, cancellable"
 )

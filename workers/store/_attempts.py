@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -21,18 +22,15 @@ from workers.records import (
 )
 from workers.spec import PreparedTask
 from workers.states import ErrorType, TaskStatus
+from workers.store import _hot
 from workers.store._base import (
-    _CLAIM_SQL,
-    COMPLETE_STMT,
     HELD,
     MARK_RUNNING_STMT,
-    RELEASE_DEPENDENTS_STMT,
+    NEXT_RETRY_SQL,
     S,
     StoreBase,
     _event,
     _event_row,
-    _insert_events,
-    _task_record,
     run_t,
     task_t,
 )
@@ -77,6 +75,7 @@ class AttemptsMixin(StoreBase):
         limit: int,
         lease_seconds: float,
     ) -> TickOutcome:
+        self._begin_batch()
         done: list[bool] = []
         late_failures: list[Failure] = []
         for c in completions:
@@ -84,12 +83,14 @@ class AttemptsMixin(StoreBase):
                 done.append(self._complete_tx(conn, c.task_id, c.lease_token, c.result, ()))
                 continue
             # A fan-out that cannot be added fails its task alone, not the whole turn.
+            saved = copy.deepcopy(self._batch)
             try:
                 with conn.begin_nested():
                     done.append(
                         self._complete_tx(conn, c.task_id, c.lease_token, c.result, c.new_tasks)
                     )
             except FredicaError as exc:
+                self._batch = saved
                 done.append(False)
                 late_failures.append(
                     Failure(
@@ -111,7 +112,15 @@ class AttemptsMixin(StoreBase):
         claimed: tuple[ClaimedTask, ...] = ()
         if limit > 0:
             claimed = tuple(self._claim_tx(conn, worker_id, slots, limit, True, lease_seconds))
-        return TickOutcome(tuple(done), failed, claimed, rejected)
+        self._flush_batch(conn, self.now())
+        next_due = conn.execute(NEXT_RETRY_SQL).scalar()
+        return TickOutcome(
+            tuple(done),
+            failed,
+            claimed,
+            rejected,
+            next_retry_at=float(next_due) if next_due is not None else None,
+        )
 
     # --- claiming and running -------------------------------------------------------------
 
@@ -136,18 +145,6 @@ class AttemptsMixin(StoreBase):
             self._claim_tx, worker_id, slots, limit, start, lease_seconds or self.lease_seconds
         )
 
-    def _claim_statement(self, resources: tuple[str, ...] | None) -> sa.TextualSelect:
-        stmt = self._claim_sql.get(resources)
-        if stmt is None:
-            if resources is None:
-                flt = ""
-            else:
-                names = ", ".join(f":r{i}" for i in range(len(resources)))
-                flt = f"AND resource IN ({names})"
-            stmt = sa.text(_CLAIM_SQL.format(resource_filter=flt)).columns(*task_t.columns)
-            self._claim_sql[resources] = stmt
-        return stmt
-
     def _claim_tx(
         self,
         conn: sa.Connection,
@@ -163,6 +160,7 @@ class AttemptsMixin(StoreBase):
         run_deltas: dict[str, Counter[TaskStatus]] = {}
         new_status = S.RUNNING if start else S.CLAIMED
         now = self.now()
+        cur = _hot.cursor(conn)
         while len(claimed) < limit and (free is None or free):
             resources = None if free is None else tuple(sorted(free))
             params: dict[str, Any] = {
@@ -175,11 +173,12 @@ class AttemptsMixin(StoreBase):
             }
             if resources is not None:
                 params.update({f"r{i}": r for i, r in enumerate(resources)})
-            row = conn.execute(self._claim_statement(resources), params).mappings().first()
+            row = cur.execute(_hot.claim_sql(resources), params).fetchone()
             if row is None:
                 break
-            task = _task_record(row)
-            claimed.append(ClaimedTask(task, params["token"]))
+            task = _hot.task_from_row(cur, row)
+            upstream = self._upstream(conn, task.id) if task.depends_on else {}
+            claimed.append(ClaimedTask(task, params["token"], upstream))
             if free is not None:
                 free[task.resource] -= 1
                 if free[task.resource] <= 0:
@@ -192,9 +191,10 @@ class AttemptsMixin(StoreBase):
             events.append(_event(task, "claimed", now, detail))
             if start:
                 events.append(_event(task, "started", now, None))
+        cur.close()
         for run_id, delta in run_deltas.items():
             self._apply_run_delta(conn, run_id, delta, now)
-        _insert_events(conn, events)
+        self._insert_events(conn, events)
         return claimed
 
     async def mark_running(self, task_id: str, lease_token: str) -> bool:
@@ -212,7 +212,7 @@ class AttemptsMixin(StoreBase):
             self._apply_run_delta(
                 conn, row.workflow_run_id, Counter({S.CLAIMED: -1, S.RUNNING: 1}), now
             )
-        _insert_events(conn, [_event_row(task_id, row.workflow_run_id, "started", now, None)])
+        self._insert_events(conn, [_event_row(task_id, row.workflow_run_id, "started", now, None)])
         return True
 
     async def report_progress(
@@ -330,28 +330,39 @@ class AttemptsMixin(StoreBase):
         new_tasks: Sequence[PreparedTask],
     ) -> bool:
         now = self.now()
-        row = conn.execute(
-            COMPLETE_STMT, {"task_id": task_id, "token": lease_token, "result": result, "now": now}
-        ).first()
-        if row is None:
-            return False
-        # RETURNING shows the new row; the old status was claimed or running. A claimed task
-        # that completes never started (a skip): its started_at is still empty.
-        was = S.RUNNING if row.started_at is not None else S.CLAIMED
-        conn.execute(RELEASE_DEPENDENTS_STMT, {"task_id": task_id})
-        events = [_event_row(task_id, row.workflow_run_id, "completed", now, None)]
+        cur = _hot.cursor(conn)
+        try:
+            row = cur.execute(
+                _hot.COMPLETE_SQL,
+                {
+                    "task_id": task_id,
+                    "token": lease_token,
+                    "result": _hot.to_json(result),
+                    "now": now,
+                },
+            ).fetchone()
+            if row is None:
+                return False
+            run_id, started_at = row
+            cur.execute(_hot.RELEASE_DEPENDENTS_SQL, {"task_id": task_id})
+        finally:
+            cur.close()
+        # The old status was claimed or running. A claimed task that completes never started
+        # (a skip): its started_at is still empty.
+        was = S.RUNNING if started_at is not None else S.CLAIMED
+        events = [_event_row(task_id, run_id, "completed", now, None)]
         delta: Counter[TaskStatus] = Counter({was: -1, S.COMPLETED: 1})
-        if new_tasks and row.workflow_run_id:
-            self._add_tasks(conn, row.workflow_run_id, new_tasks, now)
+        if new_tasks and run_id:
+            self._add_tasks(conn, run_id, new_tasks, now)
             delta[S.PENDING] += len(new_tasks)
             conn.execute(
                 sa.update(run_t)
-                .where(run_t.c.id == row.workflow_run_id)
+                .where(run_t.c.id == run_id)
                 .values(total_tasks=run_t.c.total_tasks + len(new_tasks))
             )
-        if row.workflow_run_id:
-            self._apply_run_delta(conn, row.workflow_run_id, delta, now)
-        _insert_events(conn, events)
+        if run_id:
+            self._apply_run_delta(conn, run_id, delta, now)
+        self._insert_events(conn, events)
         return True
 
     def _add_tasks(
@@ -442,7 +453,7 @@ class AttemptsMixin(StoreBase):
             )
             if run_id:
                 self._apply_run_delta(conn, run_id, Counter({cur.status: -1, S.PENDING: 1}), now)
-            _insert_events(
+            self._insert_events(
                 conn,
                 [
                     _event_row(
@@ -469,5 +480,5 @@ class AttemptsMixin(StoreBase):
         cascaded = self._cascade(conn, [task_id], now, events, delta)
         if run_id:
             self._apply_run_delta(conn, run_id, delta, now)
-        _insert_events(conn, events)
+        self._insert_events(conn, events)
         return FailOutcome(applied=True, retried=False, cascaded=tuple(cascaded))

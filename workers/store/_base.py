@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
@@ -21,11 +22,11 @@ from workers.errors import NotFound
 from workers.models import RestartTaskLog, TaskDependency, TaskEvent, WorkflowRun
 from workers.models import Task as TaskModel
 from workers.records import (
-    RunRecord,
     TaskRecord,
 )
 from workers.spec import PreparedTask
 from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
+from workers.store import _hot
 
 T = TypeVar("T")
 
@@ -38,61 +39,11 @@ log_t = cast(sa.Table, RestartTaskLog.__table__)
 S = TaskStatus
 HELD = (S.CLAIMED, S.RUNNING)
 
-_COUNT_COLUMN = {
-    S.PENDING: "pending_tasks",
-    S.CLAIMED: "claimed_tasks",
-    S.RUNNING: "running_tasks",
-    S.COMPLETED: "done_tasks",
-    S.FAILED: "failed_tasks",
-    S.CANCELLED: "cancelled_tasks",
-}
 
-# The claim. Its WHERE repeats the partial index's predicate word for word so that SQLite uses
-# ix_task_claimable (a bound parameter for 'pending' would hide the implication).
-_CLAIM_SQL = """
-UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_at,
-       heartbeat_at = :now, lease_token = :token, attempt = attempt + 1,
-       worker_id = :worker_id, lease_until = :lease_until, next_run_at = NULL
-WHERE id = (
-    SELECT id FROM task INDEXED BY ix_task_claimable
-    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused
-      AND (next_run_at IS NULL OR next_run_at <= :now)
-      {resource_filter}
-    ORDER BY priority DESC, created_at
-    LIMIT 1
-)
-RETURNING *
-"""
-
-
-# Hot statements, built once: SQLAlchemy then reuses their cache keys and compiled forms
-# instead of rebuilding and re-keying a statement on every call (measured: statement building
-# was a third of a claim+complete cycle).
+# Statements built once: SQLAlchemy then reuses their cache keys and compiled forms instead
+# of rebuilding and re-keying a statement on every call. (The hottest ones go to the driver
+# directly: see _hot.)
 B = sa.bindparam
-COMPLETE_STMT = (
-    sa.update(task_t)
-    .where(
-        task_t.c.id == B("task_id"),
-        task_t.c.lease_token == B("token"),
-        task_t.c.status.in_(HELD),
-    )
-    .values(
-        status=S.COMPLETED,
-        result=B("result", type_=task_t.c.result.type),
-        progress=100.0,
-        completed_at=B("now"),
-        lease_token=None,
-        lease_until=None,
-        error=None,
-        error_type=None,
-    )
-    .returning(task_t.c.workflow_run_id, task_t.c.started_at)
-)
-RELEASE_DEPENDENTS_STMT = (
-    sa.update(task_t)
-    .where(task_t.c.id.in_(sa.select(dep_t.c.task_id).where(dep_t.c.depends_on_id == B("task_id"))))
-    .values(unmet_deps=task_t.c.unmet_deps - 1)
-)
 MARK_RUNNING_STMT = (
     sa.update(task_t)
     .where(
@@ -108,21 +59,16 @@ SET_RUN_STATUS_STMT = (
     .where(run_t.c.id == B("run_id"))
     .values(status=B("status", type_=run_t.c.status.type), completed_at=B("completed_at"))
 )
-INSERT_EVENT_STMT = sa.insert(event_t)
-_RUN_DELTA_STMTS: dict[tuple[str, ...], sa.Update] = {}
-
-
-def run_delta_statement(columns: tuple[str, ...]) -> sa.Update:
-    """``UPDATE workflow_run SET col = col + :d_col … RETURNING *``, one per column set."""
-    stmt = _RUN_DELTA_STMTS.get(columns)
-    if stmt is None:
-        stmt = _RUN_DELTA_STMTS[columns] = (
-            sa.update(run_t)
-            .where(run_t.c.id == B("run_id"))
-            .values({c: run_t.c[c] + B(f"d_{c}") for c in columns})
-            .returning(run_t)
-        )
-    return stmt
+UPSTREAM_STMT = (
+    sa.select(task_t.c.id, task_t.c.key, task_t.c.result)
+    .join(dep_t, dep_t.c.depends_on_id == task_t.c.id)
+    .where(dep_t.c.task_id == B("task_id"))
+)
+# Literal 'pending' so that SQLite answers from the partial index ix_task_retry_due.
+NEXT_RETRY_SQL = sa.text(
+    "SELECT min(next_run_at) FROM task INDEXED BY ix_task_retry_due "
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL"
+)
 
 
 class _Clock:
@@ -166,11 +112,11 @@ class StoreBase:
         self._watcher = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-watch")
         self._watch_conn: Any = None
         self._data_version: int | None = None
-        self._claim_sql: dict[tuple[str, ...] | None, sa.TextualSelect] = {}
         #: Called on the writer thread after each commit that changed the status of runs,
         #: with ``[(run_id, new status)]``. Listeners must be quick and thread-safe.
         self.run_listeners: list[Callable[[list[tuple[str, RunStatus]]], None]] = []
         self._run_changes: list[tuple[str, RunStatus]] = []
+        self._batch: _Batch | None = None
 
     @property
     def engine(self) -> sa.Engine:
@@ -220,6 +166,7 @@ class StoreBase:
 
     def _tx(self, fn: Callable[..., T], *args: Any) -> T:
         self._run_changes = []
+        self._batch = None
         with self._engine.begin() as conn:
             result = fn(conn, *args)
         if self._run_changes:
@@ -332,20 +279,60 @@ class StoreBase:
 
     # --- the run's counters ---------------------------------------------------------------
 
+    # --- batching a transaction's run updates and events ------------------------------------
+
+    def _begin_batch(self) -> None:
+        """From now until :meth:`_flush_batch`, run deltas add up per run and events queue, so
+        that a transaction of many task changes writes each run once (and never publishes a
+        run status that only existed half-way through the transaction)."""
+        self._batch = _Batch()
+
+    def _flush_batch(self, conn: sa.Connection, now: float) -> None:
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        for run_id, delta in batch.deltas.items():
+            self._apply_run_delta(conn, run_id, delta, now)
+        self._insert_events(conn, batch.events)
+
+    def _insert_events(self, conn: sa.Connection, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        if self._batch is not None:
+            self._batch.events.extend(events)
+            return
+        cur = _hot.cursor(conn)
+        try:
+            _hot.insert_events(cur, events)
+        finally:
+            cur.close()
+
     def _apply_run_delta(
         self, conn: sa.Connection, run_id: str, delta: Mapping[TaskStatus, int], now: float
     ) -> None:
-        changes = sorted((_COUNT_COLUMN[s], n) for s, n in delta.items() if n)
-        if not changes:
+        if self._batch is not None:
+            self._batch.deltas.setdefault(run_id, Counter()).update(delta)
             return
-        params: dict[str, Any] = {f"d_{c}": n for c, n in changes}
-        params["run_id"] = run_id
-        stmt = run_delta_statement(tuple(c for c, _ in changes))
-        row = conn.execute(stmt, params).mappings().one()
-        run = RunRecord.from_row(row)
-        status = states.derive_run_status(run.counts)
-        if status != run.status:
-            self._set_run_status(conn, run_id, status, now)
+        cur = _hot.cursor(conn)
+        try:
+            applied = _hot.apply_run_delta(cur, run_id, delta)
+            if applied is None:
+                return
+            stored, counts = applied
+            status = states.derive_run_status(counts)
+            if status != stored:
+                finished = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+                cur.execute(
+                    _hot.SET_RUN_STATUS_SQL,
+                    {
+                        "status": status.value,
+                        "completed_at": now if finished else None,
+                        "run_id": run_id,
+                    },
+                )
+                self._run_changes.append((run_id, status))
+        finally:
+            cur.close()
 
     def _set_run_status(
         self, conn: sa.Connection, run_id: str, status: RunStatus, now: float
@@ -356,6 +343,11 @@ class StoreBase:
             {"run_id": run_id, "status": status, "completed_at": now if finished else None},
         )
         self._run_changes.append((run_id, status))
+
+    def _upstream(self, conn: sa.Connection, task_id: str) -> dict[str, dict[str, Any] | None]:
+        """The results of the tasks ``task_id`` depends on, by spec key (or id)."""
+        rows = conn.execute(UPSTREAM_STMT, {"task_id": task_id}).all()
+        return {r.key or r.id: r.result for r in rows}
 
     def _mark_log_retried(self, conn: sa.Connection, task_ids: Iterable[str]) -> None:
         """Restart-log entries of tasks the user retried are settled."""
@@ -387,6 +379,9 @@ def _event_row(
     return {"task_id": task_id, "workflow_run_id": run_id, "at": at, "kind": kind, "detail": detail}
 
 
-def _insert_events(conn: sa.Connection, events: list[dict[str, Any]]) -> None:
-    if events:
-        conn.execute(INSERT_EVENT_STMT, events)
+@dataclass
+class _Batch:
+    """Writes a transaction defers to its end: one run update per run, one events insert."""
+
+    deltas: dict[str, Counter[TaskStatus]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)

@@ -16,7 +16,7 @@ from workers.records import (
 )
 from workers.spec import PreparedRun
 from workers.states import ErrorType, RunStatus, TaskStatus
-from workers.store._base import HELD, S, StoreBase, _event_row, _insert_events, dep_t, run_t, task_t
+from workers.store._base import HELD, S, StoreBase, _event_row, dep_t, run_t, task_t
 
 
 class ControlMixin(StoreBase):
@@ -159,7 +159,7 @@ class ControlMixin(StoreBase):
                 deltas.setdefault(cascade_run, Counter()).update(cascade_delta)
         for rid, d in deltas.items():
             self._apply_run_delta(conn, rid, d, now)
-        _insert_events(conn, events)
+        self._insert_events(conn, events)
         running = tuple(r.id for r in rows if before[r.id] in HELD)
         return CancelOutcome(tuple(r.id for r in rows) + tuple(cascaded), running)
 
@@ -214,7 +214,9 @@ class ControlMixin(StoreBase):
         ).all()
         kind = "paused" if paused else "resumed"
         detail = {"reason": reason} if reason else None
-        _insert_events(conn, [_event_row(r.id, r.workflow_run_id, kind, now, detail) for r in rows])
+        self._insert_events(
+            conn, [_event_row(r.id, r.workflow_run_id, kind, now, detail) for r in rows]
+        )
         return [r.id for r in rows]
 
     async def retry(self, task_id: str) -> list[str]:
@@ -307,7 +309,7 @@ class ControlMixin(StoreBase):
                 d[S.PENDING] += 1
         for rid, d in deltas.items():
             self._apply_run_delta(conn, rid, d, now)
-        _insert_events(
+        self._insert_events(
             conn, [_event_row(r.id, r.workflow_run_id, "retried", now, None) for r in before]
         )
         return ids

@@ -13,7 +13,15 @@ from workers.records import (
     RunRecord,
     TaskRecord,
 )
-from workers.store._base import S, StoreBase, _task_record, dep_t, event_t, run_t, task_t
+from workers.store._base import (
+    NEXT_RETRY_SQL,
+    S,
+    StoreBase,
+    _task_record,
+    event_t,
+    run_t,
+    task_t,
+)
 
 
 class ReadsMixin(StoreBase):
@@ -86,23 +94,14 @@ class ReadsMixin(StoreBase):
         return await self._read(self._upstream_tx, task_id)
 
     def _upstream_tx(self, conn: sa.Connection, task_id: str) -> dict[str, dict[str, Any] | None]:
-        rows = conn.execute(
-            sa.select(task_t.c.id, task_t.c.key, task_t.c.result)
-            .join(dep_t, dep_t.c.depends_on_id == task_t.c.id)
-            .where(dep_t.c.task_id == task_id)
-        ).all()
-        return {r.key or r.id: r.result for r in rows}
+        return self._upstream(conn, task_id)
 
     async def next_retry_at(self) -> float | None:
         """When the earliest waiting retry becomes due (the engine's timer)."""
         return await self._read(self._next_retry_tx)
 
     def _next_retry_tx(self, conn: sa.Connection) -> float | None:
-        value = conn.execute(
-            sa.select(sa.func.min(task_t.c.next_run_at)).where(
-                task_t.c.status == S.PENDING, task_t.c.next_run_at.is_not(None)
-            )
-        ).scalar()
+        value = conn.execute(NEXT_RETRY_SQL).scalar()
         return float(value) if value is not None else None
 
     async def has_claimable(self, slots: Mapping[str, int] | None = None) -> bool:

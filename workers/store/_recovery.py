@@ -17,11 +17,10 @@ from workers import states
 from workers.errors import NotFound
 from workers.records import RecoveryReport, RestartLogEntry
 from workers.states import ErrorType, RunStatus, TaskStatus
+from workers.store import _hot
 from workers.store._base import (
-    _COUNT_COLUMN,
     S,
     StoreBase,
-    _insert_events,
     event_t,
     log_t,
     run_t,
@@ -182,7 +181,7 @@ class RecoveryMixin(StoreBase):
                 ).where(log_t.c.session_id == session_id),
             )
         )
-        _insert_events(conn, events)
+        self._insert_events(conn, events)
         self._recount_runs(conn, runs, now)
         interrupted = tuple(failed)
         return RecoveryReport(
@@ -210,7 +209,7 @@ class RecoveryMixin(StoreBase):
             conn.execute(sa.select(run_t.c.id, run_t.c.status).where(run_t.c.id.in_(ids))).all()
         )
         for run_id, c in counts.items():
-            values: dict[str, Any] = {col: c.get(s, 0) for s, col in _COUNT_COLUMN.items()}
+            values: dict[str, Any] = {col: c.get(s, 0) for s, col in _hot.COUNT_COLUMNS.items()}
             values["total_tasks"] = sum(c.values())
             conn.execute(sa.update(run_t).where(run_t.c.id == run_id).values(**values))
             status = states.derive_run_status(c)
