@@ -117,6 +117,7 @@ class StoreBase:
         self.run_listeners: list[Callable[[list[tuple[str, RunStatus]]], None]] = []
         self._run_changes: list[tuple[str, RunStatus]] = []
         self._batch: _Batch | None = None
+        self._write_conn: sa.Connection | None = None
 
     @property
     def engine(self) -> sa.Engine:
@@ -127,12 +128,18 @@ class StoreBase:
         await loop.run_in_executor(None, self._shutdown)
 
     def _shutdown(self) -> None:
+        self._writer.submit(self._close_write_conn).result()
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         self._watcher.shutdown(wait=True)
         if self._watch_conn is not None:
             self._watch_conn.close()
         self._engine.dispose()
+
+    def _close_write_conn(self) -> None:
+        if self._write_conn is not None:
+            self._write_conn.close()
+            self._write_conn = None
 
     async def data_changed(self) -> bool:
         """Whether any other connection — another process included — committed since the
@@ -167,8 +174,17 @@ class StoreBase:
     def _tx(self, fn: Callable[..., T], *args: Any) -> T:
         self._run_changes = []
         self._batch = None
-        with self._engine.begin() as conn:
-            result = fn(conn, *args)
+        # The writer thread keeps its connection: no pool checkout and reset per transaction.
+        if self._write_conn is None:
+            self._write_conn = self._engine.connect()
+        conn = self._write_conn
+        try:
+            with conn.begin():
+                result = fn(conn, *args)
+        except BaseException:
+            if conn.invalidated or conn.closed:
+                self._write_conn = None
+            raise
         if self._run_changes:
             changes, self._run_changes = self._run_changes, []
             for listener in list(self.run_listeners):
