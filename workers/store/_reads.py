@@ -19,6 +19,7 @@ from workers.store._base import (
     StoreBase,
     _task_record,
     event_t,
+    log_t,
     run_t,
     task_t,
 )
@@ -87,7 +88,24 @@ class ReadsMixin(StoreBase):
         rows = conn.execute(
             sa.select(event_t).where(event_t.c.task_id == task_id).order_by(event_t.c.id)
         ).mappings()
-        return [EventRecord.from_row(r) for r in rows]
+        events = [EventRecord.from_row(r) for r in rows]
+        # Recovery writes one restart-log row per task instead of a timeline event (it touches
+        # up to every unfinished task at once); the timeline shows them as "recovered".
+        recovered = conn.execute(
+            sa.select(log_t).where(log_t.c.task_id == task_id).order_by(log_t.c.id)
+        ).mappings()
+        events += [
+            EventRecord(
+                id=0,
+                task_id=task_id,
+                workflow_run_id=r["workflow_run_id"],
+                at=r["created_at"],
+                kind="recovered",
+                detail={"action": r["action"], "status_at_restart": r["status_at_restart"]},
+            )
+            for r in recovered
+        ]
+        return sorted(events, key=lambda e: (e.at, e.id))
 
     async def upstream_results(self, task_id: str) -> dict[str, dict[str, Any] | None]:
         """The results of the tasks ``task_id`` depends on, keyed by their spec key (or id)."""

@@ -16,12 +16,10 @@ import sqlalchemy as sa
 from workers import states
 from workers.errors import NotFound
 from workers.records import RecoveryReport, RestartLogEntry
-from workers.states import ErrorType, RunStatus, TaskStatus
+from workers.states import RunStatus, TaskStatus
 from workers.store import _hot
 from workers.store._base import (
-    S,
     StoreBase,
-    event_t,
     log_t,
     run_t,
     task_t,
@@ -46,151 +44,111 @@ class RecoveryMixin(StoreBase):
         self, conn: sa.Connection, session_id: str, resumable: list[str]
     ) -> RecoveryReport:
         now = self.now()
-        t = task_t
-        held = t.c.status.in_((S.CLAIMED, S.RUNNING))
-        orphan = sa.and_(
-            t.c.status.in_(states.ACTIVE),
-            sa.or_(
-                t.c.workflow_run_id.is_(None),
-                ~sa.exists().where(run_t.c.id == t.c.workflow_run_id),
-            ),
+        types = ", ".join(f":t{i}" for i in range(len(resumable))) or "NULL"
+        params: dict[str, Any] = {f"t{i}": name for i, name in enumerate(resumable)}
+        params.update({"session": session_id, "now": now})
+        # Held tasks are selected with the predicate of the partial index ix_task_held, word
+        # for word, so that SQLite scans that index and not the whole table (which also holds
+        # every finished task); orphans through ix_task_workflow_run_id.
+        action = f"""CASE
+            WHEN workflow_run_id IS NULL THEN 'failed'
+            WHEN status = 'claimed' THEN 'requeued'
+            WHEN is_paused THEN 'kept_paused'
+            WHEN type IN ({types}) AND retry_count < max_retries THEN 'requeued'
+            ELSE 'failed' END"""
+        where = (
+            "(status IN ('claimed', 'running') OR (workflow_run_id IS NULL "
+            "AND status IN ('pending', 'claimed', 'running')))"
         )
-        can_resume = sa.and_(
-            t.c.type.in_(resumable) if resumable else sa.false(),
-            t.c.retry_count < t.c.max_retries,
-        )
-        action = sa.case(
-            (orphan, sa.literal("failed")),
-            (t.c.status == S.CLAIMED, sa.literal("requeued")),
-            (t.c.is_paused, sa.literal("kept_paused")),
-            (can_resume, sa.literal("requeued")),
-            else_=sa.literal("failed"),
-        )
-        counts_before = Counter(
-            {
-                row.action: row.n
-                for row in conn.execute(
-                    sa.select(action.label("action"), sa.func.count().label("n"))
-                    .where(sa.or_(held, orphan))
-                    .group_by(action)
-                )
-            }
-        )
-        if not counts_before:
-            return RecoveryReport(session_id, 0, 0, 0, 0, ())
         conn.execute(
-            sa.insert(log_t).from_select(
-                [
-                    "session_id",
-                    "task_id",
-                    "task_type",
-                    "workflow_run_id",
-                    "material_id",
-                    "status_at_restart",
-                    "progress",
-                    "action",
-                    "disposition",
-                    "detail",
-                    "created_at",
-                    "updated_at",
-                ],
-                sa.select(
-                    sa.literal(session_id),
-                    t.c.id,
-                    t.c.type,
-                    t.c.workflow_run_id,
-                    t.c.material_id,
-                    t.c.status,
-                    t.c.progress,
-                    action,
-                    sa.literal("pending_review"),
-                    t.c.status_text,
-                    sa.literal(now),
-                    sa.literal(now),
-                ).where(sa.or_(held, orphan)),
-            )
+            sa.text(
+                f"""INSERT INTO restart_task_log (session_id, task_id, task_type,
+                    workflow_run_id, material_id, status_at_restart, progress, action,
+                    disposition, detail, created_at, updated_at)
+                SELECT :session, id, type, workflow_run_id, material_id, status, progress,
+                    {action}, 'pending_review', status_text, :now, :now
+                FROM task WHERE {where}"""
+            ),
+            params,
         )
-        runs = set(
+        counts: dict[str, int] = dict(
             conn.execute(
-                sa.select(t.c.workflow_run_id)
-                .where(held, t.c.workflow_run_id.is_not(None))
-                .distinct()
-            ).scalars()
+                sa.text(
+                    "SELECT action, count(*) FROM restart_task_log WHERE session_id = :session "
+                    "GROUP BY action"
+                ),
+                {"session": session_id},
+            ).all()
         )
+        if not counts:
+            return RecoveryReport(session_id, 0, 0, 0, 0, ())
         orphans = list(
             conn.execute(
-                sa.update(t)
-                .where(orphan)
-                .values(
-                    status=S.FAILED,
-                    error="the task's workflow run no longer exists",
-                    error_type=ErrorType.ORPHANED,
-                    completed_at=now,
-                    lease_token=None,
-                    lease_until=None,
-                )
-                .returning(t.c.id)
+                sa.text(
+                    "UPDATE task SET status = 'failed', error_type = 'ORPHANED', "
+                    "error = 'the task''s workflow run no longer exists', completed_at = :now, "
+                    "lease_token = NULL, lease_until = NULL "
+                    "WHERE workflow_run_id IS NULL AND status IN ('pending', 'claimed', 'running') "
+                    "RETURNING id"
+                ),
+                {"now": now},
             ).scalars()
         )
-        release = {"lease_token": None, "lease_until": None, "worker_id": None}
+        # Every held task in one statement: requeued (with its checkpoint), kept paused, or
+        # failed INTERRUPTED.
         conn.execute(
-            sa.update(t)
-            .where(t.c.status == S.CLAIMED)
-            .values(status=S.PENDING, status_text="requeued after a restart", **release)
+            sa.text(
+                f"""UPDATE task SET
+                        status = CASE WHEN {action} = 'failed' THEN 'failed' ELSE 'pending' END,
+                        retry_count = CASE WHEN status = 'running' AND NOT is_paused
+                            AND {action} = 'requeued' THEN retry_count + 1
+                            ELSE retry_count END,
+                        error = CASE WHEN {action} = 'failed'
+                            THEN 'interrupted: Fredica stopped while this task ran'
+                            ELSE error END,
+                        error_type = CASE WHEN {action} = 'failed' THEN 'INTERRUPTED'
+                            ELSE error_type END,
+                        completed_at = CASE WHEN {action} = 'failed' THEN :now
+                            ELSE completed_at END,
+                        status_text = CASE {action}
+                            WHEN 'kept_paused' THEN 'paused (kept across a restart)'
+                            WHEN 'requeued' THEN 'resuming after a restart'
+                            ELSE status_text END,
+                        lease_token = NULL, lease_until = NULL, worker_id = NULL
+                    WHERE status IN ('claimed', 'running')"""
+            ),
+            params,
         )
-        conn.execute(
-            sa.update(t)
-            .where(t.c.status == S.RUNNING, t.c.is_paused)
-            .values(status=S.PENDING, status_text="paused (kept across a restart)", **release)
-        )
-        conn.execute(
-            sa.update(t)
-            .where(t.c.status == S.RUNNING, can_resume)
-            .values(
-                status=S.PENDING,
-                retry_count=t.c.retry_count + 1,
-                status_text="resuming after a restart",
-                **release,
-            )
-        )
-        failed = list(
+        failed_ids = list(
             conn.execute(
-                sa.update(t)
-                .where(t.c.status == S.RUNNING)
-                .values(
-                    status=S.FAILED,
-                    error="interrupted: Fredica stopped while this task ran",
-                    error_type=ErrorType.INTERRUPTED,
-                    completed_at=now,
-                    **release,
-                )
-                .returning(t.c.id)
+                sa.text(
+                    "SELECT task_id FROM restart_task_log WHERE session_id = :session "
+                    "AND action = 'failed' AND workflow_run_id IS NOT NULL"
+                ),
+                {"session": session_id},
             ).scalars()
         )
         events: list[dict[str, Any]] = []
-        if failed:
-            self._cascade(conn, failed, now, events, Counter())
-        conn.execute(
-            sa.insert(event_t).from_select(
-                ["task_id", "workflow_run_id", "at", "kind"],
-                sa.select(
-                    log_t.c.task_id,
-                    log_t.c.workflow_run_id,
-                    sa.literal(now),
-                    sa.literal("recovered"),
-                ).where(log_t.c.session_id == session_id),
-            )
-        )
+        if failed_ids:
+            self._cascade(conn, failed_ids, now, events, Counter())
         self._insert_events(conn, events)
+        runs = set(
+            conn.execute(
+                sa.text(
+                    "SELECT DISTINCT workflow_run_id FROM restart_task_log "
+                    "WHERE session_id = :session AND workflow_run_id IS NOT NULL"
+                ),
+                {"session": session_id},
+            ).scalars()
+        )
         self._recount_runs(conn, runs, now)
-        interrupted = tuple(failed)
         return RecoveryReport(
             session_id=session_id,
-            requeued=counts_before.get("requeued", 0),
-            kept_paused=counts_before.get("kept_paused", 0),
-            failed=len(failed),
+            requeued=counts.get("requeued", 0),
+            kept_paused=counts.get("kept_paused", 0),
+            failed=len(failed_ids),
             orphaned=len(orphans),
-            failed_ids=interrupted,
+            failed_ids=tuple(failed_ids),
         )
 
     def _recount_runs(self, conn: sa.Connection, run_ids: Collection[str], now: float) -> None:
