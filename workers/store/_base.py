@@ -71,6 +71,18 @@ NEXT_RETRY_SQL = sa.text(
 )
 
 
+def downstream(roots: list[str]) -> sa.CTE:
+    """A recursive CTE of every task downstream of ``roots`` (column ``task_id``)."""
+    down = (
+        sa.select(dep_t.c.task_id)
+        .where(dep_t.c.depends_on_id.in_(roots))
+        .cte("down", recursive=True)
+    )
+    return down.union(
+        sa.select(dep_t.c.task_id).join(down, dep_t.c.depends_on_id == down.c.task_id)
+    )
+
+
 class _Clock:
     """Wall-clock Unix seconds, strictly increasing within this process, so that tasks created
     in one transaction keep their spec order under ``ORDER BY created_at``."""
@@ -256,14 +268,7 @@ class StoreBase:
         Only pending tasks can be downstream of an unfinished task (a task with an unmet
         dependency is never claimed), so the cascade is pending → cancelled.
         """
-        down = (
-            sa.select(dep_t.c.task_id)
-            .where(dep_t.c.depends_on_id.in_(roots))
-            .cte("down", recursive=True)
-        )
-        down = down.union(
-            sa.select(dep_t.c.task_id).join(down, dep_t.c.depends_on_id == down.c.task_id)
-        )
+        down = downstream(roots)
         rows = conn.execute(
             sa.update(task_t)
             .where(task_t.c.id.in_(sa.select(down.c.task_id)), task_t.c.status == S.PENDING)

@@ -16,7 +16,7 @@ from workers.records import (
 )
 from workers.spec import PreparedRun
 from workers.states import ErrorType, RunStatus, TaskStatus
-from workers.store._base import HELD, S, StoreBase, _event_row, dep_t, run_t, task_t
+from workers.store._base import HELD, S, StoreBase, _event_row, downstream, run_t, task_t
 
 
 class ControlMixin(StoreBase):
@@ -97,6 +97,15 @@ class ControlMixin(StoreBase):
         ids = self._unfinished_ids(conn, run_id)
         return self._cancel_tx(conn, ids, None, run_id)
 
+    def _require_unfinished(self, conn: sa.Connection, task_id: str) -> None:
+        status = conn.execute(
+            sa.select(task_t.c.status).where(task_t.c.id == task_id)
+        ).scalar_one_or_none()
+        if status is None:
+            raise NotFound(f"no task {task_id}")
+        if states.is_terminal(status):
+            raise InvalidState(f"task {task_id} is already {status.value}")
+
     def _unfinished_ids(self, conn: sa.Connection, run_id: str) -> list[str]:
         """The ids of a run's pending, claimed and running tasks (NotFound without the run)."""
         self._require_run(conn, run_id)
@@ -113,13 +122,7 @@ class ControlMixin(StoreBase):
     ) -> CancelOutcome:
         now = self.now()
         if single is not None:
-            status = conn.execute(
-                sa.select(task_t.c.status).where(task_t.c.id == single)
-            ).scalar_one_or_none()
-            if status is None:
-                raise NotFound(f"no task {single}")
-            if states.is_terminal(status):
-                raise InvalidState(f"task {single} is already {status.value}")
+            self._require_unfinished(conn, single)
         before = dict(
             conn.execute(
                 sa.select(task_t.c.id, task_t.c.status).where(
@@ -184,13 +187,7 @@ class ControlMixin(StoreBase):
         paused: bool,
         reason: str | None,
     ) -> bool:
-        status = conn.execute(
-            sa.select(task_t.c.status).where(task_t.c.id == single)
-        ).scalar_one_or_none()
-        if status is None:
-            raise NotFound(f"no task {single}")
-        if states.is_terminal(status):
-            raise InvalidState(f"task {single} is already {status.value}")
+        self._require_unfinished(conn, single)
         return bool(self._pause_ids(conn, ids, paused, reason))
 
     def _pause_ids(
@@ -259,14 +256,7 @@ class ControlMixin(StoreBase):
 
     def _revive(self, conn: sa.Connection, roots: list[str]) -> list[str]:
         now = self.now()
-        down = (
-            sa.select(dep_t.c.task_id)
-            .where(dep_t.c.depends_on_id.in_(roots))
-            .cte("down", recursive=True)
-        )
-        down = down.union(
-            sa.select(dep_t.c.task_id).join(down, dep_t.c.depends_on_id == down.c.task_id)
-        )
+        down = downstream(roots)
         dependents = list(
             conn.execute(
                 sa.select(task_t.c.id).where(
