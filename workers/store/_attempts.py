@@ -188,9 +188,8 @@ class AttemptsMixin(StoreBase):
                 delta[S.PENDING] -= 1
                 delta[new_status] += 1
             detail = {"worker_id": worker_id, "attempt": task.attempt}
-            events.append(_event(task, "claimed", now, detail))
-            if start:
-                events.append(_event(task, "started", now, None))
+            # Claimed and started in one commit: one "started" event says both.
+            events.append(_event(task, "started" if start else "claimed", now, detail))
         cur.close()
         for run_id, delta in run_deltas.items():
             self._apply_run_delta(conn, run_id, delta, now)
