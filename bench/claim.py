@@ -45,6 +45,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
+    from _common import Ids, fmt_int, pct  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover
+    from bench._common import Ids, fmt_int, pct
 from fredica_app.database import open_database
 from workers.db import BUSY_TIMEOUT_MS, create_sqlite_engine
 from workers.store import TaskStore
@@ -113,24 +117,7 @@ TASK_INSERT = (
 EDGE_INSERT = "INSERT INTO task_dependency (task_id, depends_on_id) VALUES (?, ?)"
 
 
-def fmt_int(n: int) -> str:
-    return f"{n:,}"
-
-
 # --- building the databases -------------------------------------------------------------------
-
-_VARIANT = "89ab"
-
-
-class Ids:
-    """Reproducible uuid4-shaped strings (twice as fast as going through uuid.UUID)."""
-
-    def __init__(self, seed: str) -> None:
-        self._rng = random.Random(seed)
-
-    def __call__(self) -> str:
-        h = f"{self._rng.getrandbits(128):032x}"
-        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def _fill_connection(path: Path) -> sqlite3.Connection:
@@ -479,11 +466,6 @@ def raw_block(raw: RawQueue, n: int, out: Samples) -> None:
             raise RuntimeError("raw sqlite3 refused a completion")
         out.claim.append(t1 - t0)
         out.cycle.append(clock() - t0)
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
 
 
 def summary(samples: Samples, warmup: int) -> dict[str, float]:
