@@ -258,3 +258,37 @@ def test_opening_a_current_database_does_not_load_alembic(migrated_template: Pat
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_upgrade_from_the_first_schema_keeps_the_data(tmp_path: Path) -> None:
+    """A database written at revision 0001 upgrades in place, its rows intact."""
+    from alembic import command
+
+    from fredica_app.database import SCHEMA_HEAD, alembic_config
+
+    path = tmp_path / "old.db"
+    engine = create_sqlite_engine(path)
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.exec_driver_sql(
+            "INSERT INTO workflow_run (id, status, created_at) VALUES ('r', 'pending', 1)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO task (id, type, workflow_run_id, status, created_at) "
+            "VALUES ('t', 'NOOP', 'r', 'pending', 1)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO task_event (task_id, workflow_run_id, at, kind) VALUES ('t', 'r', 1, 'x')"
+        )
+    engine.dispose()
+    assert check_database(path) == "0001"
+    engine = open_database(path)
+    assert current_revision(engine) == SCHEMA_HEAD
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM task_event").scalar() == 1
+        names = {i["name"] for i in sa.inspect(conn).get_indexes("task_event")}
+    engine.dispose()
+    assert "ix_task_event_task_id" not in names and "ix_task_event_workflow_run_id" in names

@@ -166,7 +166,10 @@ class TaskEvent(Base):
     __tablename__ = "task_event"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
-    task_id: Mapped[str] = mapped_column(sa.ForeignKey("task.id", ondelete="CASCADE"), index=True)
+    # No index on the task id: task ids are random, so each event would land on a random
+    # index page (measured: 5 of a drain transaction's 12 WAL pages). Indexed by run, new
+    # events append at the end of their run's range; a task's timeline is read within its run.
+    task_id: Mapped[str] = mapped_column(sa.ForeignKey("task.id", ondelete="CASCADE"))
     workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36), index=True)
     at: Mapped[float]
     kind: Mapped[str] = mapped_column(sa.String(32))

@@ -85,8 +85,18 @@ class ReadsMixin(StoreBase):
         return await self._read(self._events_tx, task_id)
 
     def _events_tx(self, conn: sa.Connection, task_id: str) -> list[EventRecord]:
+        run_id = conn.execute(
+            sa.select(task_t.c.workflow_run_id).where(task_t.c.id == task_id)
+        ).scalar_one_or_none()
         rows = conn.execute(
-            sa.select(event_t).where(event_t.c.task_id == task_id).order_by(event_t.c.id)
+            sa.select(event_t)
+            .where(
+                event_t.c.workflow_run_id.is_(None)
+                if run_id is None
+                else event_t.c.workflow_run_id == run_id,
+                event_t.c.task_id == task_id,
+            )
+            .order_by(event_t.c.id)
         ).mappings()
         events = [EventRecord.from_row(r) for r in rows]
         # Recovery writes one restart-log row per task instead of a timeline event (it touches
