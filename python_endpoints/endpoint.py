@@ -1,0 +1,405 @@
+"""Task endpoints: a job behind one websocket connection.
+
+Two kinds of job:
+
+- :class:`LoopEndpoint` — runs in the server's event loop (I/O-bound work). It gets a
+  :class:`LoopContext`: ``report_progress``, cooperative ``wait_if_paused``,
+  ``request_pause(reason)`` / ``request_resume()``, a cancel signal.
+- :class:`ProcessEndpoint` — runs a top-level function in a child process started with the
+  ``spawn`` method (CPU/GPU-bound work). The child gets a :class:`ChildContext` over a
+  ``status_queue``, a ``cancel_event`` and a ``resume_event``. To ask for a pause itself the
+  child clears ``resume_event``, then puts ``pause_request``, then waits — in that order, so a
+  resume can never be lost between the request and the wait.
+
+Cancel: set the cancel event and the resume event, wait a grace period, then terminate and kill
+the whole process tree, remove partial outputs, send ``cancelled``. A child that exits with a
+non-zero code or by a signal yields exactly one ``error`` frame naming it; one that exits 0
+without a result yields an ``error`` too. No orphan: the child exits when its parent dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from python_endpoints import procs
+from python_endpoints.protocol import (
+    Error,
+    Pausable,
+    PauseRequest,
+    Progress,
+    Result,
+    ResumeRequest,
+    Segment,
+)
+
+Emit = Callable[[Progress | PauseRequest | ResumeRequest | Segment], Awaitable[None]]
+
+SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
+EXECUTOR_ERROR = "EXECUTOR_ERROR"
+
+
+class JobCancelled(BaseException):
+    """Raised inside a loop job when it was cancelled."""
+
+
+class JobFailed(Exception):
+    """A job's own error, with the error type to report."""
+
+    def __init__(self, message: str, error_type: str = EXECUTOR_ERROR) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class TaskEndpoint:
+    """What the server needs of an endpoint: a name, and a way to start one run of it."""
+
+    name: ClassVar[str]
+    pausable: ClassVar[Pausable] = "always"
+    #: Seconds a cancelled job gets to stop by itself before its processes are terminated.
+    cancel_grace: ClassVar[float] = 3.0
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.paused = False
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Run the job to its end; return its result. Raise :class:`JobFailed` for an error."""
+        raise NotImplementedError
+
+    async def pause(self) -> None:
+        raise NotImplementedError
+
+    async def resume(self) -> None:
+        raise NotImplementedError
+
+    async def cancel(self) -> None:
+        """Stop the job and everything it started; remove partial outputs."""
+        raise NotImplementedError
+
+    def partial_outputs(self) -> list[Path]:
+        """Files a cancelled or failed run must not leave behind."""
+        return []
+
+    def remove_partial_outputs(self) -> None:
+        for path in self.partial_outputs():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+# --- in the event loop ----------------------------------------------------------------------
+
+
+class LoopContext:
+    def __init__(self, endpoint: LoopEndpoint) -> None:
+        self._endpoint = endpoint
+        self.cancel_event = asyncio.Event()
+        self.resume_event = asyncio.Event()
+        self.resume_event.set()
+
+    async def report_progress(
+        self, percent: float, status_text: str | None = None, pausable: Pausable | None = None
+    ) -> None:
+        await self._endpoint.emit(
+            Progress(
+                percent=min(100.0, max(0.0, percent)),
+                status_text=status_text,
+                pausable=pausable or self._endpoint.pausable,
+            )
+        )
+
+    async def wait_if_paused(self) -> None:
+        while not self.resume_event.is_set():
+            if self.cancel_event.is_set():
+                raise JobCancelled
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.resume_event.wait(), 0.1)
+        if self.cancel_event.is_set():
+            raise JobCancelled
+
+    async def request_pause(self, reason: str) -> None:
+        """Ask the engine to pause this task (and wait until it is resumed)."""
+        self.resume_event.clear()
+        self._endpoint.paused = True
+        await self._endpoint.emit(PauseRequest(reason=reason))
+        await self.wait_if_paused()
+
+    async def request_resume(self) -> None:
+        self.resume_event.set()
+        self._endpoint.paused = False
+        await self._endpoint.emit(ResumeRequest())
+
+
+class LoopEndpoint(TaskEndpoint):
+    """A job run as a coroutine in the server's event loop."""
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        self.ctx = LoopContext(self)
+
+    async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.job(params, self.ctx)
+
+    async def pause(self) -> None:
+        self.paused = True
+        self.ctx.resume_event.clear()
+
+    async def resume(self) -> None:
+        self.paused = False
+        self.ctx.resume_event.set()
+
+    async def cancel(self) -> None:
+        self.ctx.cancel_event.set()
+        self.ctx.resume_event.set()
+        self.remove_partial_outputs()
+
+
+# --- in a child process ---------------------------------------------------------------------
+
+
+class ChildContext:
+    """The child's side: report, stream, ask for a pause, honour pause and cancel."""
+
+    def __init__(
+        self,
+        status_queue: multiprocessing.Queue[dict[str, Any]],
+        cancel_event: multiprocessing.synchronize.Event,
+        resume_event: multiprocessing.synchronize.Event,
+    ) -> None:
+        self.status_queue = status_queue
+        self.cancel_event = cancel_event
+        self.resume_event = resume_event
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def progress(
+        self, percent: float, status_text: str | None = None, pausable: Pausable | None = None
+    ) -> None:
+        self.status_queue.put(
+            {
+                "type": "progress",
+                "percent": min(100.0, max(0.0, percent)),
+                "status_text": status_text,
+                "pausable": pausable,
+            }
+        )
+
+    def segment(self, data: dict[str, Any]) -> None:
+        self.status_queue.put({"type": "segment", "data": data})
+
+    def wait_if_paused(self, timeout: float | None = None) -> bool:
+        """Block while paused. False when ``timeout`` ran out first; raises SystemExit(0)…
+        never: a cancelled child simply sees ``cancelled`` true afterwards."""
+        return self.resume_event.wait(timeout)
+
+    def request_pause(self, reason: str, resume_after: float | None = None) -> None:
+        """Ask to be paused: clear ``resume_event``, then say so, then wait — in that order.
+        With ``resume_after``, resume by itself after that many seconds."""
+        self.resume_event.clear()
+        self.status_queue.put({"type": "pause_request", "reason": reason})
+        if not self.resume_event.wait(resume_after) and not self.cancelled:
+            self.request_resume()
+
+    def request_resume(self) -> None:
+        self.resume_event.set()
+        self.status_queue.put({"type": "resume_request"})
+
+
+ChildTarget = Callable[[dict[str, Any], ChildContext], dict[str, Any] | None]
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exit when the parent dies: a job never outlives its server."""
+    while True:
+        if os.getppid() != parent_pid:
+            os._exit(1)
+        time.sleep(0.5)
+
+
+def _child_main(
+    target: ChildTarget,
+    params: dict[str, Any],
+    status_queue: multiprocessing.Queue[dict[str, Any]],
+    cancel_event: multiprocessing.synchronize.Event,
+    resume_event: multiprocessing.synchronize.Event,
+    parent_pid: int,
+) -> None:
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    ctx = ChildContext(status_queue, cancel_event, resume_event)
+    try:
+        result = target(params, ctx)
+    except JobFailed as exc:
+        status_queue.put({"type": "error", "error": str(exc), "error_type": exc.error_type})
+        status_queue.close()
+        status_queue.join_thread()
+        os._exit(1)
+    except Exception as exc:
+        status_queue.put(
+            {"type": "error", "error": f"{type(exc).__name__}: {exc}", "error_type": EXECUTOR_ERROR}
+        )
+        status_queue.close()
+        status_queue.join_thread()
+        os._exit(1)
+    if result is not None and not cancel_event.is_set():
+        status_queue.put({"type": "result", "result": result})
+    status_queue.close()
+    status_queue.join_thread()
+
+
+_child_message: TypeAdapter[Any] = TypeAdapter(
+    Progress | PauseRequest | ResumeRequest | Segment | Result | Error
+)
+
+
+class ProcessEndpoint(TaskEndpoint):
+    """A job run by a top-level function in a child process (spawn)."""
+
+    @staticmethod
+    def target(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+        """What the child runs: a top-level (picklable) function ``(params, ctx) -> result``.
+        Returning None means exiting without a result (an error for the client)."""
+        raise NotImplementedError
+
+    #: Also suspend the child's process tree while paused (for jobs that cannot check a flag,
+    #: like an ffmpeg child); cooperative jobs leave it False.
+    suspend_on_pause: ClassVar[bool] = False
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        mp = multiprocessing.get_context("spawn")
+        self._queue: multiprocessing.Queue[dict[str, Any]] = mp.Queue()
+        self._cancel = mp.Event()
+        self._resume = mp.Event()
+        self._resume.set()
+        self._mp = mp
+        self.process: multiprocessing.process.BaseProcess | None = None
+        self._cancelling = False
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        target: ChildTarget = type(self).target
+        self.process = self._mp.Process(
+            target=_child_main,
+            args=(target, params, self._queue, self._cancel, self._resume, os.getpid()),
+            daemon=True,
+            name=f"fredica-{self.name}",
+        )
+        self.process.start()
+        try:
+            return await self._pump()
+        finally:
+            await self._reap()
+
+    async def _pump(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        assert self.process is not None
+        result: dict[str, Any] | None = None
+        error: Error | None = None
+        while True:
+            try:
+                raw = await loop.run_in_executor(None, self._get, 0.1)
+            except queue.Empty:
+                if self.process.is_alive():
+                    continue
+                # The child is gone: drain what it left in the queue, then judge.
+                leftovers = await loop.run_in_executor(None, self._drain)
+                for message in leftovers:
+                    result, error = await self._handle(message, result, error)
+                break
+            result, error = await self._handle(raw, result, error)
+        if self._cancelling:
+            raise JobCancelled
+        if error is not None:
+            raise JobFailed(error.error, error.error_type)
+        code = self.process.exitcode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            raise JobFailed(f"the job's process was killed by {name}", SUBPROCESS_CRASHED)
+        if code:
+            raise JobFailed(f"the job's process exited with code {code}", SUBPROCESS_CRASHED)
+        if result is None:
+            raise JobFailed("the job's process exited without a result", SUBPROCESS_CRASHED)
+        return result
+
+    def _get(self, timeout: float) -> dict[str, Any]:
+        return self._queue.get(timeout=timeout)
+
+    def _drain(self) -> list[dict[str, Any]]:
+        out = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                out.append(self._queue.get(timeout=0.2))
+        return out
+
+    async def _handle(
+        self, raw: dict[str, Any], result: dict[str, Any] | None, error: Error | None
+    ) -> tuple[dict[str, Any] | None, Error | None]:
+        try:
+            message = _child_message.validate_python(raw)
+        except ValidationError:
+            return result, error  # a malformed child message is ignored, never fatal
+        if isinstance(message, Result):
+            return message.result, error
+        if isinstance(message, Error):
+            return result, error or message
+        if isinstance(message, PauseRequest):
+            self.paused = True
+        elif isinstance(message, ResumeRequest):
+            self.paused = False
+        elif isinstance(message, Progress) and message.pausable is None:
+            message = message.model_copy(update={"pausable": self.pausable})
+        if not self._cancelling:
+            await self.emit(message)
+        return result, error
+
+    async def pause(self) -> None:
+        self.paused = True
+        self._resume.clear()
+        if self.suspend_on_pause and self.process is not None and self.process.pid:
+            procs.suspend_tree(self.process.pid)
+
+    async def resume(self) -> None:
+        self.paused = False
+        if self.suspend_on_pause and self.process is not None and self.process.pid:
+            procs.resume_tree(self.process.pid)
+        self._resume.set()
+
+    async def cancel(self) -> None:
+        self._cancelling = True
+        self._cancel.set()
+        self._resume.set()
+        process = self.process
+        if process is not None and process.pid:
+            procs.resume_tree(process.pid)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, process.join, self.cancel_grace)
+            if process.is_alive():
+                await loop.run_in_executor(None, procs.kill_tree, process.pid)
+        self.remove_partial_outputs()
+
+    async def _reap(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        loop = asyncio.get_running_loop()
+        if process.is_alive() and process.pid:
+            await loop.run_in_executor(None, procs.kill_tree, process.pid)
+        await loop.run_in_executor(None, process.join, 5)
+        self._queue.close()
+        self._queue.join_thread()

@@ -1,0 +1,81 @@
+"""``/tasks/sleep``: a diagnostic job in a child process that can take every path a real job can
+— progress, a pause it asks for itself (and a resume it does itself), a crash by exit code or
+by signal, an exit without a result — so that each is tested for real, and ``fredica doctor``
+can check the whole chain."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from python_endpoints.endpoint import ChildContext, JobFailed, ProcessEndpoint
+
+
+class SleepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seconds: float = Field(ge=0, le=24 * 3600)
+    #: After this many seconds of sleep, ask for a pause (reason "requested").
+    pause_after: float | None = Field(default=None, ge=0)
+    #: That many seconds after its own pause request, resume by itself (absent: wait).
+    resume_after: float | None = Field(default=None, ge=0)
+    #: After this many seconds, crash: exit with ``exit_code``, or die by ``signal``.
+    crash_after: float | None = Field(default=None, ge=0)
+    exit_code: int = Field(default=3, ge=1, le=255)
+    signal: Literal["SIGKILL", "SIGTERM", "SIGSEGV", "SIGABRT"] | None = None
+    #: Exit 0 at the end without a result.
+    exit_silently: bool = False
+
+    @model_validator(mode="after")
+    def _resume_needs_pause(self) -> SleepParams:
+        if self.resume_after is not None and self.pause_after is None:
+            raise ValueError("resume_after needs pause_after")
+        return self
+
+
+TICK = 0.05
+REPORT_EVERY = 0.1
+
+
+def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+    try:
+        p = SleepParams.model_validate(params)
+    except ValueError as exc:
+        raise JobFailed(f"invalid sleep params: {exc}", "PAYLOAD_ERROR") from None
+    slept = 0.0
+    asked = False
+    last_report = 0.0
+    ctx.progress(0.0, f"sleeping {p.seconds:.1f} s")
+    while slept < p.seconds and not ctx.cancelled:
+        if not ctx.wait_if_paused(TICK):
+            continue  # paused: no sleep counted
+        step = min(TICK, p.seconds - slept)
+        time.sleep(step)
+        slept += step
+        if p.crash_after is not None and slept >= p.crash_after:
+            if p.signal is not None:
+                os.kill(os.getpid(), signal.Signals[p.signal])
+            os._exit(p.exit_code)
+        if time.monotonic() - last_report >= REPORT_EVERY:
+            last_report = time.monotonic()
+            ctx.progress(
+                100.0 * slept / p.seconds if p.seconds else 100.0, f"{p.seconds - slept:.1f} s left"
+            )
+        if p.pause_after is not None and not asked and slept >= p.pause_after:
+            asked = True
+            ctx.request_pause("requested", p.resume_after)
+    if ctx.cancelled:
+        return None
+    ctx.progress(100.0, "done")
+    if p.exit_silently:
+        return None
+    return {"slept": p.seconds}
+
+
+class SleepEndpoint(ProcessEndpoint):
+    name: ClassVar[str] = "sleep"
+    target = staticmethod(sleep_job)

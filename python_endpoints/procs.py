@@ -1,0 +1,44 @@
+"""Process trees: suspend, resume, terminate, kill — the job's child and everything it started
+(ffmpeg…). psutil makes it work the same on POSIX and Windows."""
+
+from __future__ import annotations
+
+import contextlib
+
+import psutil
+
+
+def tree(pid: int) -> list[psutil.Process]:
+    """The process and all its descendants (descendants first), those still alive."""
+    try:
+        root = psutil.Process(pid)
+        return [*root.children(recursive=True), root]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def suspend_tree(pid: int) -> None:
+    for p in tree(pid):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.suspend()
+
+
+def resume_tree(pid: int) -> None:
+    for p in reversed(tree(pid)):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.resume()
+
+
+def kill_tree(pid: int, *, grace: float = 2.0) -> None:
+    """Terminate the tree, wait ``grace`` seconds, then kill what is left. Suspended processes
+    are resumed first so that they can act on the termination."""
+    procs = tree(pid)
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.resume()
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    psutil.wait_procs(alive, timeout=grace)

@@ -1,0 +1,172 @@
+"""The task-endpoint wire protocol: one websocket per running task, JSON frames.
+
+Pure: pydantic models and parse/serialize functions, no sockets. Both the server
+(:mod:`python_endpoints.server`) and the engine's websocket executors use these models; they
+are the only coupling between the two sides.
+
+Client → server ``{"command": …, "data": …}``: ``init_param_and_run`` (first; carries the
+protocol version and the job's params), ``cancel``, ``pause``, ``resume``, ``status``.
+
+Server → client ``{"type": …}``: ``progress``, ``pause_request``, ``resume_request``,
+``segment``, ``status``, ``result``, ``error``, ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+PROTOCOL_VERSION = 1
+#: The largest frame either side accepts, in bytes.
+MAX_FRAME_BYTES = 1 << 20
+
+#: How far a task can be paused right now: ``always`` and ``never`` are properties of the job,
+#: ``now`` / ``not_now`` say whether a pause would be honoured at this moment.
+Pausable = Literal["always", "never", "now", "not_now"]
+
+
+class ProtocolError(ValueError):
+    """A frame that is not valid JSON, not a known frame, or too large."""
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- client -> server -----------------------------------------------------------------------
+
+
+class InitData(_Frame):
+    protocol_version: int = PROTOCOL_VERSION
+    params: dict[str, Any] = Field(default_factory=dict)
+    task_id: str | None = None
+
+
+class InitParamAndRun(_Frame):
+    command: Literal["init_param_and_run"] = "init_param_and_run"
+    data: InitData = Field(default_factory=InitData)
+
+
+class _NoData(_Frame):
+    data: dict[str, Any] | None = None
+
+
+class Cancel(_NoData):
+    command: Literal["cancel"] = "cancel"
+
+
+class Pause(_NoData):
+    command: Literal["pause"] = "pause"
+
+
+class Resume(_NoData):
+    command: Literal["resume"] = "resume"
+
+
+class Status(_NoData):
+    command: Literal["status"] = "status"
+
+
+ClientFrame = Annotated[
+    InitParamAndRun | Cancel | Pause | Resume | Status, Field(discriminator="command")
+]
+
+# --- server -> client -----------------------------------------------------------------------
+
+
+class Progress(_Frame):
+    type: Literal["progress"] = "progress"
+    percent: float = Field(ge=0, le=100)
+    status_text: str | None = Field(default=None, max_length=512)
+    pausable: Pausable | None = None
+    extras: dict[str, Any] = Field(default_factory=dict)
+
+
+class PauseRequest(_Frame):
+    """The job asks to be paused (GPU out of memory, disk nearly full…)."""
+
+    type: Literal["pause_request"] = "pause_request"
+    reason: str = Field(max_length=512)
+
+
+class ResumeRequest(_Frame):
+    """The job resumed by itself after asking for a pause."""
+
+    type: Literal["resume_request"] = "resume_request"
+
+
+class Segment(_Frame):
+    """A piece of streamed output (a transcript segment…), also a checkpoint."""
+
+    type: Literal["segment"] = "segment"
+    data: dict[str, Any]
+
+
+class StatusReply(_Frame):
+    type: Literal["status"] = "status"
+    state: Literal["waiting", "running", "paused", "finished"]
+    percent: float = 0.0
+    paused: bool = False
+
+
+class Result(_Frame):
+    type: Literal["result"] = "result"
+    result: dict[str, Any]
+
+
+class Error(_Frame):
+    type: Literal["error"] = "error"
+    error: str
+    error_type: str = "EXECUTOR_ERROR"
+
+
+class Cancelled(_Frame):
+    type: Literal["cancelled"] = "cancelled"
+
+
+ServerFrame = Annotated[
+    Progress | PauseRequest | ResumeRequest | Segment | StatusReply | Result | Error | Cancelled,
+    Field(discriminator="type"),
+]
+
+_client: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
+_server: TypeAdapter[ServerFrame] = TypeAdapter(ServerFrame)
+
+
+def _load(raw: str | bytes) -> Any:
+    if len(raw) > MAX_FRAME_BYTES:
+        raise ProtocolError(f"frame of {len(raw)} bytes is larger than {MAX_FRAME_BYTES}")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"frame is not valid JSON: {exc}") from None
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "frame"
+    return f"{where}: {err['msg']}"
+
+
+def parse_client_frame(raw: str | bytes) -> InitParamAndRun | Cancel | Pause | Resume | Status:
+    data = _load(raw)
+    try:
+        return _client.validate_python(data)
+    except ValidationError as exc:
+        raise ProtocolError(f"unknown or malformed command frame ({_describe(exc)})") from None
+
+
+def parse_server_frame(
+    raw: str | bytes,
+) -> Progress | PauseRequest | ResumeRequest | Segment | StatusReply | Result | Error | Cancelled:
+    data = _load(raw)
+    try:
+        return _server.validate_python(data)
+    except ValidationError as exc:
+        raise ProtocolError(f"unknown or malformed frame ({_describe(exc)})") from None
+
+
+def dump(frame: _Frame) -> str:
+    return frame.model_dump_json()

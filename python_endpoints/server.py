@@ -1,0 +1,244 @@
+"""The endpoints server: a websockets server with one connection per running task.
+
+Every connection must carry ``Authorization: Bearer <token>`` (compared in constant time); a
+wrong or missing token is refused during the handshake with HTTP 401, an unknown endpoint with
+404 — before any job exists. Frames are limited in size, pings go both ways, and a peer that
+stops answering is treated as gone: its job is cancelled and its processes reaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import ssl
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from python_endpoints.endpoint import JobCancelled, JobFailed, TaskEndpoint
+from python_endpoints.protocol import (
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    Cancel,
+    Cancelled,
+    Error,
+    InitParamAndRun,
+    Pause,
+    PauseRequest,
+    Progress,
+    ProtocolError,
+    Result,
+    Resume,
+    ResumeRequest,
+    Segment,
+    Status,
+    StatusReply,
+    dump,
+    parse_client_frame,
+)
+
+log = logging.getLogger(__name__)
+
+PATH_PREFIX = "/tasks/"
+
+
+class EndpointServer:
+    def __init__(
+        self,
+        endpoints: Mapping[str, type[TaskEndpoint]],
+        token: str,
+        *,
+        ping_interval: float = 10.0,
+        ping_timeout: float = 20.0,
+    ) -> None:
+        if not token:
+            raise ValueError("an endpoints server needs a token")
+        self.endpoints = dict(endpoints)
+        self._token = token.encode()
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.sessions: set[Session] = set()
+        self._server: Server | None = None
+
+    async def start(
+        self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+    ) -> int:
+        """Listen; return the bound port."""
+        self._server = await serve(
+            self._handle,
+            host,
+            port,
+            process_request=self._check_request,
+            max_size=MAX_FRAME_BYTES,
+            ping_interval=self.ping_interval,
+            ping_timeout=self.ping_timeout,
+            ssl=ssl_context,
+        )
+        sockets = list(self._server.sockets)
+        return int(sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        """Stop listening, cancel every running job and reap its processes."""
+        for session in list(self.sessions):
+            await session.abort()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def _check_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), self._token):
+            log.warning("refused a connection to %s: missing or wrong token", request.path)
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
+        name = (
+            request.path.removeprefix(PATH_PREFIX) if request.path.startswith(PATH_PREFIX) else None
+        )
+        if name not in self.endpoints:
+            known = ", ".join(sorted(self.endpoints))
+            return connection.respond(
+                HTTPStatus.NOT_FOUND, f"unknown endpoint {request.path!r} (known: {known})\n"
+            )
+        return None
+
+    async def _handle(self, connection: ServerConnection) -> None:
+        name = connection.request.path.removeprefix(PATH_PREFIX)  # type: ignore[union-attr]
+        session = Session(connection, self.endpoints[name])
+        self.sessions.add(session)
+        try:
+            await session.serve()
+        finally:
+            self.sessions.discard(session)
+
+
+class Session:
+    """One connection: one run of one endpoint."""
+
+    def __init__(self, connection: ServerConnection, endpoint_cls: type[TaskEndpoint]) -> None:
+        self.connection = connection
+        self.endpoint = endpoint_cls(self._emit)
+        self.job: asyncio.Task[None] | None = None
+        self.percent = 0.0
+        self.finished = False
+        self._send_lock = asyncio.Lock()
+
+    async def _send(self, frame: Any) -> None:
+        async with self._send_lock:
+            with contextlib.suppress(ConnectionClosed):
+                await self.connection.send(dump(frame))
+
+    async def _emit(self, frame: Progress | PauseRequest | ResumeRequest | Segment) -> None:
+        if isinstance(frame, Progress):
+            self.percent = frame.percent
+        await self._send(frame)
+
+    async def serve(self) -> None:
+        receiver = asyncio.create_task(self._receive())
+        try:
+            await receiver
+        finally:
+            receiver.cancel()
+            if self.job is not None and not self.job.done():
+                # The client went away mid-job: cancel it and reap its processes.
+                await self.endpoint.cancel()
+                await self.job
+
+    async def _receive(self) -> None:
+        try:
+            async for raw in self.connection:
+                try:
+                    frame = parse_client_frame(raw)
+                except ProtocolError as exc:
+                    await self._send(Error(error=str(exc), error_type="PROTOCOL_ERROR"))
+                    continue
+                if await self._on_frame(frame):
+                    return
+        except ConnectionClosed:
+            return
+
+    async def _on_frame(self, frame: Any) -> bool:
+        """Act on a command; True when the session is over."""
+        if isinstance(frame, InitParamAndRun):
+            if self.job is not None or self.finished:
+                await self._send(
+                    Error(error="the job was already started", error_type="PROTOCOL_ERROR")
+                )
+                return False
+            if frame.data.protocol_version != PROTOCOL_VERSION:
+                await self._send(
+                    Error(
+                        error=f"protocol version {frame.data.protocol_version} is not "
+                        f"supported (this server speaks {PROTOCOL_VERSION})",
+                        error_type="PROTOCOL_ERROR",
+                    )
+                )
+                await self.connection.close()
+                return True
+            self.job = asyncio.create_task(self._run(frame.data.params))
+            return False
+        if isinstance(frame, Cancel):
+            if self.job is None:
+                self.finished = True
+                await self._send(Cancelled())  # cancelled before it started
+                await self.connection.close()
+                return True
+            await self.endpoint.cancel()
+            return False
+        if isinstance(frame, Pause):
+            if self.job is not None and not self.job.done():
+                await self.endpoint.pause()
+            return False
+        if isinstance(frame, Resume):
+            if self.job is not None and not self.job.done():
+                await self.endpoint.resume()
+            return False
+        if isinstance(frame, Status):
+            state = (
+                "waiting"
+                if self.job is None
+                else "finished"
+                if self.finished
+                else ("paused" if self.endpoint.paused else "running")
+            )
+            await self._send(
+                StatusReply(state=state, percent=self.percent, paused=self.endpoint.paused)
+            )
+            return False
+        return False  # pragma: no cover - the union is exhaustive
+
+    async def _run(self, params: dict[str, Any]) -> None:
+        """Run the job and send exactly one final frame: result, error or cancelled."""
+        try:
+            result = await self.endpoint.run(params)
+        except JobCancelled:
+            self.endpoint.remove_partial_outputs()
+            await self._finish(Cancelled())
+            return
+        except JobFailed as exc:
+            self.endpoint.remove_partial_outputs()
+            await self._finish(Error(error=str(exc), error_type=exc.error_type))
+            return
+        except Exception as exc:
+            log.exception("endpoint %s failed", self.endpoint.name)
+            self.endpoint.remove_partial_outputs()
+            await self._finish(Error(error=f"{type(exc).__name__}: {exc}"))
+            return
+        await self._finish(Result(result=result))
+
+    async def _finish(self, frame: Result | Error | Cancelled) -> None:
+        self.finished = True
+        await self._send(frame)
+        with contextlib.suppress(ConnectionClosed):
+            await self.connection.close()
+
+    async def abort(self) -> None:
+        if self.job is not None and not self.job.done():
+            await self.endpoint.cancel()
+        with contextlib.suppress(ConnectionClosed):
+            await self.connection.close()

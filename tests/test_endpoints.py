@@ -1,0 +1,332 @@
+"""The endpoints server for real: a websockets server on 127.0.0.1:0, real child processes,
+and after every test a look at the process table: no job process is left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psutil
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from python_endpoints.endpoint import JobCancelled, LoopContext, LoopEndpoint
+from python_endpoints.jobs import ENDPOINTS
+from python_endpoints.protocol import (
+    Cancel,
+    InitData,
+    InitParamAndRun,
+    Pause,
+    Resume,
+    Status,
+    dump,
+)
+from python_endpoints.server import EndpointServer
+
+TOKEN = "test-token-0123456789"
+
+
+class Echo(LoopEndpoint):
+    """An in-loop job: reports, honours pause and cancel, can ask for a pause itself."""
+
+    name = "echo"
+
+    async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
+        for i in range(int(params.get("steps", 3))):
+            await ctx.wait_if_paused()
+            await ctx.report_progress(100 * i / 3, f"step {i}")
+            if params.get("self_pause") and i == 1:
+                await ctx.request_pause("disk nearly full")
+            await asyncio.sleep(float(params.get("delay", 0.01)))
+        return {"echo": params.get("value")}
+
+
+def job_processes() -> list[psutil.Process]:
+    """Our spawned job children (multiprocessing's resource tracker is not a job)."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(p.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        if "multiprocessing" in cmd and "resource_tracker" not in cmd:
+            out.append(p)
+    return out
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[EndpointServer, int]]:
+    srv = EndpointServer({**ENDPOINTS, "echo": Echo}, TOKEN, ping_interval=1, ping_timeout=2)
+    port = await srv.start()
+    yield srv, port
+    await srv.close()
+    for _ in range(50):
+        if not job_processes():
+            break
+        await asyncio.sleep(0.1)
+    assert job_processes() == [], "a job process outlived its test"
+
+
+def open_task(port: int, name: str = "sleep", token: str = TOKEN) -> Any:
+    return connect(
+        f"ws://127.0.0.1:{port}/tasks/{name}",
+        additional_headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+async def start(ws: ClientConnection, **params: Any) -> None:
+    await ws.send(dump(InitParamAndRun(data=InitData(params=params))))
+
+
+async def frames_until(ws: ClientConnection, *types: str, within: float = 20) -> list[dict]:
+    """Read frames until one whose type is in ``types``; return them all."""
+    seen = []
+    async with asyncio.timeout(within):
+        while True:
+            frame = json.loads(await ws.recv())
+            seen.append(frame)
+            if frame.get("type") in types:
+                return seen
+
+
+async def test_sleep_in_a_child_process_reports_and_returns(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.5)
+        frames = await frames_until(ws, "result", "error")
+    assert frames[-1] == {"type": "result", "result": {"slept": 0.5}}
+    progress = [f["percent"] for f in frames if f["type"] == "progress"]
+    assert progress[0] == 0 and progress[-1] == 100 and progress == sorted(progress)
+    assert all(f["pausable"] == "always" for f in frames if f["type"] == "progress")
+
+
+async def test_wrong_or_missing_token_is_refused_at_the_handshake(
+    server: tuple[EndpointServer, int],
+) -> None:
+    with pytest.raises(InvalidStatus) as info:
+        async with open_task(server[1], token="nope"):
+            pass
+    assert info.value.response.status_code == 401
+    with pytest.raises(InvalidStatus) as info:
+        async with connect(f"ws://127.0.0.1:{server[1]}/tasks/sleep"):
+            pass
+    assert info.value.response.status_code == 401
+
+
+async def test_unknown_endpoint_is_refused_with_a_reason(
+    server: tuple[EndpointServer, int],
+) -> None:
+    with pytest.raises(InvalidStatus) as info:
+        async with open_task(server[1], name="transmogrify"):
+            pass
+    assert info.value.response.status_code == 404
+    assert b"unknown endpoint" in info.value.response.body
+
+
+async def test_malformed_frames_get_an_error_frame_and_the_job_goes_on(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await ws.send("{not json")
+        assert json.loads(await ws.recv())["error_type"] == "PROTOCOL_ERROR"
+        await ws.send(json.dumps({"command": "explode"}))
+        assert json.loads(await ws.recv())["error_type"] == "PROTOCOL_ERROR"
+        await start(ws, seconds=0.2)
+        await start(ws, seconds=0.2)  # a second start is refused, the first goes on
+        frames = await frames_until(ws, "result")
+    assert any(f.get("error") == "the job was already started" for f in frames)
+
+
+async def test_oversized_frame_closes_only_that_connection(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await ws.send("x" * (2 << 20))
+        with pytest.raises(ConnectionClosed) as info:
+            await ws.recv()
+        assert info.value.rcvd is not None and info.value.rcvd.code == 1009  # message too big
+    async with open_task(server[1]) as ws:  # the server itself is fine
+        await start(ws, seconds=0.1)
+        assert (await frames_until(ws, "result"))[-1]["type"] == "result"
+
+
+async def test_cancel_before_init_is_cancelled_at_once(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await ws.send(dump(Cancel()))
+        async with asyncio.timeout(5):
+            assert json.loads(await ws.recv()) == {"type": "cancelled"}
+
+
+async def test_cancel_while_running_kills_the_child(server: tuple[EndpointServer, int]) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=60)
+        await frames_until(ws, "progress")
+        [child] = job_processes()
+        await ws.send(dump(Cancel()))
+        frames = await frames_until(ws, "cancelled", "error", within=10)
+    assert frames[-1] == {"type": "cancelled"}
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_cancel_while_paused(server: tuple[EndpointServer, int]) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=60)
+        await frames_until(ws, "progress")
+        await ws.send(dump(Pause()))
+        await ws.send(dump(Status()))
+        status = (await frames_until(ws, "status"))[-1]
+        assert status["paused"] is True and status["state"] == "paused"
+        await ws.send(dump(Cancel()))
+        assert (await frames_until(ws, "cancelled", within=10))[-1] == {"type": "cancelled"}
+
+
+async def test_pause_and_resume_from_the_client(server: tuple[EndpointServer, int]) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.6)
+        await frames_until(ws, "progress")
+        await ws.send(dump(Pause()))
+        await asyncio.sleep(0.3)
+        # Drain what was in flight, then nothing moves while paused.
+        with pytest.raises(TimeoutError):
+            await frames_until(ws, "result", within=1.0)
+        await ws.send(dump(Resume()))
+        assert (await frames_until(ws, "result"))[-1]["result"] == {"slept": 0.6}
+
+
+async def test_pause_requested_by_the_child_then_resumed_by_the_user(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.4, pause_after=0.1)
+        frames = await frames_until(ws, "pause_request")
+        assert frames[-1] == {"type": "pause_request", "reason": "requested"}
+        await ws.send(dump(Status()))
+        assert (await frames_until(ws, "status"))[-1]["paused"] is True
+        with pytest.raises(TimeoutError):  # it waits for the user
+            await frames_until(ws, "result", within=1.0)
+        await ws.send(dump(Resume()))
+        assert (await frames_until(ws, "result"))[-1]["result"] == {"slept": 0.4}
+
+
+async def test_a_child_that_pauses_and_resumes_by_itself(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.4, pause_after=0.1, resume_after=0.3)
+        frames = await frames_until(ws, "result")
+    kinds = [f["type"] for f in frames if f["type"] != "progress"]
+    assert kinds == ["pause_request", "resume_request", "result"]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"crash_after": 0.1, "exit_code": 7}, "exited with code 7"),
+        ({"crash_after": 0.1, "signal": "SIGKILL"}, "killed by SIGKILL"),
+        ({"exit_silently": True}, "exited without a result"),
+    ],
+)
+async def test_child_crashes_give_exactly_one_error_frame(
+    server: tuple[EndpointServer, int], params: dict[str, Any], message: str
+) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.3, **params)
+        frames = await frames_until(ws, "result", "error", "cancelled")
+        with pytest.raises(ConnectionClosed):  # and nothing after it: the session is over
+            await ws.recv()
+    errors = [f for f in frames if f["type"] == "error"]
+    assert len(errors) == 1 and errors[0]["error_type"] == "SUBPROCESS_CRASHED"
+    assert message in errors[0]["error"]
+
+
+async def test_invalid_params_are_a_payload_error(server: tuple[EndpointServer, int]) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=-1)
+        error = (await frames_until(ws, "error"))[-1]
+    assert error["error_type"] == "PAYLOAD_ERROR" and "seconds" in error["error"]
+
+
+async def test_client_disconnect_mid_job_cancels_and_reaps(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=60)
+        await frames_until(ws, "progress")
+        [child] = job_processes()
+    # The fixture checks that no job process is left; wait for this one explicitly too.
+    for _ in range(100):
+        gone = not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+        if gone and not server[0].sessions:
+            break
+        await asyncio.sleep(0.1)
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert not server[0].sessions
+
+
+async def test_loop_endpoint_progress_pause_and_self_pause(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1], name="echo") as ws:
+        await start(ws, value=42, self_pause=True, delay=0.05)
+        frames = await frames_until(ws, "pause_request")
+        assert frames[-1]["reason"] == "disk nearly full"
+        await ws.send(dump(Resume()))
+        frames = await frames_until(ws, "result")
+    assert frames[-1]["result"] == {"echo": 42}
+
+
+async def test_loop_endpoint_cancel(server: tuple[EndpointServer, int]) -> None:
+    async with open_task(server[1], name="echo") as ws:
+        await start(ws, steps=1000, delay=0.05)
+        await frames_until(ws, "progress")
+        await ws.send(dump(Cancel()))
+        assert (await frames_until(ws, "cancelled"))[-1] == {"type": "cancelled"}
+    assert issubclass(JobCancelled, BaseException)
+
+
+def test_the_server_process_prints_its_port_and_exits_with_its_parent(tmp_path: Any) -> None:
+    """`python -m python_endpoints` under a parent that dies: it must go too."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    script = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-m', 'python_endpoints', '--token-file', "
+        f"{str(token_file)!r}], stdout=subprocess.PIPE, text=True)\n"
+        "print(p.pid, p.stdout.readline().strip(), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline().split(" ", 1)
+        server_pid, announced = int(line[0]), json.loads(line[1])
+        assert announced["port"] > 0
+
+        async def handshake() -> int:
+            try:
+                async with open_task(announced["port"], token="bad"):
+                    return 0
+            except InvalidStatus as exc:
+                return exc.response.status_code
+
+        assert asyncio.run(handshake()) == 401
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        server = psutil.Process(server_pid)
+        server.wait(timeout=10)  # it noticed its parent died and exited
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.communicate(timeout=10)
