@@ -9,18 +9,19 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fredica_app.database import open_database
+from fredica_app.endpoints import EndpointsProcess
 from fredica_app.errors import SpecError
 from fredica_app.lock import DataDirLock
 from fredica_app.paths import AppPaths, resolve_paths
 from fredica_app.settings import Settings, load_settings
 from fredica_app.templates import get_template
 from workers.engine import RESOURCE_NAMES, WorkerEngine, default_slots
-from workers.executors.diagnostic import NoopExecutor, SleepExecutor
+from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
 from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
 from workers.spec import WorkflowSpec, parse_spec, prepare_run
 from workers.store import TaskStore
@@ -36,6 +37,7 @@ class Fredica:
     settings_problem: str | None
     store: TaskStore
     registry: TaskTypeRegistry
+    endpoints: EndpointsProcess = field(default_factory=EndpointsProcess)
 
     @classmethod
     def open(cls, data_dir: Path | str | None = None, *, thorough: bool = True) -> Fredica:
@@ -49,6 +51,7 @@ class Fredica:
         return cls(paths, loaded.settings, loaded.problem, TaskStore(engine), builtin_registry())
 
     async def close(self) -> None:
+        await self.endpoints.stop()
         await self.store.close()
 
     # --- submitting ----------------------------------------------------------------------
@@ -71,9 +74,10 @@ class Fredica:
     def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
         return WorkerEngine(
             self.store,
-            [NoopExecutor(), SleepExecutor()],
+            [NoopExecutor(), SleepExecutor(), SleepSubprocessExecutor(self.endpoints.address)],
             max_workers=max_workers or self.settings.max_workers,
             slots=self.settings.slots,
+            registry=self.registry,
         )
 
     @property
@@ -98,6 +102,7 @@ class Fredica:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
                 await engine.stop()
+                await self.endpoints.stop()
         finally:
             lock.release()
 

@@ -126,6 +126,7 @@ class Session:
         self.job: asyncio.Task[None] | None = None
         self.percent = 0.0
         self.finished = False
+        self.aborting = False  # the server is shutting down: not the client's cancel
         self._send_lock = asyncio.Lock()
 
     async def _send(self, frame: Any) -> None:
@@ -218,6 +219,13 @@ class Session:
             result = await self.endpoint.run(params)
         except JobCancelled:
             self.endpoint.remove_partial_outputs()
+            if self.aborting:
+                # A shutdown, not a cancel: the client sees the connection go away ("going
+                # away", 1001) and retries the task elsewhere or later.
+                self.finished = True
+                with contextlib.suppress(ConnectionClosed):
+                    await self.connection.close(1001, "server shutting down")
+                return
             await self._finish(Cancelled())
             return
         except JobFailed as exc:
@@ -238,7 +246,10 @@ class Session:
             await self.connection.close()
 
     async def abort(self) -> None:
+        self.aborting = True
         if self.job is not None and not self.job.done():
             await self.endpoint.cancel()
+            with contextlib.suppress(Exception):
+                await self.job
         with contextlib.suppress(ConnectionClosed):
             await self.connection.close()

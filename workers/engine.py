@@ -27,8 +27,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from workers.errors import SpecError
-from workers.events import EventBus, Notification, RunChanged, TaskChanged
+from workers.errors import FredicaError, SpecError
+from workers.events import EventBus, Notification, RunChanged, TaskChanged, TaskEventKind
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
 from workers.faults import crash_point
 from workers.records import (
@@ -271,6 +271,7 @@ class WorkerEngine:
                 r.claimed.lease_token,
                 res.error or "failed",
                 res.error_type or ErrorType.EXECUTOR_ERROR,
+                res.retryable,
             )
             for r, res in failed_runs
         ]
@@ -417,7 +418,15 @@ class WorkerEngine:
                 )
                 return await self.store.report_progress(task.id, token, **values)  # type: ignore[arg-type]
 
-            ctx = running.ctx = ExecutionContext(task, payload, upstream, sink)
+            async def pause_sink(paused: bool, reason: str | None) -> None:
+                with contextlib.suppress(FredicaError):  # finished meanwhile: nothing to mark
+                    await self.store.set_paused(task.id, paused, reason)
+                kind: TaskEventKind = "paused" if paused else "resumed"
+                self.bus.publish(
+                    TaskChanged(task.id, task.workflow_run_id, kind, status_text=reason)
+                )
+
+            ctx = running.ctx = ExecutionContext(task, payload, upstream, sink, pause_sink)
             if payload.check_skip and await executor.can_skip(task):
                 result = ExecuteResult(result={"skipped": True})
                 return

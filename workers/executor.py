@@ -31,6 +31,8 @@ class ExecuteResult:
     result: dict[str, Any] | None = None
     error: str | None = None
     error_type: str | None = None
+    #: False: fail for good whatever ``max_retries`` says (trying again cannot help).
+    retryable: bool = True
     #: Dynamic fan-out: tasks to add to this task's run, atomically with its completion. Their
     #: ``depends_on`` name keys of tasks in the run (this one included) or of each other.
     new_tasks: tuple[TaskSpec, ...] = ()
@@ -79,6 +81,12 @@ class BaseExecutor:
 
 
 ProgressSink = Callable[..., Awaitable[bool]]
+#: ``(paused, reason)``: the job itself asked for a pause (or resumed); the engine records it.
+PauseSink = Callable[[bool, str | None], Awaitable[None]]
+
+
+async def _no_pause_sink(paused: bool, reason: str | None) -> None:
+    return None
 
 
 @dataclass
@@ -89,6 +97,7 @@ class ExecutionContext:
     payload: TaskPayload
     upstream: dict[str, dict[str, Any] | None]
     _sink: ProgressSink
+    _pause_sink: PauseSink = _no_pause_sink
     cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
     resume_event: asyncio.Event = field(default_factory=asyncio.Event)
     #: Minimum seconds between two progress writes to the database.
@@ -138,6 +147,17 @@ class ExecutionContext:
             return
         raise Cancelled(self.task.id)
 
+    async def request_pause(self, reason: str) -> None:
+        """The job asks to be paused (GPU out of memory, disk nearly full): the task is marked
+        paused with the reason, and stays so until the user (or the job) resumes it."""
+        self.resume_event.clear()
+        await self._pause_sink(True, reason)
+
+    async def request_resume(self) -> None:
+        """The job resumed by itself after its own pause request."""
+        self.resume_event.set()
+        await self._pause_sink(False, None)
+
     # --- reporting ----------------------------------------------------------------------
 
     async def report(
@@ -146,6 +166,7 @@ class ExecutionContext:
         status_text: str | None = None,
         *,
         checkpoint: dict[str, Any] | None = None,
+        is_pausable: bool | None = None,
         force: bool = False,
     ) -> None:
         """Report progress and/or save a checkpoint; written at most every
@@ -158,6 +179,8 @@ class ExecutionContext:
         if checkpoint is not None:
             self.checkpoint = checkpoint
             self._pending["checkpoint"] = checkpoint
+        if is_pausable is not None and is_pausable != self.task.is_pausable:
+            self._pending["is_pausable"] = is_pausable
         now = time.monotonic()
         if self._pending and (force or now - self._last_write >= self.progress_interval):
             values, self._pending = self._pending, {}

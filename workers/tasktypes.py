@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from python_endpoints.params import SleepParams
+
 #: The payload key that carries its schema version.
 SCHEMA_VERSION_KEY = "schema_version"
 
@@ -114,9 +116,23 @@ SLEEP = TaskType(
 )
 
 
+class SleepSubprocessPayload(TaskPayload, SleepParams):
+    """The ``/tasks/sleep`` endpoint's params (python_endpoints.params.SleepParams)."""
+
+
+SLEEP_SUBPROCESS = TaskType(
+    "SLEEP_SUBPROCESS",
+    SleepSubprocessPayload,
+    "io",
+    "SLEEP in a child process behind the endpoints server; can pause itself, crash, or exit "
+    "without a result, to exercise the whole chain",
+)
+
+
 def builtin_registry() -> TaskTypeRegistry:
     """A registry with the diagnostic types. Later layers register theirs on top."""
     registry = TaskTypeRegistry()
     registry.register(NOOP)
     registry.register(SLEEP)
+    registry.register(SLEEP_SUBPROCESS)
     return registry

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
+from workers.executors.websocket import WebSocketExecutor
 from workers.records import TaskRecord
-from workers.tasktypes import NOOP, SLEEP, SleepPayload
+from workers.tasktypes import NOOP, SLEEP, SLEEP_SUBPROCESS, SleepPayload
 
 
 class NoopExecutor(BaseExecutor):
@@ -45,6 +46,14 @@ class SleepExecutor(BaseExecutor):
                 checkpoint={"slept": min(slept, total)},
             )
         return ExecuteResult(result={"slept": total})
+
+
+class SleepSubprocessExecutor(WebSocketExecutor):
+    """SLEEP_SUBPROCESS: the diagnostic sleep, in a child process of the endpoints server."""
+
+    task_type = SLEEP_SUBPROCESS
+    endpoint = "sleep"
+    stall_timeout = 60.0
 
 
 def _percent(done: float, total: float) -> float:

@@ -1,0 +1,83 @@
+"""The endpoints server as a child process of the app.
+
+Started on first use with a fresh token (passed in the environment, never written to disk),
+bound to 127.0.0.1 on a free port that it announces on its stdout; it exits when the app dies.
+If it dies, the next task that needs it starts a new one: the tasks that were running on it
+lost their connection and failed with the retryable ``CONNECTION_LOST``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import sys
+
+from workers.executors.websocket import EndpointsAddress
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
+
+
+class EndpointsProcess:
+    def __init__(self, host: str = "127.0.0.1", start_timeout: float = 60.0) -> None:
+        self.host = host
+        self.start_timeout = start_timeout
+        self.process: asyncio.subprocess.Process | None = None
+        self._address: EndpointsAddress | None = None
+        self._lock = asyncio.Lock()
+        self.starts = 0
+
+    async def address(self) -> EndpointsAddress:
+        """The running server's address, starting (or restarting) it when needed."""
+        async with self._lock:
+            if self.process is None or self.process.returncode is not None:
+                if self.process is not None:
+                    log.warning(
+                        "the endpoints server exited (code %s); starting a new one",
+                        self.process.returncode,
+                    )
+                await self._start()
+            assert self._address is not None
+            return self._address
+
+    async def _start(self) -> None:
+        token = secrets.token_urlsafe(32)
+        env = {**os.environ, TOKEN_ENV: token}
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "python_endpoints",
+            "--host",
+            self.host,
+            "--parent-pid",
+            str(os.getpid()),
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.process.stdout.readline(), self.start_timeout)
+            port = int(json.loads(line)["port"])
+        except (TimeoutError, ValueError, KeyError, TypeError) as exc:
+            await self.stop()
+            raise OSError(f"the endpoints server did not start: {exc!r}") from None
+        self._address = EndpointsAddress(self.host, port, token)
+        self.starts += 1
+
+    async def stop(self) -> None:
+        process, self.process = self.process, None
+        self._address = None
+        if process is None or process.returncode is not None:
+            return
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()

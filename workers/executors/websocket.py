@@ -1,0 +1,164 @@
+"""Executors that run their task on a task endpoint, over one websocket (DESIGN §5).
+
+The base opens the connection with the bearer token, sends ``init_param_and_run``, forwards
+the task's cancel and pause/resume channels as commands, and turns frames into the task's
+state: ``progress`` into progress and pausability, ``pause_request``/``resume_request`` into
+``is_paused`` (with the reason in ``status_text``), ``result`` into completion, ``error`` into
+a failed attempt with its error type, ``cancelled`` into a cancel. A connection that cannot be
+made or is lost is a retryable failure (``CONNECTION_LOST``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+
+from python_endpoints.protocol import (
+    MAX_FRAME_BYTES,
+    Cancel,
+    Cancelled,
+    Error,
+    InitData,
+    InitParamAndRun,
+    Pause,
+    PauseRequest,
+    Progress,
+    ProtocolError,
+    Result,
+    Resume,
+    ResumeRequest,
+    Segment,
+    dump,
+    parse_server_frame,
+)
+from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
+from workers.executor import Cancelled as TaskCancelled
+from workers.records import TaskRecord
+from workers.states import ErrorType
+from workers.tasktypes import SCHEMA_VERSION_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointsAddress:
+    """Where the endpoints server listens, and the token it wants."""
+
+    host: str
+    port: int
+    token: str
+    ssl: ssl.SSLContext | None = None
+
+    def url(self, endpoint: str) -> str:
+        scheme = "wss" if self.ssl is not None else "ws"
+        return f"{scheme}://{self.host}:{self.port}/tasks/{endpoint}"
+
+
+#: Where to connect, asked at each attempt (the server may have been restarted on another
+#: port, or be started on first use).
+AddressSource = Callable[[], Awaitable[EndpointsAddress | None]]
+
+
+class WebSocketExecutor(BaseExecutor):
+    """Runs a task on ``/tasks/<endpoint>`` of the endpoints server."""
+
+    endpoint: ClassVar[str]
+    connect_timeout: ClassVar[float] = 10.0
+    #: How often the task's pause/cancel channels are looked at.
+    control_interval: ClassVar[float] = 0.05
+
+    def __init__(self, address: AddressSource) -> None:
+        self.address = address
+
+    def params(self, task: TaskRecord) -> dict[str, Any]:
+        """The endpoint's params: the payload without the queue's own keys."""
+        return {
+            k: v for k, v in task.payload.items() if k not in (SCHEMA_VERSION_KEY, "check_skip")
+        }
+
+    async def on_segment(self, ctx: ExecutionContext, data: dict[str, Any]) -> None:
+        """A streamed piece of output; subclasses checkpoint it."""
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        try:
+            address = await self.address()
+        except OSError as exc:
+            return _lost(f"the endpoints server could not be started: {exc}")
+        if address is None:
+            return _lost("the endpoints server is not running")
+        try:
+            ws = await connect(
+                address.url(self.endpoint),
+                additional_headers={"Authorization": f"Bearer {address.token}"},
+                ssl=address.ssl,
+                max_size=MAX_FRAME_BYTES,
+                open_timeout=self.connect_timeout,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            refused = status in (401, 403, 404)  # a wrong token or endpoint: retrying won't help
+            return ExecuteResult(
+                error=f"the endpoints server refused the connection (HTTP {status})",
+                error_type=ErrorType.EXECUTOR_ERROR if refused else ErrorType.CONNECTION_LOST,
+                retryable=not refused,
+            )
+        except (OSError, TimeoutError, InvalidURI) as exc:
+            return _lost(
+                f"cannot reach the endpoints server at {address.url(self.endpoint)}: {exc}"
+            )
+        async with ws:
+            init = InitParamAndRun(data=InitData(params=self.params(task), task_id=task.id))
+            await ws.send(dump(init))
+            control = asyncio.create_task(self._forward_control(ws, ctx))
+            try:
+                return await self._receive(ws, ctx)
+            except ConnectionClosed:
+                return _lost("the connection to the endpoints server was lost")
+            finally:
+                control.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                    await control
+
+    async def _receive(self, ws: ClientConnection, ctx: ExecutionContext) -> ExecuteResult:
+        async for raw in ws:
+            try:
+                frame = parse_server_frame(raw)
+            except ProtocolError as exc:
+                return ExecuteResult(error=f"the endpoint sent {exc}", error_type="PROTOCOL_ERROR")
+            if isinstance(frame, Progress):
+                pausable = None if frame.pausable is None else frame.pausable in ("always", "now")
+                await ctx.report(frame.percent, frame.status_text, is_pausable=pausable)
+            elif isinstance(frame, PauseRequest):
+                await ctx.request_pause(frame.reason)
+            elif isinstance(frame, ResumeRequest):
+                await ctx.request_resume()
+            elif isinstance(frame, Segment):
+                await self.on_segment(ctx, frame.data)
+            elif isinstance(frame, Result):
+                return ExecuteResult(result=frame.result)
+            elif isinstance(frame, Error):
+                return ExecuteResult(error=frame.error, error_type=frame.error_type)
+            elif isinstance(frame, Cancelled):
+                raise TaskCancelled(ctx.task.id)
+        return _lost("the endpoints server closed the connection without a result")
+
+    async def _forward_control(self, ws: ClientConnection, ctx: ExecutionContext) -> None:
+        """Cancel and pause/resume of the task, as commands to the endpoint."""
+        paused = ctx.paused
+        while True:
+            if ctx.cancelled:
+                await ws.send(dump(Cancel()))
+                return
+            if ctx.paused != paused:
+                paused = ctx.paused
+                await ws.send(dump(Pause() if paused else Resume()))
+            await asyncio.sleep(self.control_interval)
+
+
+def _lost(message: str) -> ExecuteResult:
+    return ExecuteResult(error=message, error_type=ErrorType.CONNECTION_LOST)
