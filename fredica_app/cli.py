@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from fredica_app.database import DATABASE_ERRORS
@@ -82,6 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     doc = sub.add_parser("doctor", help="check the environment and say how to fix what is missing")
     doc.add_argument("--json", action="store_true")
+
+    ep = sub.add_parser(
+        "endpoints",
+        help="serve the task endpoints in the foreground (as `python -m python_endpoints`)",
+    )
+    ep.add_argument("--host", default="127.0.0.1")
+    ep.add_argument("--port", type=int, default=0)
+    ep.add_argument("--token-file", type=Path)
+    ep.add_argument("--certfile", type=Path)
+    ep.add_argument("--keyfile", type=Path)
 
     t = sub.add_parser("templates", help="list the workflow templates")
     t.add_argument("--json", action="store_true")
@@ -314,6 +325,14 @@ def _print_run(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "endpoints":  # needs no database
+        from python_endpoints.__main__ import main as serve_endpoints
+
+        forwarded = ["--host", args.host, "--port", str(args.port)]
+        for flag in ("token_file", "certfile", "keyfile"):
+            if getattr(args, flag) is not None:
+                forwarded += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+        return serve_endpoints(forwarded)
     try:
         return asyncio.run(_main(args))
     except FredicaError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import shutil
@@ -25,6 +26,7 @@ class Check:
 
 async def diagnose(app: Fredica) -> list[Check]:
     checks = [_data_dir(app), await _database(app), _engine(app), _ffmpeg(app)]
+    checks.append(await _endpoints(app))
     checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
     if app.settings_problem:
         checks.append(Check("settings", False, app.settings_problem, "fix or delete the file"))
@@ -52,6 +54,51 @@ async def _database(app: Fredica) -> Check:
 def _engine(app: Fredica) -> Check:
     held = app.lock.is_held_elsewhere()
     return Check("engine", True, "an engine is running" if held else "no engine is running")
+
+
+async def _endpoints(app: Fredica) -> Check:
+    """The whole chain: start the endpoints server, run a zero-second sleep in a child
+    process over an authenticated websocket, stop it."""
+    from workers.executors.websocket import EndpointsAddress
+
+    try:
+        address: EndpointsAddress = await app.endpoints.address()
+        result = await _sleep_round_trip(address)
+    except Exception as exc:
+        return Check(
+            "endpoints",
+            False,
+            f"the task endpoints do not work: {exc}",
+            "run `fredica endpoints` to see the server's own error",
+        )
+    finally:
+        await app.endpoints.stop()
+    return Check("endpoints", True, f"server on 127.0.0.1:{address.port}; sleep job: {result}")
+
+
+async def _sleep_round_trip(address: Any) -> dict[str, Any]:
+    from websockets.asyncio.client import connect
+
+    from python_endpoints.protocol import (
+        InitData,
+        InitParamAndRun,
+        Result,
+        dump,
+        parse_server_frame,
+    )
+
+    async with connect(
+        address.url("sleep"), additional_headers={"Authorization": f"Bearer {address.token}"}
+    ) as ws:
+        await ws.send(dump(InitParamAndRun(data=InitData(params={"seconds": 0}))))
+        async with asyncio.timeout(60):
+            async for raw in ws:
+                frame = parse_server_frame(raw)
+                if isinstance(frame, Result):
+                    return frame.result
+                if frame.type in ("error", "cancelled"):
+                    raise RuntimeError(f"the sleep job answered {frame!r}")
+    raise RuntimeError("the server closed the connection without a result")
 
 
 def _ffmpeg(app: Fredica) -> Check:

@@ -249,3 +249,63 @@ def test_doctor_reports_each_check_and_how_to_fix_a_failure(
     code, out, _ = fredica(capsys, tmp_path, "doctor")
     assert code == 1
     assert "[FAIL] ffmpeg" in out and "fix: fix ffmpeg_path in settings" in out
+
+
+def test_the_whole_chain_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """submit + worker: a SLEEP_SUBPROCESS task through the app's endpoints server, its child
+    process pausing itself and resuming by itself on the way."""
+    spec = {
+        "tasks": [
+            {
+                "key": "s",
+                "type": "SLEEP_SUBPROCESS",
+                "payload": {"seconds": 0.4, "pause_after": 0.1, "resume_after": 0.2},
+            },
+            {"key": "after", "type": "NOOP", "depends_on": ["s"]},
+        ]
+    }
+    code, out, _ = fredica(capsys, tmp_path, "submit", write_spec(tmp_path, spec), "--json")
+    assert code == 0
+    run_id = json.loads(out)["run_id"]
+    assert fredica(capsys, tmp_path, "worker", "--until-idle")[0] == 0
+    code, out, _ = fredica(capsys, tmp_path, "run", run_id, "--json")
+    assert code == 0
+    run = json.loads(out)
+    tasks = {t["key"]: t for t in run["tasks"]}
+    assert run["status"] == "completed", run
+    assert tasks["s"]["result"] == {"slept": 0.4} and not tasks["s"]["is_paused"]
+
+
+def test_fredica_endpoints_serves_with_a_token(tmp_path: Path) -> None:
+    exe = str(Path(sys.executable).parent / "fredica")
+    token = tmp_path / "token"
+    token.write_text("secret-token")
+    server = subprocess.Popen(
+        [exe, "endpoints", "--token-file", str(token)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        port = json.loads(server.stdout.readline())["port"]
+        import asyncio
+
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidStatus
+
+        async def status(tok: str) -> int:
+            try:
+                async with connect(
+                    f"ws://127.0.0.1:{port}/tasks/sleep",
+                    additional_headers={"Authorization": f"Bearer {tok}"},
+                ):
+                    return 101
+            except InvalidStatus as exc:
+                return exc.response.status_code
+
+        assert asyncio.run(status("wrong")) == 401
+        assert asyncio.run(status("secret-token")) == 101
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=20)
+    assert server.returncode == 0
