@@ -17,7 +17,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from python_endpoints.endpoint import JobCancelled, LoopContext, LoopEndpoint
+from python_endpoints.endpoint import JobCancelled, LoopContext, LoopEndpoint, ProcessEndpoint
 from python_endpoints.jobs import ENDPOINTS
 from python_endpoints.protocol import (
     Cancel,
@@ -330,3 +330,90 @@ def test_the_server_process_prints_its_port_and_exits_with_its_parent(tmp_path: 
         if parent.poll() is None:
             parent.kill()
         parent.communicate(timeout=10)
+
+
+def spawn_grandchild(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """A job whose child starts a process of its own (as a transcode starts ffmpeg)."""
+    grandchild = subprocess.Popen(["sleep", "60"])
+    ctx.progress(1.0, f"grandchild {grandchild.pid}")
+    grandchild.wait()
+    return {}
+
+
+class Grandparent(ProcessEndpoint):
+    name = "grandparent"
+    target = staticmethod(spawn_grandchild)
+
+
+async def test_cancel_kills_the_whole_process_tree() -> None:
+    srv = EndpointServer({"grandparent": Grandparent}, TOKEN)
+    port = await srv.start()
+    try:
+        async with open_task(port, name="grandparent") as ws:
+            await start(ws)
+            frames = await frames_until(ws, "progress")
+            grandchild = psutil.Process(int(frames[-1]["status_text"].split()[-1]))
+            assert grandchild.is_running()
+            await ws.send(dump(Cancel()))
+            assert (await frames_until(ws, "cancelled", within=15))[-1] == {"type": "cancelled"}
+        grandchild.wait(timeout=10)  # gone too: no orphan
+    finally:
+        await srv.close()
+    assert job_processes() == []
+
+
+@pytest.fixture
+def self_signed(tmp_path: Any) -> tuple[Any, Any]:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+async def test_tls_for_remote_use(self_signed: tuple[Any, Any]) -> None:
+    import ssl
+
+    cert, key = self_signed
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.create_default_context(cafile=str(cert))
+    srv = EndpointServer(ENDPOINTS, TOKEN)
+    port = await srv.start(ssl_context=server_ctx)
+    try:
+        async with connect(
+            f"wss://127.0.0.1:{port}/tasks/sleep",
+            additional_headers={"Authorization": f"Bearer {TOKEN}"},
+            ssl=client_ctx,
+        ) as ws:
+            await start(ws, seconds=0.1)
+            assert (await frames_until(ws, "result"))[-1]["result"] == {"slept": 0.1}
+        with pytest.raises(ssl.SSLError):  # a client that does not trust the certificate
+            async with connect(
+                f"wss://127.0.0.1:{port}/tasks/sleep",
+                additional_headers={"Authorization": f"Bearer {TOKEN}"},
+                ssl=ssl.create_default_context(),
+            ):
+                pass
+    finally:
+        await srv.close()
