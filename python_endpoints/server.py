@@ -21,7 +21,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from python_endpoints.endpoint import JobCancelled, JobFailed, TaskEndpoint
+from python_endpoints.endpoint import JobCancelled, JobFailed, TaskEndpoint, close_spares
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
@@ -87,6 +87,7 @@ class EndpointServer:
         """Stop listening, cancel every running job and reap its processes."""
         for session in list(self.sessions):
             await session.abort()
+        await close_spares()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()

@@ -48,6 +48,14 @@ class Echo(LoopEndpoint):
         return {"echo": params.get("value")}
 
 
+def running_child(server: EndpointServer) -> psutil.Process:
+    """The child process of the one job the server runs (not its warm spare)."""
+    [session] = server.sessions
+    process = session.endpoint.process  # type: ignore[attr-defined]
+    assert process is not None and process.pid
+    return psutil.Process(process.pid)
+
+
 def job_processes() -> list[psutil.Process]:
     """Our spawned job children (multiprocessing's resource tracker is not a job)."""
     out = []
@@ -171,7 +179,7 @@ async def test_cancel_while_running_kills_the_child(server: tuple[EndpointServer
     async with open_task(server[1]) as ws:
         await start(ws, seconds=60)
         await frames_until(ws, "progress")
-        [child] = job_processes()
+        child = running_child(server[0])
         await ws.send(dump(Cancel()))
         frames = await frames_until(ws, "cancelled", "error", within=10)
     assert frames[-1] == {"type": "cancelled"}
@@ -262,7 +270,7 @@ async def test_client_disconnect_mid_job_cancels_and_reaps(
     async with open_task(server[1]) as ws:
         await start(ws, seconds=60)
         await frames_until(ws, "progress")
-        [child] = job_processes()
+        child = running_child(server[0])
     # The fixture checks that no job process is left; wait for this one explicitly too.
     for _ in range(100):
         gone = not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
