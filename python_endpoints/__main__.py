@@ -16,7 +16,7 @@ import ssl
 import sys
 from pathlib import Path
 
-from python_endpoints.jobs import ENDPOINTS
+from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
 
 TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"

@@ -21,22 +21,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import multiprocessing
 import multiprocessing.synchronize
 import os
 import signal
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from python_endpoints import procs
+from python_endpoints.child import (
+    SUBPROCESS_CRASHED,
+    ChildContext,
+    ChildTarget,
+    JobCancelled,
+    JobFailed,
+    _child_main,
+)
 from python_endpoints.protocol import (
     Error,
     Pausable,
@@ -48,21 +54,6 @@ from python_endpoints.protocol import (
 )
 
 Emit = Callable[[Progress | PauseRequest | ResumeRequest | Segment], Awaitable[None]]
-
-SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
-EXECUTOR_ERROR = "EXECUTOR_ERROR"
-
-
-class JobCancelled(BaseException):
-    """Raised inside a loop job when it was cancelled."""
-
-
-class JobFailed(Exception):
-    """A job's own error, with the error type to report."""
-
-    def __init__(self, message: str, error_type: str = EXECUTOR_ERROR) -> None:
-        super().__init__(message)
-        self.error_type = error_type
 
 
 class TaskEndpoint:
@@ -174,124 +165,6 @@ class LoopEndpoint(TaskEndpoint):
 # --- in a child process ---------------------------------------------------------------------
 
 
-class StatusChannel:
-    """The child's end of its one-way status pipe (the ``status_queue`` of the design):
-    ``put`` sends a message to the parent at once. A pipe rather than a ``multiprocessing``
-    queue: the parent can wait on it and on the child's exit together, without polling."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def put(self, message: dict[str, Any]) -> None:
-        self._conn.send(message)
-
-    def close(self) -> None:
-        self._conn.close()
-
-
-class ChildContext:
-    """The child's side: report, stream, ask for a pause, honour pause and cancel."""
-
-    def __init__(
-        self,
-        status_queue: StatusChannel,
-        cancel_event: multiprocessing.synchronize.Event,
-        resume_event: multiprocessing.synchronize.Event,
-    ) -> None:
-        self.status_queue = status_queue
-        self.cancel_event = cancel_event
-        self.resume_event = resume_event
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel_event.is_set()
-
-    def progress(
-        self, percent: float, status_text: str | None = None, pausable: Pausable | None = None
-    ) -> None:
-        self.status_queue.put(
-            {
-                "type": "progress",
-                "percent": min(100.0, max(0.0, percent)),
-                "status_text": status_text,
-                "pausable": pausable,
-            }
-        )
-
-    def segment(self, data: dict[str, Any]) -> None:
-        self.status_queue.put({"type": "segment", "data": data})
-
-    def wait_if_paused(self, timeout: float | None = None) -> bool:
-        """Block while paused. False when ``timeout`` ran out first; raises SystemExit(0)…
-        never: a cancelled child simply sees ``cancelled`` true afterwards."""
-        return self.resume_event.wait(timeout)
-
-    def request_pause(self, reason: str, resume_after: float | None = None) -> None:
-        """Ask to be paused: clear ``resume_event``, then say so, then wait — in that order.
-        With ``resume_after``, resume by itself after that many seconds."""
-        self.resume_event.clear()
-        self.status_queue.put({"type": "pause_request", "reason": reason})
-        if not self.resume_event.wait(resume_after) and not self.cancelled:
-            self.request_resume()
-
-    def request_resume(self) -> None:
-        self.resume_event.set()
-        self.status_queue.put({"type": "resume_request"})
-
-
-ChildTarget = Callable[[dict[str, Any], ChildContext], dict[str, Any] | None]
-
-
-def _watch_parent(parent_pid: int) -> None:
-    """Exit when the parent dies: a job never outlives its server."""
-    while True:
-        if os.getppid() != parent_pid:
-            os._exit(1)
-        time.sleep(0.5)
-
-
-def _child_main(
-    module: str,
-    jobs: Connection,
-    conn: Connection,
-    cancel_event: multiprocessing.synchronize.Event,
-    resume_event: multiprocessing.synchronize.Event,
-    parent_pid: int,
-) -> None:
-    """A job's child: import the job's module (the slow part of a start), then wait for the
-    job itself. Started ahead of time, it is a warm spare that starts a job in milliseconds."""
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
-    importlib.import_module(module)
-    try:
-        target, params = jobs.recv()
-    except (EOFError, OSError):
-        os._exit(0)  # a spare that was not needed
-    jobs.close()
-    status_queue = StatusChannel(conn)
-    ctx = ChildContext(status_queue, cancel_event, resume_event)
-    code = 0
-    try:
-        result = target(params, ctx)
-    except JobFailed as exc:
-        status_queue.put({"type": "error", "error": str(exc), "error_type": exc.error_type})
-        code = 1
-    except Exception as exc:
-        status_queue.put(
-            {
-                "type": "error",
-                "error": f"{type(exc).__name__}: {exc}",
-                "error_type": EXECUTOR_ERROR,
-            }
-        )
-        code = 1
-    else:
-        if result is not None and not cancel_event.is_set():
-            status_queue.put({"type": "result", "result": result})
-    status_queue.close()
-    # Everything was sent synchronously: skip the interpreter's shutdown (~0.1 s).
-    os._exit(code)
-
-
 @dataclass
 class _Child:
     """A started child and its channels: a warm spare until it is given a job."""
@@ -384,6 +257,9 @@ class ProcessEndpoint(TaskEndpoint):
     #: like an ffmpeg child); cooperative jobs leave it False.
     suspend_on_pause: ClassVar[bool] = False
 
+    #: The params' model: validated here, in the server, so that the child need not import
+    #: pydantic (a plain dict of the validated values is sent).
+    params_model: ClassVar[type[BaseModel] | None] = None
     #: Keep a warm spare child ready (its imports done) so that the next job starts in
     #: milliseconds instead of the ~0.5 s an interpreter and the job's imports take.
     keep_spare: ClassVar[bool] = True
@@ -400,6 +276,15 @@ class ProcessEndpoint(TaskEndpoint):
     async def run(self, params: dict[str, Any]) -> dict[str, Any]:
         cls = type(self)
         target: ChildTarget = cls.target
+        if cls.params_model is not None:
+            try:
+                params = cls.params_model.model_validate(params).model_dump()
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"]) or "params"
+                raise JobFailed(
+                    f"invalid {cls.name} params: {where}: {err['msg']}", "PAYLOAD_ERROR"
+                ) from None
         loop = asyncio.get_running_loop()
         child = _take_spare(cls) if cls.keep_spare else None
         if child is None:

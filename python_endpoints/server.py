@@ -21,7 +21,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from python_endpoints.endpoint import JobCancelled, JobFailed, TaskEndpoint, close_spares
+from python_endpoints.child import JobCancelled, JobFailed
+from python_endpoints.endpoint import TaskEndpoint, close_spares
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,

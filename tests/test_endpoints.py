@@ -18,7 +18,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from python_endpoints.endpoint import JobCancelled, LoopContext, LoopEndpoint, ProcessEndpoint
-from python_endpoints.jobs import ENDPOINTS
 from python_endpoints.protocol import (
     Cancel,
     InitData,
@@ -28,6 +27,7 @@ from python_endpoints.protocol import (
     Status,
     dump,
 )
+from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
 
 TOKEN = "test-token-0123456789"

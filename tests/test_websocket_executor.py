@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from fredica_app.endpoints import EndpointsProcess
-from python_endpoints.jobs import ENDPOINTS
+from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
 from workers.engine import WorkerEngine
 from workers.executors.diagnostic import SleepSubprocessExecutor

@@ -1,8 +1,3 @@
-"""The endpoints this server offers, by the name in ``/tasks/<name>``."""
-
-from __future__ import annotations
-
-from python_endpoints.endpoint import TaskEndpoint
-from python_endpoints.jobs.sleep import SleepEndpoint
-
-ENDPOINTS: dict[str, type[TaskEndpoint]] = {SleepEndpoint.name: SleepEndpoint}
+"""The jobs that task endpoints run. A job module may run in a child process: it imports the
+standard library and :mod:`python_endpoints.child` only (see :mod:`python_endpoints.registry`
+for the endpoints that wrap them)."""

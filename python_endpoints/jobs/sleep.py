@@ -1,27 +1,35 @@
 """``/tasks/sleep``: a diagnostic job in a child process that can take every path a real job can
 — progress, a pause it asks for itself (and a resume it does itself), a crash by exit code or
 by signal, an exit without a result — so that each is tested for real, and ``fredica doctor``
-can check the whole chain."""
+can check the whole chain.
+
+This module runs in the child: standard library only. Its params were validated by the server
+(:class:`python_endpoints.params.SleepParams`)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
-from python_endpoints.endpoint import ChildContext, JobFailed, ProcessEndpoint
-from python_endpoints.params import SleepParams
+from python_endpoints.child import ChildContext
 
 TICK = 0.05
 REPORT_EVERY = 0.1
 
 
 def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
-    try:
-        p = SleepParams.model_validate(params)
-    except ValueError as exc:
-        raise JobFailed(f"invalid sleep params: {exc}", "PAYLOAD_ERROR") from None
+    defaults = {
+        "pause_after": None,
+        "resume_after": None,
+        "crash_after": None,
+        "exit_code": 3,
+        "signal": None,
+        "exit_silently": False,
+    }
+    p = SimpleNamespace(**{**defaults, **params})
     slept = 0.0
     asked = False
     last_report = 0.0
@@ -50,8 +58,3 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
     if p.exit_silently:
         return None
     return {"slept": p.seconds}
-
-
-class SleepEndpoint(ProcessEndpoint):
-    name: ClassVar[str] = "sleep"
-    target = staticmethod(sleep_job)
