@@ -29,6 +29,7 @@ from python_endpoints.protocol import (
 )
 from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
+from tests.procs import assert_no_job_process_left, job_processes
 
 TOKEN = "test-token-0123456789"
 
@@ -56,30 +57,13 @@ def running_child(server: EndpointServer) -> psutil.Process:
     return psutil.Process(process.pid)
 
 
-def job_processes() -> list[psutil.Process]:
-    """Our spawned job children (multiprocessing's resource tracker is not a job)."""
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            cmd = " ".join(p.cmdline())
-        except psutil.NoSuchProcess:
-            continue
-        if "multiprocessing" in cmd and "resource_tracker" not in cmd:
-            out.append(p)
-    return out
-
-
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[EndpointServer, int]]:
     srv = EndpointServer({**ENDPOINTS, "echo": Echo}, TOKEN, ping_interval=1, ping_timeout=2)
     port = await srv.start()
     yield srv, port
     await srv.close()
-    for _ in range(50):
-        if not job_processes():
-            break
-        await asyncio.sleep(0.1)
-    assert job_processes() == [], "a job process outlived its test"
+    await assert_no_job_process_left()
 
 
 def open_task(port: int, name: str = "sleep", token: str = TOKEN) -> Any:

@@ -16,6 +16,7 @@ import pytest
 from fredica_app.endpoints import EndpointsProcess
 from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
+from tests.procs import assert_no_job_process_left, job_processes
 from workers.engine import WorkerEngine
 from workers.executors.diagnostic import SleepSubprocessExecutor
 from workers.executors.websocket import EndpointsAddress
@@ -25,18 +26,6 @@ from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
 
 TOKEN = "engine-side-token"
-
-
-def job_processes() -> list[psutil.Process]:
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            cmd = " ".join(p.cmdline())
-        except psutil.NoSuchProcess:
-            continue
-        if "multiprocessing" in cmd and "resource_tracker" not in cmd:
-            out.append(p)
-    return out
 
 
 @pytest.fixture
@@ -49,11 +38,7 @@ async def address() -> AsyncIterator[Callable[[], Any]]:
 
     yield source
     await server.close()
-    for _ in range(50):
-        if not job_processes():
-            break
-        await asyncio.sleep(0.1)
-    assert job_processes() == []
+    await assert_no_job_process_left()
 
 
 async def submit(store: TaskStore, registry: TaskTypeRegistry, **payload: Any) -> str:
