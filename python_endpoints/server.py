@@ -79,6 +79,8 @@ class EndpointServer:
             max_size=MAX_FRAME_BYTES,
             ping_interval=self.ping_interval,
             ping_timeout=self.ping_timeout,
+            # A peer that stopped answering will not answer the closing handshake either.
+            close_timeout=2,
             ssl=ssl_context,
         )
         sockets = list(self._server.sockets)

@@ -4,9 +4,11 @@ and after every test a look at the process table: no job process is left behind.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -409,3 +411,52 @@ async def test_tls_for_remote_use(self_signed: tuple[Any, Any]) -> None:
                 pass
     finally:
         await srv.close()
+
+
+def _raw_client_start(port: int, params: dict[str, Any]) -> socket.socket:
+    """A client that does the handshake, starts a job, then never reads or answers again (as
+    a peer whose machine froze): no pong will come back."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET /tasks/sleep HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Authorization: Bearer {TOKEN}\r\n\r\n"
+        ).encode()
+    )
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += sock.recv(4096)
+    assert response.startswith(b"HTTP/1.1 101")
+    payload = dump(InitParamAndRun(data=InitData(params=params))).encode()
+    mask = os.urandom(4)
+    header = (
+        bytes([0x81, 0x80 | len(payload)])
+        if len(payload) < 126
+        else bytes([0x81, 0x80 | 126]) + len(payload).to_bytes(2, "big")
+    )
+    sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+    return sock
+
+
+async def test_a_peer_that_stops_answering_is_treated_as_gone(
+    server: tuple[EndpointServer, int],
+) -> None:
+    srv, port = server
+    sock = await asyncio.to_thread(_raw_client_start, port, {"seconds": 60})
+    try:
+        for _ in range(50):
+            if srv.sessions and next(iter(srv.sessions)).endpoint.process is not None:
+                break
+            await asyncio.sleep(0.1)
+        child = running_child(srv)
+        # Pings every second, 2 s to answer: the session must be gone well within 10 s.
+        for _ in range(100):
+            if not srv.sessions:
+                break
+            await asyncio.sleep(0.1)
+        assert not srv.sessions
+        child.wait(timeout=10)  # its job was cancelled and its child reaped
+    finally:
+        sock.close()
