@@ -460,3 +460,42 @@ async def test_a_peer_that_stops_answering_is_treated_as_gone(
         child.wait(timeout=10)  # its job was cancelled and its child reaped
     finally:
         sock.close()
+
+
+class Writer(LoopEndpoint):
+    """Writes a partial output, then works until cancelled."""
+
+    name = "writer"
+
+    def __init__(self, emit: Any) -> None:
+        super().__init__(emit)
+        self.out: Any = None
+
+    def partial_outputs(self) -> list[Any]:
+        return [self.out] if self.out is not None else []
+
+    async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
+        from pathlib import Path
+
+        self.out = Path(params["path"])
+        self.out.write_text("half a file")
+        while True:
+            await ctx.report_progress(50, "writing")
+            await ctx.wait_if_paused()
+            await asyncio.sleep(0.05)
+
+
+async def test_cancel_removes_partial_outputs(tmp_path: Any) -> None:
+    srv = EndpointServer({"writer": Writer}, TOKEN)
+    port = await srv.start()
+    target = tmp_path / "out.mp4.part"
+    try:
+        async with open_task(port, name="writer") as ws:
+            await start(ws, path=str(target))
+            await frames_until(ws, "progress")
+            assert target.exists()
+            await ws.send(dump(Cancel()))
+            assert (await frames_until(ws, "cancelled"))[-1] == {"type": "cancelled"}
+        assert not target.exists()
+    finally:
+        await srv.close()
