@@ -309,7 +309,7 @@ def _print_run(
         took = f" in {run.completed_at - run.created_at:.2f} s"
     print(f"run {run.id}  {run.status.value}{took}  {run.done_tasks}/{run.total_tasks} done")
     for t in tasks:
-        line = f"  {t.key or t.id:<16} {t.type:<10} {t.status.value:<9} {t.progress:5.1f} %"
+        line = f"  {t.key or t.id:<16} {t.type:<16} {t.status.value:<9} {t.progress:5.1f} %"
         if t.is_paused:
             line += "  (held)"
         text = t.status_text or (waiting or {}).get(t.id)

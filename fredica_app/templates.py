@@ -35,15 +35,16 @@ BUILTIN: dict[str, Template] = {
         Template(
             name="diagnostic",
             description=(
-                "A small fan-out/fan-in DAG of diagnostic tasks: prepare, three sleeps of "
-                "one to two seconds side by side, then a merge"
+                "A small fan-out/fan-in DAG of diagnostic tasks: prepare, three sleeps side "
+                "by side (two in the engine, one in a child process of the endpoints server), "
+                "then a merge"
             ),
             tasks=[
                 _t("prepare", "NOOP", step="prepare"),
                 _t("sleep_a", "SLEEP", "prepare", seconds=1.0),
                 _t("sleep_b", "SLEEP", "prepare", seconds=1.5),
-                _t("sleep_c", "SLEEP", "prepare", seconds=2.0),
-                _t("merge", "NOOP", "sleep_a", "sleep_b", "sleep_c", step="merge"),
+                _t("sleep_child", "SLEEP_SUBPROCESS", "prepare", seconds=1.0),
+                _t("merge", "NOOP", "sleep_a", "sleep_b", "sleep_child", step="merge"),
             ],
         ),
         Template(
