@@ -48,10 +48,10 @@ def _install_sqlite_hooks(sync_engine: sa.Engine, synchronous: Synchronous) -> N
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        if conn.get_execution_options().get(READ_ONLY):
-            conn.exec_driver_sql("BEGIN DEFERRED")
-        else:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # Straight to the driver: SQLAlchemy's own execution path would cost a noticeable
+        # share of a short transaction, and the statement needs none of it.
+        mode = "DEFERRED" if conn.get_execution_options().get(READ_ONLY) else "IMMEDIATE"
+        conn.connection.driver_connection.execute(f"BEGIN {mode}")  # type: ignore[union-attr]
 
 
 def create_sqlite_engine(

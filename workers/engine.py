@@ -217,7 +217,8 @@ class WorkerEngine:
             if left <= 0:
                 return False
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=min(left, self.watch_interval))
+                async with asyncio.timeout(min(left, self.watch_interval)):
+                    await self._wake.wait()
                 return True
             except TimeoutError:
                 pass

@@ -26,7 +26,6 @@ from workers.store import _hot
 from workers.store._base import (
     HELD,
     MARK_RUNNING_STMT,
-    NEXT_RETRY_SQL,
     S,
     StoreBase,
     _event,
@@ -113,7 +112,11 @@ class AttemptsMixin(StoreBase):
         if limit > 0:
             claimed = tuple(self._claim_tx(conn, worker_id, slots, limit, True, lease_seconds))
         self._flush_batch(conn, self.now())
-        next_due = conn.execute(NEXT_RETRY_SQL).scalar()
+        cur = _hot.cursor(conn)
+        try:
+            next_due = cur.execute(_hot.NEXT_RETRY_SQL).fetchone()[0]
+        finally:
+            cur.close()
         return TickOutcome(
             tuple(done),
             failed,

@@ -66,6 +66,12 @@ INSERT_EVENT_SQL = (
     "VALUES (:task_id, :workflow_run_id, :at, :kind, :detail)"
 )
 
+# Literal 'pending' so that SQLite answers from the partial index ix_task_retry_due.
+NEXT_RETRY_SQL = (
+    "SELECT min(next_run_at) FROM task INDEXED BY ix_task_retry_due "
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL"
+)
+
 SET_RUN_STATUS_SQL = (
     "UPDATE workflow_run SET status = :status, completed_at = :completed_at WHERE id = :run_id"
 )
