@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
-    from _common import Ids, fmt_int, pct  # type: ignore[import-not-found]
+    from _common import Ids, fmt_int, inconsistent_runs, pct  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    from bench._common import Ids, fmt_int, pct
+    from bench._common import Ids, fmt_int, inconsistent_runs, pct
 from fredica_app.database import open_database
 from workers.db import BUSY_TIMEOUT_MS, create_sqlite_engine
 from workers.store import TaskStore
@@ -397,22 +397,7 @@ def check_consistency(path: Path, expected_events: int) -> list[str]:
     """Problems found: every run's counters against its tasks, the event count, leftovers."""
     conn = sqlite3.connect(path)
     try:
-        bad_runs = conn.execute(
-            """
-            SELECT COUNT(*) FROM workflow_run r
-            LEFT JOIN (
-                SELECT workflow_run_id AS rid, COUNT(*) AS total,
-                       SUM(status = 'pending') AS p, SUM(status = 'claimed') AS c,
-                       SUM(status = 'running') AS r, SUM(status = 'completed') AS d,
-                       SUM(status = 'failed') AS f, SUM(status = 'cancelled') AS x
-                FROM task GROUP BY workflow_run_id
-            ) t ON t.rid = r.id
-            WHERE r.total_tasks != COALESCE(t.total, 0) OR r.pending_tasks != COALESCE(t.p, 0)
-               OR r.claimed_tasks != COALESCE(t.c, 0) OR r.running_tasks != COALESCE(t.r, 0)
-               OR r.done_tasks != COALESCE(t.d, 0) OR r.failed_tasks != COALESCE(t.f, 0)
-               OR r.cancelled_tasks != COALESCE(t.x, 0)
-            """
-        ).fetchone()[0]
+        bad_runs = inconsistent_runs(conn)
         events = conn.execute("SELECT COUNT(*) FROM task_event").fetchone()[0]
         held = conn.execute(
             "SELECT COUNT(*) FROM task WHERE status IN ('claimed', 'running') AND worker_id = ?",

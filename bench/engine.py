@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
-    from _common import Ids, fmt_int, pct  # type: ignore[import-not-found]
+    from _common import Ids, fmt_int, inconsistent_runs, pct  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    from bench._common import Ids, fmt_int, pct
+    from bench._common import Ids, fmt_int, inconsistent_runs, pct
 from fredica_app.database import open_database
 from workers.engine import WorkerEngine, default_slots
 from workers.events import Event, RunChanged
@@ -98,25 +98,7 @@ def run_consistency(path: Path) -> int:
     """How many runs have counters that disagree with their tasks."""
     conn = sqlite3.connect(path)
     try:
-        return int(
-            conn.execute(
-                """
-                SELECT COUNT(*) FROM workflow_run r
-                LEFT JOIN (
-                    SELECT workflow_run_id AS rid, COUNT(*) AS total,
-                           SUM(status = 'pending') AS p, SUM(status = 'claimed') AS c,
-                           SUM(status = 'running') AS r, SUM(status = 'completed') AS d,
-                           SUM(status = 'failed') AS f, SUM(status = 'cancelled') AS x
-                    FROM task GROUP BY workflow_run_id
-                ) t ON t.rid = r.id
-                WHERE r.total_tasks != COALESCE(t.total, 0)
-                   OR r.pending_tasks != COALESCE(t.p, 0)
-                   OR r.claimed_tasks != COALESCE(t.c, 0) OR r.running_tasks != COALESCE(t.r, 0)
-                   OR r.done_tasks != COALESCE(t.d, 0) OR r.failed_tasks != COALESCE(t.f, 0)
-                   OR r.cancelled_tasks != COALESCE(t.x, 0)
-                """
-            ).fetchone()[0]
-        )
+        return inconsistent_runs(conn)
     finally:
         conn.close()
 
