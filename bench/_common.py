@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
+from pathlib import Path
 
 _VARIANT = "89ab"
 
@@ -49,3 +51,13 @@ WHERE r.total_tasks != COALESCE(t.total, 0) OR r.pending_tasks != COALESCE(t.p, 
 def inconsistent_runs(conn: sqlite3.Connection) -> int:
     """How many runs have counters that disagree with their tasks."""
     return int(conn.execute(INCONSISTENT_RUNS_SQL).fetchone()[0])
+
+
+def profile_location(key: tuple[str, int, str]) -> str:
+    """A cProfile key as ``file:line(function)``, shortened to the package or repo path."""
+    file, line, fn = key
+    if file == "~":
+        return fn
+    file = re.sub(r"^.*/(site-packages|lib/python3\.\d+)/", "", file)
+    file = file.removeprefix(f"{Path(__file__).resolve().parent.parent}/")
+    return f"{file}:{line}({fn})"

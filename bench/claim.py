@@ -33,7 +33,6 @@ import importlib
 import json
 import pstats
 import random
-import re
 import shutil
 import sqlite3
 import sys
@@ -46,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
-    from _common import Ids, fmt_int, inconsistent_runs, pct  # type: ignore[import-not-found]
+    from _common import Ids, fmt_int, inconsistent_runs, pct, profile_location  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    from bench._common import Ids, fmt_int, inconsistent_runs, pct
+    from bench._common import Ids, fmt_int, inconsistent_runs, pct, profile_location
 from fredica_app.database import open_database
 from workers.db import BUSY_TIMEOUT_MS, create_sqlite_engine
 from workers.store import TaskStore
@@ -556,13 +555,7 @@ def _idle(fn: str) -> bool:
     return any(i in fn for i in IDLE)
 
 
-def _where(key: tuple[str, int, str]) -> str:
-    file, line, fn = key
-    if file == "~":
-        return fn
-    file = re.sub(r"^.*/(site-packages|lib/python3\.\d+)/", "", file)
-    file = file.removeprefix(f"{Path(__file__).resolve().parent.parent}/")
-    return f"{file}:{line}({fn})"
+_where = profile_location
 
 
 def _kind(key: tuple[str, int, str]) -> str:

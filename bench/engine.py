@@ -43,7 +43,6 @@ import json
 import os
 import pstats
 import random
-import re
 import resource
 import shutil
 import sqlite3
@@ -56,9 +55,9 @@ from pathlib import Path
 from typing import Any
 
 try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
-    from _common import Ids, fmt_int, inconsistent_runs, pct  # type: ignore[import-not-found]
+    from _common import Ids, fmt_int, inconsistent_runs, pct, profile_location  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    from bench._common import Ids, fmt_int, inconsistent_runs, pct
+    from bench._common import Ids, fmt_int, inconsistent_runs, pct, profile_location
 from fredica_app.database import open_database
 from workers.engine import WorkerEngine, default_slots
 from workers.events import Event, RunChanged
@@ -580,13 +579,7 @@ async def measure_idle(work: Path, seconds: float) -> dict[str, Any]:
 IDLE_FNS = ("'get' of '_queue.SimpleQueue'", "'poll' of 'select.epoll'", "acquire' of '_thread")
 
 
-def _where(key: tuple[str, int, str]) -> str:
-    file, line, fn = key
-    if file == "~":
-        return fn
-    file = re.sub(r"^.*/(site-packages|lib/python3\.\d+)/", "", file)
-    file = file.removeprefix(f"{Path(__file__).resolve().parent.parent}/")
-    return f"{file}:{line}({fn})"
+_where = profile_location
 
 
 def _profile_lines(name: str, prof: cProfile.Profile, tasks: int) -> list[str]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from workers.states import RunStatus, TaskStatus
+
+if TYPE_CHECKING:
+    from workers.spec import PreparedTask
 
 
 class _FromRow:
@@ -151,7 +154,7 @@ class Completion:
     task_id: str
     lease_token: str
     result: dict[str, Any] | None = None
-    new_tasks: tuple[Any, ...] = ()  # PreparedTask: dynamic fan-out with the completion
+    new_tasks: tuple[PreparedTask, ...] = ()  # dynamic fan-out, added with the completion
 
 
 @dataclass(frozen=True, slots=True)

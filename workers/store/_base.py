@@ -54,21 +54,12 @@ MARK_RUNNING_STMT = (
     .values(status=S.RUNNING, started_at=B("now"), heartbeat_at=B("now"))
     .returning(task_t.c.workflow_run_id)
 )
-SET_RUN_STATUS_STMT = (
-    sa.update(run_t)
-    .where(run_t.c.id == B("run_id"))
-    .values(status=B("status", type_=run_t.c.status.type), completed_at=B("completed_at"))
-)
 UPSTREAM_STMT = (
     sa.select(task_t.c.id, task_t.c.key, task_t.c.result)
     .join(dep_t, dep_t.c.depends_on_id == task_t.c.id)
     .where(dep_t.c.task_id == B("task_id"))
 )
-# Literal 'pending' so that SQLite answers from the partial index ix_task_retry_due.
-NEXT_RETRY_SQL = sa.text(
-    "SELECT min(next_run_at) FROM task INDEXED BY ix_task_retry_due "
-    "WHERE status = 'pending' AND next_run_at IS NOT NULL"
-)
+NEXT_RETRY_SQL = sa.text(_hot.NEXT_RETRY_SQL)
 
 
 def downstream(roots: list[str]) -> sa.CTE:
@@ -91,6 +82,11 @@ class _Clock:
         self._source = source
         self._last = 0.0
         self._lock = threading.Lock()
+
+    def advance_past(self, t: float) -> None:
+        """Timestamps handed out after this are later than ``t`` (``t`` was used already)."""
+        with self._lock:
+            self._last = max(self._last, t)
 
     def __call__(self) -> float:
         with self._lock:
@@ -253,7 +249,7 @@ class StoreBase:
         conn.execute(sa.insert(task_t), rows)
         if edges:
             conn.execute(sa.insert(dep_t), edges)
-        self.now._last = max(self.now._last, now + len(tasks) * 1e-6)
+        self.now.advance_past(now + len(tasks) * 1e-6)
 
     def _cascade(
         self,
@@ -339,30 +335,29 @@ class StoreBase:
             applied = _hot.apply_run_delta(cur, run_id, delta)
             if applied is None:
                 return
-            stored, counts = applied
-            status = states.derive_run_status(counts)
-            if status != stored:
-                finished = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-                cur.execute(
-                    _hot.SET_RUN_STATUS_SQL,
-                    {
-                        "status": status.value,
-                        "completed_at": now if finished else None,
-                        "run_id": run_id,
-                    },
-                )
-                self._run_changes.append((run_id, status))
         finally:
             cur.close()
+        stored, counts = applied
+        status = states.derive_run_status(counts)
+        if status != stored:
+            self._set_run_status(conn, run_id, status, now)
 
     def _set_run_status(
         self, conn: sa.Connection, run_id: str, status: RunStatus, now: float
     ) -> None:
         finished = status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-        conn.execute(
-            SET_RUN_STATUS_STMT,
-            {"run_id": run_id, "status": status, "completed_at": now if finished else None},
-        )
+        cur = _hot.cursor(conn)
+        try:
+            cur.execute(
+                _hot.SET_RUN_STATUS_SQL,
+                {
+                    "status": status.value,
+                    "completed_at": now if finished else None,
+                    "run_id": run_id,
+                },
+            )
+        finally:
+            cur.close()
         self._run_changes.append((run_id, status))
 
     def _upstream(self, conn: sa.Connection, task_id: str) -> dict[str, dict[str, Any] | None]:
