@@ -3,6 +3,7 @@ of the protocol: the engine's task payloads reuse them, so both sides validate t
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -27,4 +28,125 @@ class SleepParams(BaseModel):
     def _resume_needs_pause(self) -> SleepParams:
         if self.resume_after is not None and self.pause_after is None:
             raise ValueError("resume_after needs pause_after")
+        return self
+
+
+# --- media jobs (issue: the media pipeline) -------------------------------------------------
+#
+# Paths are absolute and chosen by the app (the material's folder under the library directory):
+# a job writes only to the output paths it is given, through a temporary name next to them.
+
+
+def _absolute(value: str) -> str:
+    # Pure paths only (this module does no I/O): POSIX or Windows absolute.
+    if not (PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()):
+        raise ValueError(f"must be an absolute path, got {value!r}")
+    return value
+
+
+class _MediaParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: The ffmpeg binary (settings); None: the one bundled with imageio-ffmpeg.
+    ffmpeg: str | None = None
+
+
+class ProbeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _paths(self) -> ProbeParams:
+        _absolute(self.input)
+        return self
+
+
+class TranscodeParams(_MediaParams):
+    input: str = Field(min_length=1)
+    #: The final .mp4 path.
+    output: str = Field(min_length=1)
+    #: ``auto``: stream-copy when every stream already fits MP4, re-encode otherwise.
+    mode: Literal["auto", "remux", "reencode"] = "auto"
+    #: Use a hardware H.264 encoder when one is present and passes a one-frame test encode.
+    hardware: bool = True
+    crf: int = Field(default=23, ge=0, le=51)
+    preset: Literal[
+        "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"
+    ] = "veryfast"
+
+    @model_validator(mode="after")
+    def _paths(self) -> TranscodeParams:
+        _absolute(self.input)
+        _absolute(self.output)
+        return self
+
+
+class ExtractAudioParams(_MediaParams):
+    input: str = Field(min_length=1)
+    #: The final .wav or .flac path.
+    output: str = Field(min_length=1)
+    format: Literal["wav", "flac"] = "wav"
+    sample_rate: int = Field(default=16000, ge=8000, le=192000)
+    channels: int = Field(default=1, ge=1, le=8)
+
+    @model_validator(mode="after")
+    def _paths(self) -> ExtractAudioParams:
+        _absolute(self.input)
+        _absolute(self.output)
+        return self
+
+
+SubtitleFormat = Literal["srt", "vtt"]
+
+
+def _both_formats() -> list[SubtitleFormat]:
+    return ["srt", "vtt"]
+
+
+class ExtractSubtitlesParams(_MediaParams):
+    input: str = Field(min_length=1)
+    #: Files are written as ``<output_dir>/<stem>.<stream index>[.<language>].<format>``.
+    output_dir: str = Field(min_length=1)
+    stem: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$")
+    formats: list[SubtitleFormat] = Field(default_factory=_both_formats, min_length=1)
+
+    @model_validator(mode="after")
+    def _paths(self) -> ExtractSubtitlesParams:
+        _absolute(self.input)
+        _absolute(self.output_dir)
+        return self
+
+
+class DownloadResume(BaseModel):
+    """What a download saved to resume with ``Range``: the bytes on disk and the validator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bytes_done: int = Field(default=0, ge=0)
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+class DownloadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=8192)
+    #: The final path; the body is streamed to ``<output>.part`` first.
+    output: str = Field(min_length=1)
+    proxy: str | None = None
+    #: Refuse a body larger than this (bytes); None: no limit beyond the free disk space.
+    max_bytes: int | None = Field(default=None, ge=1)
+    #: Content types accepted (prefixes such as ``video/``); empty: anything but ``text/html``.
+    accept: list[str] = Field(default_factory=list)
+    timeout: float = Field(default=30.0, gt=0, le=600)
+    #: Set by the engine from the task's checkpoint: continue from the bytes already on disk.
+    resume: DownloadResume | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> DownloadParams:
+        scheme = self.url.split(":", 1)[0].lower()
+        if scheme not in ("http", "https") or "://" not in self.url:
+            raise ValueError(f"only http and https URLs can be downloaded, got {self.url!r}")
+        _absolute(self.output)
         return self
