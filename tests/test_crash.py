@@ -141,7 +141,14 @@ def test_named_crash_points(tmp_path: Path, point: str) -> None:
     spec = {
         "tasks": [
             {"key": "a", "type": "SLEEP", "payload": {"seconds": 0.3}, "max_retries": 1},
-            {"key": "b", "type": "NOOP", "depends_on": ["a"], "max_retries": 1},
+            # Not a NOOP: NOOP runs inline, claimed and completed in one commit.
+            {
+                "key": "b",
+                "type": "SLEEP",
+                "payload": {"seconds": 0.05},
+                "depends_on": ["a"],
+                "max_retries": 1,
+            },
             {"key": "c", "type": "NOOP", "depends_on": ["b"], "max_retries": 1},
         ]
     }

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -440,7 +442,11 @@ async def test_an_executor_that_ignores_cancel_is_forced_after_the_grace_period(
 async def test_run_status_is_published_once_per_real_change(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:
-    created = await submit(store, registry, [{"key": f"n{i}", "type": "NOOP"} for i in range(8)])
+    created = await submit(
+        store,
+        registry,
+        [{"key": f"n{i}", "type": "SLEEP", "payload": {"seconds": 0}} for i in range(8)],
+    )
     bus = EventBus()
     statuses: list[str] = []
     bus.subscribe(lambda e: statuses.append(e.status) if isinstance(e, RunChanged) else None)
@@ -463,3 +469,68 @@ async def test_run_until_idle_again_sees_new_work(
     later = await submit(store, registry, [{"key": "b", "type": "NOOP"}])  # no wake() call
     await asyncio.wait_for(engine.run(until_idle=True), 10)
     assert (await store.get_task(later.task_ids["b"])).status is TaskStatus.COMPLETED
+
+
+async def test_instant_tasks_are_claimed_run_and_completed_in_one_commit(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    """NOOP runs inline: a chain of ten and eight independent ones complete in one engine
+    transaction, with the same events as the usual way, and never more at once than the
+    slots allow."""
+    chain = [{"key": "c0", "type": "NOOP", "payload": {"i": 0}}]
+    chain += [{"key": f"c{i}", "type": "NOOP", "depends_on": [f"c{i - 1}"]} for i in range(1, 10)]
+    created = await submit(
+        store, registry, chain + [{"key": f"n{i}", "type": "NOOP"} for i in range(8)]
+    )
+    bus = EventBus()
+    seen: list[tuple[str, str]] = []
+    bus.subscribe(
+        lambda e: seen.append((e.task_id, e.kind)) if isinstance(e, TaskChanged) else None
+    )
+    statuses: list[str] = []
+    bus.subscribe(lambda e: statuses.append(e.status) if isinstance(e, RunChanged) else None)
+    engine = engine_for(store, max_workers=2, bus=bus)
+    await engine.start(recover=False)
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    await engine.stop()
+    assert engine.stats.inline == engine.stats.completed == 18
+    assert engine.stats.ticks == 1  # one transaction, one commit
+    assert statuses == ["completed"]  # pending -> completed: nothing in between was visible
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert all(t.status is TaskStatus.COMPLETED and t.attempt == 1 for t in tasks.values())
+    assert tasks["c0"].result == {"i": 0, "schema_version": 1}
+    for i in range(1, 10):  # the chain ran in order
+        assert tasks[f"c{i}"].started_at >= tasks[f"c{i - 1}"].completed_at  # type: ignore[operator]
+    assert sorted(k for _, k in seen) == ["completed"] * 18 + ["started"] * 18
+    with sqlite3.connect(db_path) as conn:
+        kinds = conn.execute("SELECT kind, COUNT(*) FROM task_event GROUP BY kind").fetchall()
+    assert sorted(kinds) == [("completed", 18), ("started", 18)]
+
+
+async def test_inline_is_only_for_what_needs_no_check(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    """A NOOP with ``check_skip`` or with a payload version this Fredica does not support
+    goes the usual way (which asks ``can_skip``, or fails it with PAYLOAD_ERROR)."""
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "skip", "type": "NOOP", "payload": {"check_skip": True}},
+            {"key": "future", "type": "NOOP", "payload": {"schema_version": 1}},
+        ],
+    )
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(
+            "UPDATE task SET payload = json_set(payload, '$.schema_version', 99) WHERE key = ?",
+            ("future",),
+        )
+    engine = engine_for(store, max_workers=2)
+    await engine.start(recover=False)
+    await asyncio.wait_for(engine.run(until_idle=True), 10)
+    await engine.stop()
+    assert engine.stats.inline == 0
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert tasks["skip"].status is TaskStatus.COMPLETED
+    assert tasks["future"].status is TaskStatus.FAILED
+    assert tasks["future"].error_type == "PAYLOAD_ERROR"

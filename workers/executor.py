@@ -68,6 +68,15 @@ class BaseExecutor:
     task_type: TaskType
     resumable = False
     stall_timeout = 3600.0
+    #: The executor's work is instantaneous and has nothing to report: the engine may run it
+    #: inline (:meth:`execute_inline`, on the store's thread) inside the transaction that
+    #: claims the task, and complete it in the same commit.
+    inline = False
+
+    def execute_inline(self, task: TaskRecord, payload: TaskPayload) -> dict[str, Any] | None:
+        """The result of an inline executor's task, or None to run it the usual way. Must be
+        quick, thread-safe and without side effects outside the task's result."""
+        return None
 
     @property
     def resource(self) -> str:

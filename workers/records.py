@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Self
 
@@ -179,6 +179,15 @@ class TickOutcome:
     rejected: tuple[tuple[Failure, FailOutcome], ...] = ()
     #: When the earliest waiting retry becomes due, after this transaction.
     next_retry_at: float | None = None
+    #: Tasks claimed, run inline and completed within this same transaction.
+    inline: tuple[ClaimedTask, ...] = ()
+    #: The last claim found fewer claimable tasks than it had slots for.
+    exhausted: bool = True
+
+
+#: Called on the store's thread with a task just claimed: its result (a dict) when it was run
+#: inline, or None to start it the usual way. See :meth:`TaskStore.tick`.
+InlineRunner = Callable[[ClaimedTask], dict[str, Any] | None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
 from workers.executors.websocket import WebSocketExecutor
 from workers.records import TaskRecord
-from workers.tasktypes import NOOP, SLEEP, SLEEP_SUBPROCESS, SleepPayload
+from workers.tasktypes import NOOP, SLEEP, SLEEP_SUBPROCESS, SleepPayload, TaskPayload
 
 
 class NoopExecutor(BaseExecutor):
@@ -15,9 +16,13 @@ class NoopExecutor(BaseExecutor):
 
     task_type = NOOP
     resumable = True
+    inline = True
 
     async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
         return ExecuteResult(result=dict(task.payload))
+
+    def execute_inline(self, task: TaskRecord, payload: TaskPayload) -> dict[str, Any] | None:
+        return dict(task.payload)
 
 
 class SleepExecutor(BaseExecutor):

@@ -18,6 +18,7 @@ from workers.records import (
     FailOutcome,
     Failure,
     HeartbeatOutcome,
+    InlineRunner,
     TickOutcome,
 )
 from workers.spec import PreparedTask
@@ -47,12 +48,21 @@ class AttemptsMixin(StoreBase):
         slots: Mapping[str, int] | None = None,
         limit: int = 0,
         lease_seconds: float | None = None,
+        inline: InlineRunner | None = None,
+        inline_budget: int = 256,
     ) -> TickOutcome:
         """Record finished attempts and claim (and start) new work, all in one commit.
 
         Group commit: the completions of tasks that finished together cost one fsync, and the
         claim of what they unblocked rides on the same commit, so a child starts without
         waiting for another transaction. Each outcome is fenced by its own lease token.
+
+        ``inline`` folds instantaneous tasks (NOOP, a merge step) into the same commit: it is
+        called, on the store's thread, with each task just claimed; a dict it returns is the
+        task's result, and the task is completed in this transaction, its slot claimed again
+        (up to ``inline_budget`` tasks). None: the task is started the usual way. Nothing
+        outside the transaction can observe the steps in between, and a crash before the
+        commit leaves the tasks pending, as if never claimed.
         """
         return await self._write(
             self._tick_tx,
@@ -62,6 +72,8 @@ class AttemptsMixin(StoreBase):
             slots,
             limit,
             lease_seconds or self.lease_seconds,
+            inline,
+            inline_budget,
         )
 
     def _tick_tx(
@@ -73,6 +85,8 @@ class AttemptsMixin(StoreBase):
         slots: Mapping[str, int] | None,
         limit: int,
         lease_seconds: float,
+        inline: InlineRunner | None = None,
+        inline_budget: int = 0,
     ) -> TickOutcome:
         self._begin_batch()
         done: list[bool] = []
@@ -108,9 +122,35 @@ class AttemptsMixin(StoreBase):
             (f, self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, False))
             for f in late_failures
         )
-        claimed: tuple[ClaimedTask, ...] = ()
-        if limit > 0:
-            claimed = tuple(self._claim_tx(conn, worker_id, slots, limit, True, lease_seconds))
+        claimed: list[ClaimedTask] = []
+        folded: list[ClaimedTask] = []
+        exhausted = True
+        free = None if slots is None else {k: v for k, v in slots.items() if v > 0}
+        left = limit
+        while left > 0 and (free is None or free):
+            asked = left
+            batch = self._claim_tx(conn, worker_id, free, asked, True, lease_seconds)
+            freed = False
+            for claim in batch:
+                result = None
+                if inline is not None and len(folded) < inline_budget:
+                    result = inline(claim)
+                if result is not None and self._complete_tx(
+                    conn, claim.id, claim.lease_token, result, ()
+                ):
+                    folded.append(claim)
+                    freed = True
+                    continue
+                claimed.append(claim)
+                left -= 1
+                if free is not None:
+                    free[claim.task.resource] -= 1
+                    if free[claim.task.resource] <= 0:
+                        del free[claim.task.resource]
+            # A task completed inline may have released its dependents: claim again.
+            exhausted = len(batch) < asked and not freed
+            if not freed or len(folded) >= inline_budget:
+                break
         self._flush_batch(conn, self.now())
         cur = _hot.cursor(conn)
         try:
@@ -120,9 +160,11 @@ class AttemptsMixin(StoreBase):
         return TickOutcome(
             tuple(done),
             failed,
-            claimed,
+            tuple(claimed),
             rejected,
             next_retry_at=float(next_due) if next_due is not None else None,
+            inline=tuple(folded),
+            exhausted=exhausted,
         )
 
     # --- claiming and running -------------------------------------------------------------
