@@ -15,9 +15,16 @@ from typing import Any
 
 from fredica_app.database import DATABASE_ERRORS
 from fredica_app.doctor import diagnose
-from fredica_app.errors import FredicaError
-from fredica_app.services import Fredica, load_spec_file, restart_entry_json, run_json
-from fredica_app.templates import BUILTIN
+from fredica_app.errors import FredicaError, SpecError
+from fredica_app.process import ensure_sample, process
+from fredica_app.services import (
+    Fredica,
+    load_spec_file,
+    material_json,
+    restart_entry_json,
+    run_json,
+)
+from fredica_app.templates import BUILTIN, get_template
 from workers.records import RunRecord, TaskRecord
 from workers.states import RunStatus
 
@@ -96,6 +103,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("templates", help="list the workflow templates")
     t.add_argument("--json", action="store_true")
+
+    a = sub.add_parser("add", help="import files, folders or URLs and submit a template for each")
+    a.add_argument("items", nargs="+", metavar="PATH|URL")
+    a.add_argument("--template", required=True, metavar="NAME")
+    a.add_argument("--priority", type=int, default=0, metavar="N")
+    a.add_argument("--json", action="store_true")
+
+    pr = sub.add_parser(
+        "process",
+        help="import, submit and run (or follow) until the run ends, with live progress",
+    )
+    pr.add_argument("items", nargs="*", metavar="PATH|URL")
+    pr.add_argument("--template", required=True, metavar="NAME")
+    pr.add_argument(
+        "--sample", action="store_true", help="process a generated sample clip (see `sample`)"
+    )
+    pr.add_argument("--priority", type=int, default=0, metavar="N")
+    pr.add_argument("--json", action="store_true", help="end by printing the run object")
+
+    sm = sub.add_parser(
+        "sample", help="write a ~10 s test clip (video, audio, two subtitle cues) to OUT"
+    )
+    sm.add_argument("out", type=Path, metavar="OUT")
+    sm.add_argument("--seconds", type=float, default=10.0)
+    sm.add_argument(
+        "--kind",
+        choices=["mkv", "mp4", "legacy"],
+        default="mkv",
+        help="mkv: H.264/Opus/SRT (remuxes to MP4); mp4: H.264/AAC; legacy: MPEG-2/MP2/SRT "
+        "(re-encodes)",
+    )
+
+    mt = sub.add_parser("materials", help="list the media library")
+    mt.add_argument("--json", action="store_true")
 
     d = sub.add_parser("demo", help="submit the diagnostic workflow and run it to the end")
     d.add_argument("--json", action="store_true")
@@ -251,10 +292,22 @@ async def cmd_doctor(app: Fredica, args: argparse.Namespace) -> int:
 
 async def cmd_templates(app: Fredica, args: argparse.Namespace) -> int:
     if args.json:
-        _print_json([{"name": t.name, "description": t.description} for t in BUILTIN.values()])
+        _print_json(
+            [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "source": t.source,
+                    "tasks": [
+                        {"key": s.key, "type": s.type, "depends_on": s.depends_on} for s in t.tasks
+                    ],
+                }
+                for t in BUILTIN.values()
+            ]
+        )
     else:
         for t in BUILTIN.values():
-            print(f"{t.name:<12} {t.description}")
+            print(f"{t.name:<19} {t.description}")
     return 0
 
 
@@ -273,8 +326,96 @@ async def cmd_demo(app: Fredica, args: argparse.Namespace) -> int:
     return 0 if run.status is RunStatus.COMPLETED else 1
 
 
+async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
+    get_template(args.template)  # an unknown name fails before anything is imported
+    report = await app.import_items(args.items)
+    out = []
+    for material in report.materials:
+        created = await app.submit_for_material(material, args.template, priority=args.priority)
+        out.append((material, created))
+    if args.json:
+        _print_json(
+            [
+                {
+                    "material": material_json(m),
+                    "run_id": c.run_id,
+                    "task_ids": c.task_ids,
+                    "deduplicated": c.deduplicated,
+                    "new_material": m in report.added,
+                }
+                for m, c in out
+            ]
+        )
+        return 0
+    for m, c in out:
+        note = " (already active)" if c.deduplicated else ""
+        print(f"{c.run_id}  {args.template}  {m.title}{note}")
+    if report.skipped:
+        print(f"skipped {len(report.skipped)} file(s) that are not media", file=sys.stderr)
+    if not out:
+        print("no media found", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def cmd_process(app: Fredica, args: argparse.Namespace) -> int:
+    get_template(args.template)
+    items = list(args.items)
+    if args.sample:
+        items.append(str(await ensure_sample(app)))
+    if not items:
+        raise SpecError("give a PATH or URL to process, or --sample")
+    outcome = await process(app, items, args.template, priority=args.priority)
+    if args.json:
+        runs = [run_json(r, outcome.tasks[r.id]) for r in outcome.runs]
+        _print_json(runs[0] if len(runs) == 1 else runs)
+    else:
+        for run in outcome.runs:
+            _print_run(run, outcome.tasks[run.id])
+    if outcome.ended_by == "paused":
+        ids = " ".join(r.id for r in outcome.runs)
+        print(
+            f"paused: the run's tasks are held. Continue with `fredica resume {ids}` and then "
+            "`fredica worker --until-idle` (or run this command again); cancel with "
+            f"`fredica cancel {ids}`",
+            file=sys.stderr,
+        )
+        return 130
+    if not outcome.completed:
+        for tasks in outcome.tasks.values():
+            for t in tasks:
+                if t.error and t.error_type != "DEPENDENCY_FAILED":
+                    print(f"fredica: error: {t.key or t.id}: {t.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def cmd_sample(app: Fredica, args: argparse.Namespace) -> int:
+    from python_endpoints.jobs.sample import make_sample
+
+    if not 1 <= args.seconds <= 600:
+        raise SpecError("--seconds must be between 1 and 600")
+    ffmpeg = str(app.settings.ffmpeg_path) if app.settings.ffmpeg_path else None
+    out = await asyncio.to_thread(
+        make_sample, args.out, args.seconds, ffmpeg=ffmpeg, kind=args.kind
+    )
+    print(out)
+    return 0
+
+
+async def cmd_materials(app: Fredica, args: argparse.Namespace) -> int:
+    materials = await asyncio.to_thread(app.library.list)
+    if args.json:
+        _print_json([material_json(m) for m in materials])
+        return 0
+    for m in materials:
+        duration = f"{m.duration:.1f} s" if m.duration is not None else "-"
+        print(f"{m.id}  {m.kind:<7} {duration:>9}  {m.title}  ({m.source})")
+    return 0
+
+
 #: Commands that run an engine (or check health): they verify the whole database file first.
-ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor"})
+ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor", "process"})
 
 COMMANDS: dict[str, Handler] = {
     "submit": cmd_submit,
@@ -291,6 +432,10 @@ COMMANDS: dict[str, Handler] = {
     "doctor": cmd_doctor,
     "templates": cmd_templates,
     "demo": cmd_demo,
+    "add": cmd_add,
+    "process": cmd_process,
+    "sample": cmd_sample,
+    "materials": cmd_materials,
 }
 
 

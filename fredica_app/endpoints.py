@@ -15,6 +15,8 @@ import logging
 import os
 import secrets
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 from workers.executors.websocket import EndpointsAddress
 
@@ -24,8 +26,15 @@ TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
 
 
 class EndpointsProcess:
-    def __init__(self, host: str = "127.0.0.1", start_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        start_timeout: float = 60.0,
+        write_roots: Sequence[Path] = (),
+    ) -> None:
         self.host = host
+        #: Where its jobs may write (the library folder); nowhere else.
+        self.write_roots = list(write_roots)
         self.start_timeout = start_timeout
         self.process: asyncio.subprocess.Process | None = None
         self._address: EndpointsAddress | None = None
@@ -48,12 +57,17 @@ class EndpointsProcess:
     async def _start(self) -> None:
         token = secrets.token_urlsafe(32)
         env = {**os.environ, TOKEN_ENV: token}
+        roots: list[str] = []
+        for root in self.write_roots:
+            root.mkdir(parents=True, exist_ok=True)
+            roots += ["--allow-write", str(root)]
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "python_endpoints",
             "--host",
             self.host,
+            *roots,
             "--parent-pid",
             str(os.getpid()),
             stdout=asyncio.subprocess.PIPE,

@@ -9,7 +9,9 @@ module re-exports them beside the application's, so callers import from one plac
     │   ├── NotAFredicaDatabase, DatabaseTooNew, DatabaseCorrupt, DatabaseLocked
     │   └── MigrationFailed           an upgrade failed and was rolled back
     ├── SettingsError                 settings that cannot be read or written
-    └── TemplateError                 an unknown workflow template
+    ├── TemplateError                 an unknown workflow template
+    ├── MediaImportError              a path or URL that cannot be brought into the library
+    └── RunFailed                     ``process``: the run ended without completing
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ __all__ = [
     "DatabaseTooNew",
     "FredicaError",
     "InvalidState",
+    "MediaImportError",
     "MigrationFailed",
     "NotAFredicaDatabase",
     "NotFound",
+    "RunFailed",
     "SettingsError",
     "SpecError",
     "TemplateError",
@@ -52,3 +56,11 @@ class SettingsError(FredicaError):
 
 class TemplateError(FredicaError):
     """An unknown workflow template, or one that cannot be expanded."""
+
+
+class MediaImportError(FredicaError):
+    """A path or URL that cannot be brought into the library (missing, unreadable, bad URL)."""
+
+
+class RunFailed(FredicaError):
+    """A run followed by ``fredica process`` ended failed or cancelled."""

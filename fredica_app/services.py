@@ -15,13 +15,18 @@ from typing import Any
 
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
-from fredica_app.errors import SpecError
+from fredica_app.errors import SpecError, TemplateError
+from fredica_app.library.importer import Importer, ImportReport, material_dir, safe_name
+from fredica_app.library.store import LibraryStore, MaterialRecord
 from fredica_app.lock import DataDirLock
 from fredica_app.paths import AppPaths, resolve_paths
 from fredica_app.settings import Settings, load_settings
 from fredica_app.templates import get_template
 from workers.engine import RESOURCE_NAMES, WorkerEngine, default_slots
+from workers.events import Event, TaskChanged
+from workers.executor import TaskExecutor
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
+from workers.executors.media import MEDIA_EXECUTORS
 from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
 from workers.spec import WorkflowSpec, parse_spec, prepare_run
 from workers.store import TaskStore
@@ -37,7 +42,9 @@ class Fredica:
     settings_problem: str | None
     store: TaskStore
     registry: TaskTypeRegistry
+    library: LibraryStore
     endpoints: EndpointsProcess = field(default_factory=EndpointsProcess)
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     @classmethod
     def open(cls, data_dir: Path | str | None = None, *, thorough: bool = True) -> Fredica:
@@ -48,9 +55,20 @@ class Fredica:
         engine = open_database(
             paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
         )
-        return cls(paths, loaded.settings, loaded.problem, TaskStore(engine), builtin_registry())
+        library_dir = loaded.settings.library_dir or paths.default_library_dir
+        return cls(
+            paths,
+            loaded.settings,
+            loaded.problem,
+            TaskStore(engine),
+            builtin_registry(),
+            LibraryStore(engine),
+            EndpointsProcess(write_roots=[library_dir]),
+        )
 
     async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
         await self.endpoints.stop()
         await self.store.close()
 
@@ -62,23 +80,109 @@ class Fredica:
             extra = set(data) - {"template", "material_id"}
             if extra:
                 raise SpecError(f"invalid workflow spec: unexpected fields {sorted(extra)}")
-            return get_template(str(data["template"])).expand(material_id=data.get("material_id"))
+            template = get_template(str(data["template"]))
+            if template.source != "none":
+                material_id = data.get("material_id")
+                if not isinstance(material_id, str):
+                    raise SpecError(
+                        f"template {template.name!r} runs on a material: give "
+                        '"material_id", or use `fredica add PATH|URL --template NAME`'
+                    )
+                return self.spec_for_material(self._material(material_id), template.name)
+            return template.expand(material_id=data.get("material_id"))
         return parse_spec(data)
 
     async def submit(self, data: Any) -> CreatedRun:
-        spec = self.spec_from_data(data)
+        spec = await asyncio.to_thread(self.spec_from_data, data)
         return await self.store.create_run(prepare_run(spec, self.registry))
+
+    # --- the media library ------------------------------------------------------------------
+
+    @property
+    def library_dir(self) -> Path:
+        return self.settings.library_dir or self.paths.default_library_dir
+
+    async def import_items(self, items: list[str]) -> ImportReport:
+        """Bring files, folders (recursively) and URLs into the library."""
+        importer = Importer(self.library, self.library_dir)
+        return await asyncio.to_thread(importer.import_items, items)
+
+    def _material(self, material_id: str) -> MaterialRecord:
+        material = self.library.get(material_id)
+        if material is None:
+            raise SpecError(f"no material with id {material_id!r}")
+        return material
+
+    def spec_for_material(self, material: MaterialRecord, template_name: str) -> WorkflowSpec:
+        """A template expanded for one material: its file, its output folder (created here,
+        under the library directory), and the settings that jobs take (ffmpeg, proxy)."""
+        template = get_template(template_name)
+        if template.source == "url" and not material.is_url:
+            raise TemplateError(
+                f"template {template.name!r} downloads a URL; {material.source} is a local "
+                "file (try transcode_mp4)"
+            )
+        if template.source == "file" and material.is_url and not _downloaded(material):
+            raise TemplateError(
+                f"template {template.name!r} needs a local file; {material.source} is a URL "
+                "that has not been downloaded (try download_transcode)"
+            )
+        out_dir = material_dir(self.library_dir, material)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        values = {
+            "input": material.local_path or "",
+            "output_dir": str(out_dir),
+            "stem": safe_name(material.title),
+            "url": material.source,
+        }
+        spec = template.expand(material_id=material.id, values=values, idempotent=True)
+        for task in spec.tasks:
+            if self.settings.ffmpeg_path and task.type in _FFMPEG_TYPES:
+                task.payload["ffmpeg"] = str(self.settings.ffmpeg_path)
+            if self.settings.proxy and task.type == "DOWNLOAD":
+                task.payload["proxy"] = self.settings.proxy
+        return spec
+
+    async def submit_for_material(
+        self, material: MaterialRecord, template_name: str, *, priority: int = 0
+    ) -> CreatedRun:
+        spec = await asyncio.to_thread(self.spec_for_material, material, template_name)
+        if priority:
+            spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
+        return await self.store.create_run(prepare_run(spec, self.registry))
+
+    def _on_event(self, event: Event) -> None:
+        """Fill a material when its PROBE completes (the app reacts to the engine's events;
+        the queue knows nothing of materials)."""
+        if isinstance(event, TaskChanged) and event.kind == "completed":
+            job = asyncio.ensure_future(self._after_completion(event.task_id))
+            self._background.add(job)
+            job.add_done_callback(self._background.discard)
+
+    async def _after_completion(self, task_id: str) -> None:
+        task = await self.store.get_task(task_id)
+        if task.type == "PROBE" and task.material_id and task.result:
+            await asyncio.to_thread(self.library.update_from_probe, task.material_id, task.result)
 
     # --- running -------------------------------------------------------------------------
 
     def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
-        return WorkerEngine(
+        address = self.endpoints.address
+        executors: list[TaskExecutor] = [
+            NoopExecutor(),
+            SleepExecutor(),
+            SleepSubprocessExecutor(address),
+            *(cls(address) for cls in MEDIA_EXECUTORS),
+        ]
+        engine = WorkerEngine(
             self.store,
-            [NoopExecutor(), SleepExecutor(), SleepSubprocessExecutor(self.endpoints.address)],
+            executors,
             max_workers=max_workers or self.settings.max_workers,
             slots=self.settings.slots,
             registry=self.registry,
         )
+        engine.bus.subscribe(self._on_event)
+        return engine
 
     @property
     def lock(self) -> DataDirLock:
@@ -159,6 +263,13 @@ class Fredica:
         return await self.store.restart_log()
 
 
+_FFMPEG_TYPES = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "EXTRACT_SUBTITLES"})
+
+
+def _downloaded(material: MaterialRecord) -> bool:
+    return material.local_path is not None and Path(material.local_path).is_file()
+
+
 def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
     """Read JSON from a file path, or from standard input when ``source`` is ``-``."""
     try:
@@ -222,6 +333,21 @@ def restart_entry_json(entry: RestartLogEntry) -> dict[str, Any]:
         "detail": entry.detail,
         "created_at": entry.created_at,
         "updated_at": entry.updated_at,
+    }
+
+
+def material_json(material: MaterialRecord) -> dict[str, Any]:
+    return {
+        "id": material.id,
+        "source": material.source,
+        "title": material.title,
+        "local_path": material.local_path,
+        "kind": material.kind,
+        "size": material.size,
+        "duration": material.duration,
+        "fingerprint": material.fingerprint,
+        "metadata": material.meta,
+        "created_at": material.created_at,
     }
 
 

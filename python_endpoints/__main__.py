@@ -16,6 +16,8 @@ import ssl
 import sys
 from pathlib import Path
 
+import psutil
+
 from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
 
@@ -31,6 +33,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--certfile", type=Path, help="TLS certificate (PEM), for remote use")
     p.add_argument("--keyfile", type=Path, help="TLS private key (PEM)")
+    p.add_argument(
+        "--allow-write",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="jobs may write only under DIR (repeatable; default: anywhere)",
+    )
     p.add_argument(
         "--parent-pid",
         type=int,
@@ -56,17 +65,17 @@ async def serve(args: argparse.Namespace) -> int:
     if args.certfile is not None:
         ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ssl_context.load_cert_chain(args.certfile, args.keyfile)
-    server = EndpointServer(ENDPOINTS, read_token(args))
+    server = EndpointServer(ENDPOINTS, read_token(args), write_roots=args.allow_write)
     port = await server.start(args.host, args.port, ssl_context)
     print(json.dumps({"port": port}), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    parent = args.parent_pid or os.getppid()
+    parent = os.getppid()
     while not stop.is_set():
-        if os.getppid() != parent and args.parent_pid is None:
-            break  # our parent died: we were re-parented
+        if os.getppid() != parent:
+            break  # our parent died: we were re-parented (at its death, before it is reaped)
         if args.parent_pid is not None and not _alive(args.parent_pid):
             break
         try:
@@ -78,13 +87,11 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie (dead, not yet reaped) does not."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any, Literal
@@ -102,10 +104,94 @@ class ChildContext:
 ChildTarget = Callable[[dict[str, Any], ChildContext], dict[str, Any] | None]
 
 
+# --- processes a job starts (ffmpeg…) -------------------------------------------------------
+#
+# A job's own processes must not outlive it. Three ways they could: the server cancels the
+# job (it kills the whole tree: nothing to do here), the server dies (the parent-watch thread
+# below kills the tracked processes before exiting), or the child itself is killed outright
+# (SIGKILL, the OOM killer): then nothing in the child runs, so on Linux the process is
+# started with PR_SET_PDEATHSIG and the kernel kills it when the child dies.
+
+_tracked: set[subprocess.Popen[bytes]] = set()
+_tracked_lock = threading.Lock()
+_PR_SET_PDEATHSIG = 1
+
+
+def track_process(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process`` if this child exits before it (see :func:`untrack_process`)."""
+    with _tracked_lock:
+        _tracked.add(process)
+
+
+def untrack_process(process: subprocess.Popen[bytes]) -> None:
+    """Forget a process once it has been reaped."""
+    with _tracked_lock:
+        _tracked.discard(process)
+
+
+def kill_tracked_processes() -> None:
+    """Kill every tracked process that is still running (the child is about to exit)."""
+    with _tracked_lock:
+        processes = list(_tracked)
+        _tracked.clear()
+    for process in processes:
+        try:
+            if process.poll() is None:
+                process.kill()
+        except OSError:
+            pass
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the new process die by SIGKILL when this one dies (Linux).
+
+    The death signal belongs to the *thread* that forks: start the process from a thread that
+    lives as long as the process (the job's own thread does)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    # Resolved before the fork: the hook runs between fork and exec, where little is safe.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+    sigkill = int(signal.SIGKILL)
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return hook
+
+
+def start_process(
+    args: Sequence[str],
+    *,
+    stdout: int | None = None,
+    stderr: int | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a job's helper process (argv, never a shell) that cannot outlive this child:
+    tracked, and on Linux killed by the kernel when the child dies. Untrack it once it is
+    reaped. Its stdin is closed."""
+    process = subprocess.Popen(
+        list(args),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        preexec_fn=_die_with_parent_hook(),
+        # No console window flashing up for each ffmpeg under a windowed app (Windows).
+        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+    )
+    track_process(process)
+    return process
+
+
 def _watch_parent(parent_pid: int) -> None:
-    """Exit when the parent dies: a job never outlives its server."""
+    """Exit when the parent dies: a job never outlives its server, nor do its processes."""
     while True:
         if os.getppid() != parent_pid:
+            kill_tracked_processes()
             os._exit(1)
         time.sleep(0.5)
 
@@ -147,6 +233,7 @@ def _child_main(
     else:
         if result is not None and not cancel_event.is_set():
             status_queue.put({"type": "result", "result": result})
+    kill_tracked_processes()  # a job that returned without reaping what it started
     status_queue.close()
     # Everything was sent synchronously: skip the interpreter's shutdown (~0.1 s).
     os._exit(code)

@@ -1,15 +1,760 @@
-"""``/tasks/download``: HTTP(S) downloads in the server's event loop (I/O-bound)."""
+"""``/tasks/download``: HTTP(S) downloads in the server's event loop (I/O-bound).
+
+The body is streamed to ``<output>.part`` and renamed to ``<output>`` only once it is complete
+— as long as the server announced, and fsynced — so the final path never holds a partial body.
+
+**Resume.** One rule serves a retry after a network error, a new attempt after a crash (even a
+``kill -9`` of the whole server) and a reconnection after a long pause::
+
+    keep N bytes of the .part, send  Range: bytes=N-  If-Range: <strong ETag or Last-Modified>
+    206 whose Content-Range starts at N          -> append
+    200 (Range ignored, or the validator changed) -> truncate, start over
+    416 and N is the whole length                -> already complete
+
+N is the smaller of the .part's size and ``resume.bytes_done``. A checkpoint is emitted only
+after an fsync of the .part, so its ``bytes_done`` are on disk for sure, whereas the file's
+size alone is not proof: after a power loss a file can be longer than the data that reached
+the disk. Trusting the checkpoint costs at most a second of download; trusting the size could
+keep a tail of garbage in a media file. Without a validator in ``resume`` the .part is not
+trusted at all: start over. (Within one run, a reconnection without a validator sends Range
+alone and starts over if the total length changed.) A body with neither Content-Length nor
+chunked framing ends when the connection does: a cut there cannot be told from the end.
+
+**Progress** frames (at most five a second) carry ``extras``: ``bytes_done``, ``total`` (None
+when unknown), ``speed`` (bytes/s over the last seconds), ``eta`` (seconds, or None) and, at
+most once a second, ``checkpoint`` — a :class:`~python_endpoints.params.DownloadResume` that the
+engine saves and hands back in the next attempt's params as ``resume``. A pause and a failure
+that keeps the .part emit a last checkpoint of every byte written.
+
+**Errors** (``error_type``)::
+
+    HTTP_ERROR         a definitive 4xx, a redirect to another scheme, too many redirects
+    NETWORK_ERROR      refused/reset/timed out, 5xx/408/425/429, a body cut short or too long
+    NO_SPACE           the announced length exceeds the free space; ENOSPC while writing
+    UNSUPPORTED_MEDIA  a content type ``accept`` refuses (by default text/html: a login or
+                       error page), a body larger than ``max_bytes``
+    IO_ERROR           the .part cannot be opened, written, synced or renamed
+    PAYLOAD_ERROR      invalid params or proxy
+
+A cancel (a server shutting down cancels too), HTTP_ERROR, UNSUPPORTED_MEDIA and a body longer
+than announced remove the .part (nothing worth resuming); other failures and a pause keep it.
+"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import asyncio
+import contextlib
+import errno
+import importlib.metadata
+import io
+import math
+import os
+import shutil
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from python_endpoints.child import JobFailed
-from python_endpoints.endpoint import LoopContext, LoopEndpoint
+from pydantic import ValidationError
+
+from python_endpoints.child import JobCancelled, JobFailed
+from python_endpoints.endpoint import Emit, LoopContext, LoopEndpoint
+from python_endpoints.params import DownloadParams, DownloadResume
+
+if TYPE_CHECKING:
+    # Imported on first use: httpx adds ~0.4 s to the endpoints server's start.
+    import httpx
+
+MAX_REDIRECTS = 10
+#: At most five progress frames a second.
+PROGRESS_EVERY = 0.2
+#: At most one checkpoint (and one fsync of the .part) a second.
+CHECKPOINT_EVERY = 1.0
+#: The speed is the average over this many seconds.
+SPEED_WINDOW = 5.0
+#: After a pause this long the connection is most likely dead (the server timed it out):
+#: reconnect with Range rather than wait a full read timeout to find out.
+RECONNECT_AFTER_PAUSE = 30.0
+#: Statuses worth another attempt besides every 5xx.
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+def _user_agent() -> str:
+    try:
+        version = importlib.metadata.version("fredica")
+    except importlib.metadata.PackageNotFoundError:
+        version = "dev"
+    return f"Fredica/{version}"
+
+
+USER_AGENT = _user_agent()
+
+
+def part_path(output: Path) -> Path:
+    """Where the body goes until it is complete."""
+    return output.with_name(output.name + ".part")
+
+
+# --- pure helpers -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRange:
+    start: int
+    end: int
+    total: int | None  # None: ``/*``, the server does not know
+
+
+def parse_content_range(value: str | None) -> ContentRange | None:
+    """``bytes 100-199/1000`` or ``bytes 100-199/*``; None for anything else."""
+    if not value:
+        return None
+    unit, _, spec = value.strip().partition(" ")
+    span, _, size = spec.partition("/")
+    first, dash, last = span.partition("-")
+    if unit.lower() != "bytes" or not dash:
+        return None
+    try:
+        start, end = int(first), int(last)
+        total = None if size.strip() == "*" else int(size)
+    except ValueError:
+        return None
+    if start < 0 or end < start or (total is not None and end >= total):
+        return None
+    return ContentRange(start, end, total)
+
+
+def unsatisfied_length(value: str | None) -> int | None:
+    """The length in a 416's ``bytes */1000``; None when absent or malformed."""
+    if not value:
+        return None
+    unit, _, spec = value.strip().partition(" ")
+    star, slash, size = spec.partition("/")
+    if unit.lower() != "bytes" or star != "*" or not slash:
+        return None
+    try:
+        return int(size)
+    except ValueError:
+        return None
+
+
+def if_range_validator(etag: str | None, last_modified: str | None) -> str | None:
+    """What to send in ``If-Range``: a strong ETag, else Last-Modified. A weak ETag never
+    matches in If-Range (RFC 9110 §13.1.5), so it cannot vouch for the bytes on disk."""
+    if etag and not etag.startswith("W/"):
+        return etag
+    return last_modified or None
+
+
+def accepts(content_type: str | None, accept: Sequence[str]) -> bool:
+    """Whether a body of this type is wanted: ``accept`` holds media type prefixes (``video/``);
+    empty, anything but text/html — what a login page or an error page is. A response without
+    a type is taken (nothing says it is wrong)."""
+    if not content_type:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    if not accept:
+        return media != "text/html"
+    return any(media.startswith(prefix.strip().lower()) for prefix in accept)
+
+
+def content_length(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        length = int(value)
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+class SpeedMeter:
+    """Bytes per second over the last ``window`` seconds: a moving average that forgets a burst
+    or a stall within a few seconds. Fed at each progress report, not at each chunk."""
+
+    def __init__(self, window: float = SPEED_WINDOW) -> None:
+        self.window = window
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def add(self, now: float, bytes_done: int) -> None:
+        self._samples.append((now, bytes_done))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= self.window:
+            self._samples.popleft()
+
+    def reset(self) -> None:
+        """Forget the past (after a pause, or when the .part was truncated)."""
+        self._samples.clear()
+
+    def speed(self) -> float:
+        if len(self._samples) < 2:
+            return 0.0
+        (t0, b0), (t1, b1) = self._samples[0], self._samples[-1]
+        return max(0.0, (b1 - b0) / (t1 - t0)) if t1 > t0 else 0.0
+
+
+def eta(bytes_done: int, total: int | None, speed: float) -> float | None:
+    if total is None or speed <= 0:
+        return None
+    return max(0.0, (total - bytes_done) / speed)
+
+
+def format_bytes(n: float) -> str:
+    """``512 B``, ``12.3 MB`` (decimal units, as browsers and file managers show them)."""
+    if n < 1000:
+        return f"{n:.0f} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        n /= 1000
+        if n < 1000 or unit == "TB":
+            break
+    return f"{n:.1f} {unit}"
+
+
+def format_duration(seconds: float) -> str:
+    s = math.ceil(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s < 600 else f"{round(s / 60)} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def status_text(bytes_done: int, total: int | None, speed: float, left: float | None) -> str:
+    """``downloading 12.3 MB of 40.0 MB, 5.1 MB/s, 6 s left``."""
+    text = f"downloading {format_bytes(bytes_done)}"
+    if total is not None:
+        text += f" of {format_bytes(total)}"
+    if speed > 0:
+        text += f", {format_bytes(speed)}/s"
+    if left is not None:
+        text += f", {format_duration(left)} left"
+    return text
+
+
+def host_of(url: str) -> str:
+    """``example.com:8080`` of ``https://user@example.com:8080/a``."""
+    return url.partition("://")[2].partition("/")[0].partition("?")[0].rpartition("@")[2]
+
+
+def shown(url: str) -> str:
+    """A URL for a message: without credentials, and not endless (signed URLs are long)."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        authority, slash, path = rest.partition("/")
+        url = f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
+    return url if len(url) <= 200 else url[:197] + "..."
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class DownloadFailed(JobFailed):
+    """A download's error. ``discard``: the .part is worthless (removed) rather than kept for
+    the next attempt to resume from."""
+
+    def __init__(self, message: str, error_type: str, *, discard: bool = False) -> None:
+        super().__init__(message, error_type)
+        self.discard = discard
+
+
+def status_failure(code: int, reason: str, url: str) -> DownloadFailed:
+    """A response that is neither 200 nor a usable 206/416."""
+    what = f"the server answered {code} {reason}".rstrip() + f" for {shown(url)}"
+    if code >= 500 or code in RETRYABLE_STATUSES:
+        return DownloadFailed(f"{what}; the download is retried later", "NETWORK_ERROR")
+    return DownloadFailed(
+        f"{what}: check the URL (it may have expired, or need a login)", "HTTP_ERROR", discard=True
+    )
+
+
+def _io_failure(exc: OSError, what: str) -> DownloadFailed:
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return DownloadFailed(
+            f"the disk is full: cannot {what}; free some space, then retry the task", "NO_SPACE"
+        )
+    return DownloadFailed(f"cannot {what}: {exc.strerror or exc}", "IO_ERROR")
+
+
+def _network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        what = "the server did not answer in time"
+    elif isinstance(exc, httpx.ConnectError):
+        what = "could not connect"
+    elif isinstance(exc, httpx.ProxyError):
+        what = "the proxy refused the connection"
+    else:
+        what = "the connection was lost"
+    detail = str(exc) or type(exc).__name__
+    return DownloadFailed(
+        f"downloading {shown(url)} failed: {what} ({detail}); the download is retried and "
+        "resumes from the bytes already downloaded",
+        "NETWORK_ERROR",
+    )
+
+
+# --- the transfer ---------------------------------------------------------------------------
+
+
+_Outcome = Literal["body", "complete", "restart"]
+
+
+class _Transfer:
+    """One run of a download: the .part, the connections, the progress."""
+
+    def __init__(self, params: DownloadParams, ctx: LoopContext) -> None:
+        self.params = params
+        self.ctx = ctx
+        self.output = Path(params.output)
+        self.part = part_path(self.output)
+        self.file: io.FileIO | None = None
+        self.done = 0  # bytes in the .part
+        self.total: int | None = None
+        self.etag: str | None = None
+        self.last_modified: str | None = None
+        self.content_type: str | None = None
+        self.final_url = params.url
+        self.resumed_from: int | None = None
+        self.meter = SpeedMeter()
+        # Bumped whenever the .part is truncated: an fsync started before no longer vouches.
+        self._generation = 0
+        self._sync: asyncio.Future[None] | None = None  # the fsync running in a thread
+        self._sync_bytes = 0
+        self._sync_generation = 0
+        self._on_disk = 0  # bytes an fsync vouches for: what a checkpoint may claim
+        self._checkpoint_due = False
+        self._last_progress = -math.inf
+        self._last_checkpoint = time.monotonic()
+        self._paused_on_connection = False
+
+    async def run(self) -> dict[str, Any]:
+        try:
+            async with self._client() as client:  # first: a bad proxy leaves no .part
+                self._open()
+                await self.ctx.report_progress(0.0, f"connecting to {host_of(self.params.url)}")
+                while not await self._connection(client):
+                    pass
+            return await self._finish()
+        except DownloadFailed as exc:
+            if not exc.discard:
+                # Say exactly how far it got, so the next attempt loses nothing.
+                with contextlib.suppress(OSError):
+                    await self._checkpoint_now()
+            raise
+        finally:
+            await self._settle_sync()  # the file must not be closed under a running fsync
+            if self.file is not None:
+                self.file.close()
+
+    # -- the .part --
+
+    def _open(self) -> None:
+        resume = self.params.resume
+        try:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.part, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+            self.file = io.FileIO(fd, "r+", closefd=True)
+            keep = 0
+            if resume is not None and if_range_validator(resume.etag, resume.last_modified):
+                keep = min(os.fstat(fd).st_size, resume.bytes_done)
+                self.etag, self.last_modified = resume.etag, resume.last_modified
+            self.file.truncate(keep)
+            self.file.seek(keep)
+        except OSError as exc:
+            raise _io_failure(exc, f"write {self.part}") from exc
+        # The kept bytes were fsynced before the checkpoint that counts them was sent.
+        self.done = self._on_disk = keep
+
+    def _write(self, chunk: bytes) -> None:
+        # Plain writes into the page cache, in the loop: fast enough, and they keep the order
+        # of the bytes simple. Only fsync, which can take long, goes to a thread.
+        assert self.file is not None
+        view = memoryview(chunk)
+        try:
+            while view:
+                view = view[self.file.write(view) :]
+        except OSError as exc:
+            raise _io_failure(exc, f"write {self.part}") from exc
+        self.done += len(chunk)
+
+    def _truncate(self) -> None:
+        """The bytes on disk are not a prefix of the body being received: start over."""
+        assert self.file is not None
+        try:
+            self.file.truncate(0)
+            self.file.seek(0)
+        except OSError as exc:
+            raise _io_failure(exc, f"write {self.part}") from exc
+        self.done = self._on_disk = 0
+        self.resumed_from = 0
+        self._generation += 1
+        self.meter.reset()
+
+    def _start_sync(self, now: float) -> None:
+        assert self.file is not None
+        self._sync_bytes, self._sync_generation = self.done, self._generation
+        self._sync = asyncio.ensure_future(asyncio.to_thread(os.fsync, self.file.fileno()))
+        self._last_checkpoint = now
+
+    def _collect_sync(self) -> None:
+        """Take the result of a finished background fsync: its bytes may now be checkpointed."""
+        if self._sync is None or not self._sync.done():
+            return
+        sync, self._sync = self._sync, None
+        exc = sync.exception()
+        if isinstance(exc, OSError):
+            raise _io_failure(exc, f"sync {self.part}") from exc
+        if self._sync_generation == self._generation:
+            self._on_disk = self._sync_bytes
+            self._checkpoint_due = True
+
+    async def _sync_now(self) -> None:
+        """fsync every byte written so far, and wait for it."""
+        if self._sync is not None:
+            await asyncio.wait({self._sync})
+            self._collect_sync()
+        self._start_sync(time.monotonic())
+        assert self._sync is not None
+        # asyncio.wait: a cancel of this task interrupts the wait, never the fsync itself.
+        await asyncio.wait({self._sync})
+        self._collect_sync()
+
+    async def _settle_sync(self) -> None:
+        """Let a running fsync end; its outcome no longer matters (the run is over)."""
+        sync, self._sync = self._sync, None
+        if sync is not None:
+            await asyncio.wait({sync})
+            if not sync.cancelled():
+                sync.exception()  # retrieved: no "exception never retrieved" at exit
+
+    async def _checkpoint_now(self, text: str | None = None) -> None:
+        """fsync the .part and send a checkpoint of every byte written (pause, failure)."""
+        if self.file is None or self.file.closed:
+            return
+        await self._sync_now()
+        await self._emit(time.monotonic(), text)
+
+    def _checkpoint(self, bytes_done: int) -> dict[str, Any]:
+        return DownloadResume(
+            bytes_done=bytes_done, etag=self.etag, last_modified=self.last_modified
+        ).model_dump()
+
+    # -- HTTP --
+
+    def _client(self) -> httpx.AsyncClient:
+        import httpx
+
+        try:
+            return httpx.AsyncClient(
+                # identity: Range offsets count the bytes as stored, not a decoded stream.
+                headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
+                timeout=httpx.Timeout(self.params.timeout),
+                follow_redirects=True,
+                max_redirects=MAX_REDIRECTS,
+                proxy=self.params.proxy,
+                event_hooks={"request": [self._check_scheme]},
+            )
+        except (ValueError, ImportError, httpx.InvalidURL) as exc:
+            raise DownloadFailed(
+                f"the proxy {shown(self.params.proxy or '')} cannot be used: {exc}",
+                "PAYLOAD_ERROR",
+            ) from exc
+
+    async def _check_scheme(self, request: httpx.Request) -> None:
+        """Every request, redirects included, goes to http or https only."""
+        scheme = request.url.scheme
+        if scheme not in ("http", "https"):
+            raise DownloadFailed(
+                f"{shown(self.params.url)} redirects to a {scheme}: URL "
+                f"({shown(str(request.url))}); only http and https can be downloaded",
+                "HTTP_ERROR",
+                discard=True,
+            )
+
+    def _range_headers(self) -> dict[str, str]:
+        if self.done == 0:
+            return {}
+        headers = {"Range": f"bytes={self.done}-"}
+        validator = if_range_validator(self.etag, self.last_modified)
+        if validator is not None:
+            headers["If-Range"] = validator
+        # Without a validator (possible only when reconnecting within this run: a resume
+        # without one starts over) the total length must stay the same (_accept checks it).
+        return headers
+
+    async def _connection(self, client: httpx.AsyncClient) -> bool:
+        """One request. True once the body is complete, False to reconnect with Range."""
+        import httpx
+
+        requested = self.done
+        self._paused_on_connection = False
+        try:
+            async with client.stream(
+                "GET", self.params.url, headers=self._range_headers()
+            ) as response:
+                outcome = self._accept(response, requested)
+                if outcome != "body":
+                    return outcome == "complete"
+                self._checkpoint_due = True  # save the validator at once
+                self._last_checkpoint = time.monotonic()
+                await self._emit(self._last_checkpoint)
+                return await self._body(response)
+        except httpx.TooManyRedirects as exc:
+            raise DownloadFailed(
+                f"{shown(self.params.url)} redirects more than {MAX_REDIRECTS} times",
+                "HTTP_ERROR",
+                discard=True,
+            ) from exc
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise DownloadFailed(
+                f"{shown(self.params.url)} cannot be downloaded: {exc}", "PAYLOAD_ERROR"
+            ) from exc
+        except httpx.HTTPError as exc:
+            if self._paused_on_connection:
+                # A pause left the connection idle and the server dropped it: carry on with
+                # Range, as a new attempt would, without failing this one.
+                return False
+            raise _network_failure(exc, self.params.url) from exc
+
+    def _accept(self, response: httpx.Response, requested: int) -> _Outcome:
+        """Judge a response's status and headers before its body."""
+        status, headers = response.status_code, response.headers
+        if status == 416 and requested > 0:
+            length = unsatisfied_length(headers.get("content-range"))
+            if length != requested:
+                self._truncate()  # the .part is longer than the body now
+                return "restart"
+            total: int | None = length
+            outcome: _Outcome = "complete"
+        elif status == 206:
+            span = parse_content_range(headers.get("content-range"))
+            changed = (
+                span is not None
+                and None not in (self.total, span.total)
+                and span.total != self.total
+            )
+            if span is None or span.start != requested or changed:
+                if requested == 0:
+                    raise DownloadFailed(
+                        f"{shown(self.params.url)} answered a partial body that was not "
+                        f"asked for ({headers.get('content-range')!r})",
+                        "NETWORK_ERROR",
+                        discard=True,
+                    )
+                self._truncate()
+                return "restart"
+            total, outcome = span.total, "body"
+        elif status == 200:
+            if requested > 0:
+                self._truncate()  # Range ignored, or the validator no longer matches
+            total, outcome = content_length(headers.get("content-length")), "body"
+        else:
+            raise status_failure(status, response.reason_phrase, self.params.url)
+        if outcome == "body" and not accepts(headers.get("content-type"), self.params.accept):
+            wanted = ", ".join(self.params.accept) or "anything but text/html"
+            raise DownloadFailed(
+                f"{shown(self.params.url)} is {headers.get('content-type')}, not what was "
+                f"asked for ({wanted}): a login or error page? Check the URL",
+                "UNSUPPORTED_MEDIA",
+                discard=True,
+            )
+        self._check_size(total)
+        if self.resumed_from is None:
+            self.resumed_from = self.done
+        self.total = total
+        self.final_url = str(response.url)
+        if outcome == "body":
+            self.content_type = headers.get("content-type")
+            # A 206 without validators keeps the ones that got it.
+            if status == 200 or "etag" in headers or "last-modified" in headers:
+                self.etag, self.last_modified = headers.get("etag"), headers.get("last-modified")
+        return outcome
+
+    def _check_size(self, total: int | None) -> None:
+        if total is None:
+            return
+        limit = self.params.max_bytes
+        if limit is not None and total > limit:
+            raise self._too_large(total, so_far=False)
+        try:
+            free = shutil.disk_usage(self.part.parent).free
+        except OSError:
+            return  # cannot tell: writing will say
+        if total - self.done > free:
+            raise DownloadFailed(
+                f"not enough free space in {self.part.parent} for {shown(self.params.url)}: "
+                f"{format_bytes(total - self.done)} needed, {format_bytes(free)} free; free "
+                "some space, then retry the task",
+                "NO_SPACE",
+            )
+
+    def _too_large(self, size: int, *, so_far: bool) -> DownloadFailed:
+        limit = format_bytes(self.params.max_bytes or 0)
+        return DownloadFailed(
+            f"{shown(self.params.url)} is larger than the {limit} allowed (max_bytes): "
+            f"{format_bytes(size)}{' so far' if so_far else ''}",
+            "UNSUPPORTED_MEDIA",
+            discard=True,
+        )
+
+    async def _body(self, response: httpx.Response) -> bool:
+        limit = self.params.max_bytes
+        async for chunk in response.aiter_raw():
+            self._write(chunk)
+            if self.total is not None and self.done > self.total:
+                raise DownloadFailed(
+                    f"{shown(self.params.url)} sent more than the {self.total} bytes it announced",
+                    "NETWORK_ERROR",
+                    discard=True,
+                )
+            if limit is not None and self.done > limit:
+                raise self._too_large(self.done, so_far=True)
+            await self._tick()
+            if not self.ctx.resume_event.is_set() and await self._pause() > RECONNECT_AFTER_PAUSE:
+                return False
+        if self.total is not None and self.done < self.total:
+            if self._paused_on_connection:
+                return False
+            raise DownloadFailed(
+                f"downloading {shown(self.params.url)} failed: the connection closed after "
+                f"{self.done} of {self.total} bytes; the download is retried and resumes "
+                "from there",
+                "NETWORK_ERROR",
+            )
+        return True
+
+    async def _pause(self) -> float:
+        """Stop reading (the connection stays open) until resumed; return how long it was."""
+        started = time.monotonic()
+        of = "" if self.total is None else f" of {format_bytes(self.total)}"
+        await self._checkpoint_now(f"paused at {format_bytes(self.done)}{of}")
+        await self.ctx.wait_if_paused()
+        self._paused_on_connection = True
+        self.meter.reset()
+        return time.monotonic() - started
+
+    # -- reporting --
+
+    async def _tick(self) -> None:
+        now = time.monotonic()
+        self._collect_sync()
+        if self._sync is None and now - self._last_checkpoint >= CHECKPOINT_EVERY:
+            self._start_sync(now)
+        if now - self._last_progress >= PROGRESS_EVERY:
+            await self._emit(now)
+
+    async def _emit(self, now: float, text: str | None = None) -> None:
+        self._last_progress = now
+        self.meter.add(now, self.done)
+        speed = self.meter.speed()
+        left = eta(self.done, self.total, speed)
+        extras: dict[str, Any] = {
+            "bytes_done": self.done,
+            "total": self.total,
+            "speed": round(speed, 1),
+            "eta": None if left is None else round(left, 1),
+        }
+        if self._checkpoint_due:
+            extras["checkpoint"] = self._checkpoint(self._on_disk)
+            self._checkpoint_due = False
+        percent = round(100.0 * self.done / self.total, 2) if self.total else 0.0
+        await self.ctx.report_progress(
+            percent, text or status_text(self.done, self.total, speed, left), extras=extras
+        )
+
+    # -- the end --
+
+    async def _finish(self) -> dict[str, Any]:
+        assert self.file is not None
+        await self._sync_now()
+        try:
+            if self.ctx.cancel_event.is_set():
+                raise JobCancelled  # the .part is removed by the cancel, do not publish it
+            self.file.close()
+            os.replace(self.part, self.output)
+        except OSError as exc:
+            raise _io_failure(exc, f"move {self.part} to {self.output}") from exc
+        _sync_dir(self.output.parent)
+        await self.ctx.report_progress(
+            100.0,
+            f"downloaded {format_bytes(self.done)}",
+            extras={"bytes_done": self.done, "total": self.done, "speed": 0.0, "eta": 0.0},
+        )
+        return {
+            "outputs": [str(self.output)],
+            "bytes": self.done,
+            "content_type": self.content_type,
+            "url": self.final_url,
+            "resumed_from": self.resumed_from or 0,
+        }
+
+
+def _sync_dir(directory: Path) -> None:
+    """Make the rename durable too (POSIX; Windows cannot open a directory, nor needs to)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# --- the endpoint ---------------------------------------------------------------------------
 
 
 class DownloadEndpoint(LoopEndpoint):
+    """Download one URL to ``params["output"]`` (:class:`~python_endpoints.params.DownloadParams`).
+
+    Result: ``{"outputs": [output], "bytes": n, "content_type": str | None, "url": final URL
+    after redirects, "resumed_from": bytes kept from an earlier attempt}``.
+    """
+
     name: ClassVar[str] = "download"
 
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        self._part: Path | None = None
+        self._discard_part = False
+
+    def partial_outputs(self) -> list[Path]:
+        # A .part is kept for the next attempt unless it was cancelled or is worthless.
+        return [self._part] if self._part is not None and self._discard_part else []
+
+    async def cancel(self) -> None:
+        # A disconnect or a shutdown is not the user's cancel: keep the bytes for the retry.
+        self._discard_part = not self.interrupted
+        self.ctx.cancel_event.set()
+        self.ctx.resume_event.set()
+        # The .part is removed once the job has stopped and closed it (the server removes the
+        # partial outputs after JobCancelled): an open file cannot be removed on Windows.
+
     async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
-        raise JobFailed("DOWNLOAD is not implemented yet")
+        try:
+            valid = DownloadParams.model_validate(params)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "params"
+            raise JobFailed(
+                f"invalid download params: {where}: {err['msg']}", "PAYLOAD_ERROR"
+            ) from None
+        transfer = _Transfer(valid, ctx)
+        self._part = transfer.part
+        # The transfer runs as a task of its own so that a cancel stops it at once, even
+        # while it waits for a slow server (the read timeout can be minutes).
+        run = asyncio.create_task(transfer.run())
+        stop = asyncio.create_task(ctx.cancel_event.wait())
+        try:
+            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not run.done():
+                run.cancel()
+            await asyncio.wait({run, stop})  # the connection and the .part are closed
+        if run.cancelled():
+            raise JobCancelled
+        failure = run.exception()
+        if isinstance(failure, DownloadFailed):
+            self._discard_part = self._discard_part or failure.discard
+        return run.result()

@@ -67,6 +67,10 @@ class TaskEndpoint:
     def __init__(self, emit: Emit) -> None:
         self.emit = emit
         self.paused = False
+        #: Set before :meth:`cancel` when the job is stopped without the user's cancel (the
+        #: client went away, the server is shutting down): what a next attempt can resume
+        #: from (a download's .part) is kept.
+        self.interrupted = False
 
     async def run(self, params: dict[str, Any]) -> dict[str, Any]:
         """Run the job to its end; return its result. Raise :class:`JobFailed` for an error."""
@@ -103,13 +107,21 @@ class LoopContext:
         self.resume_event.set()
 
     async def report_progress(
-        self, percent: float, status_text: str | None = None, pausable: Pausable | None = None
+        self,
+        percent: float,
+        status_text: str | None = None,
+        pausable: Pausable | None = None,
+        extras: dict[str, Any] | None = None,
     ) -> None:
+        """Send a ``progress`` frame. ``extras`` are job-specific values (a download's bytes and
+        speed…); ``extras["checkpoint"]``, when present, is saved by the engine as the task's
+        checkpoint."""
         await self._endpoint.emit(
             Progress(
                 percent=min(100.0, max(0.0, percent)),
                 status_text=status_text,
                 pausable=pausable or self._endpoint.pausable,
+                extras=extras or {},
             )
         )
 

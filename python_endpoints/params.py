@@ -49,6 +49,9 @@ class _MediaParams(BaseModel):
 
     #: The ffmpeg binary (settings); None: the one bundled with imageio-ffmpeg.
     ffmpeg: str | None = None
+    #: Refuse to start (``NO_SPACE``) unless the output's estimated size still leaves this
+    #: many bytes free on its disk.
+    keep_free_bytes: int = Field(default=256 << 20, ge=0)
 
 
 class ProbeParams(BaseModel):

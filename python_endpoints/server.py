@@ -4,6 +4,10 @@ Every connection must carry ``Authorization: Bearer <token>`` (compared in const
 wrong or missing token is refused during the handshake with HTTP 401, an unknown endpoint with
 404 — before any job exists. Frames are limited in size, pings go both ways, and a peer that
 stops answering is treated as gone: its job is cancelled and its processes reaped.
+
+With ``write_roots``, a job may write only under those folders: params whose ``output`` or
+``output_dir`` lies elsewhere are refused (``PAYLOAD_ERROR``) before the job starts. The app
+passes its library folder; a token holder cannot make the server write anywhere else.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -57,10 +63,14 @@ class EndpointServer:
         *,
         ping_interval: float = 10.0,
         ping_timeout: float = 20.0,
+        write_roots: Sequence[Path] | None = None,
     ) -> None:
         if not token:
             raise ValueError("an endpoints server needs a token")
         self.endpoints = dict(endpoints)
+        self.write_roots = (
+            None if write_roots is None else [Path(os.path.realpath(r)) for r in write_roots]
+        )
         self._token = token.encode()
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
@@ -113,7 +123,7 @@ class EndpointServer:
 
     async def _handle(self, connection: ServerConnection) -> None:
         name = connection.request.path.removeprefix(PATH_PREFIX)  # type: ignore[union-attr]
-        session = Session(connection, self.endpoints[name])
+        session = Session(connection, self.endpoints[name], self.write_roots)
         self.sessions.add(session)
         try:
             await session.serve()
@@ -124,8 +134,14 @@ class EndpointServer:
 class Session:
     """One connection: one run of one endpoint."""
 
-    def __init__(self, connection: ServerConnection, endpoint_cls: type[TaskEndpoint]) -> None:
+    def __init__(
+        self,
+        connection: ServerConnection,
+        endpoint_cls: type[TaskEndpoint],
+        write_roots: list[Path] | None = None,
+    ) -> None:
         self.connection = connection
+        self.write_roots = write_roots
         self.endpoint = endpoint_cls(self._emit)
         self.job: asyncio.Task[None] | None = None
         self.percent = 0.0
@@ -150,7 +166,9 @@ class Session:
         finally:
             receiver.cancel()
             if self.job is not None and not self.job.done():
-                # The client went away mid-job: cancel it and reap its processes.
+                # The client went away mid-job: stop it and reap its processes (not a cancel
+                # of the user's: what the next attempt can resume from is kept).
+                self.endpoint.interrupted = True
                 await self.endpoint.cancel()
                 await self.job
 
@@ -219,6 +237,10 @@ class Session:
 
     async def _run(self, params: dict[str, Any]) -> None:
         """Run the job and send exactly one final frame: result, error or cancelled."""
+        refused = outside_write_roots(params, self.write_roots)
+        if refused is not None:
+            await self._finish(Error(error=refused, error_type="PAYLOAD_ERROR"))
+            return
         try:
             result = await self.endpoint.run(params)
         except JobCancelled:
@@ -251,9 +273,30 @@ class Session:
 
     async def abort(self) -> None:
         self.aborting = True
+        self.endpoint.interrupted = True
         if self.job is not None and not self.job.done():
             await self.endpoint.cancel()
             with contextlib.suppress(Exception):
                 await self.job
         with contextlib.suppress(ConnectionClosed):
             await self.connection.close()
+
+
+#: The params that name where a job writes.
+WRITE_KEYS = ("output", "output_dir")
+
+
+def outside_write_roots(params: Mapping[str, Any], roots: list[Path] | None) -> str | None:
+    """Why these params may not run (a write outside ``roots``), or None when they may.
+    Symbolic links and ``..`` are resolved first, so neither can lead out of a root."""
+    if roots is None:
+        return None
+    for key in WRITE_KEYS:
+        value = params.get(key)
+        if not isinstance(value, str):
+            continue
+        target = Path(os.path.realpath(value))
+        if not any(target == root or target.is_relative_to(root) for root in roots):
+            allowed = ", ".join(str(r) for r in roots)
+            return f"{key} {value!r} is outside the folders this server may write to ({allowed})"
+    return None

@@ -60,6 +60,11 @@ class ErrorType(StrEnum):
     IO_ERROR = "IO_ERROR"
     UNSUPPORTED_MEDIA = "UNSUPPORTED_MEDIA"
     NO_SPACE = "NO_SPACE"
+    INPUT_MISSING = "INPUT_MISSING"
+    NOT_MEDIA = "NOT_MEDIA"
+    NO_AUDIO = "NO_AUDIO"
+    VERIFY_FAILED = "VERIFY_FAILED"
+    HTTP_ERROR = "HTTP_ERROR"
 
 
 #: Error types that are final whatever ``max_retries`` says.
@@ -71,6 +76,14 @@ NON_RETRYABLE: frozenset[str] = frozenset(
         ErrorType.DEPENDENCY_FAILED,
         ErrorType.NO_EXECUTOR,
         ErrorType.ORPHANED,
+        # The input or the request is wrong: another attempt would fail the same way. The
+        # user fixes the cause (frees space, fixes the URL) and retries by hand.
+        ErrorType.INPUT_MISSING,
+        ErrorType.NOT_MEDIA,
+        ErrorType.NO_AUDIO,
+        ErrorType.UNSUPPORTED_MEDIA,
+        ErrorType.NO_SPACE,
+        ErrorType.HTTP_ERROR,
     }
 )
 

@@ -12,7 +12,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from python_endpoints.params import SleepParams
+from python_endpoints.params import (
+    DownloadParams,
+    ExtractAudioParams,
+    ExtractSubtitlesParams,
+    ProbeParams,
+    SleepParams,
+    TranscodeParams,
+)
 
 #: The payload key that carries its schema version.
 SCHEMA_VERSION_KEY = "schema_version"
@@ -129,10 +136,60 @@ SLEEP_SUBPROCESS = TaskType(
 )
 
 
+# --- Media task types: each runs on a task endpoint (python_endpoints.params has the fields).
+
+
+class ProbePayload(TaskPayload, ProbeParams):
+    pass
+
+
+class TranscodePayload(TaskPayload, TranscodeParams):
+    pass
+
+
+class ExtractAudioPayload(TaskPayload, ExtractAudioParams):
+    pass
+
+
+class ExtractSubtitlesPayload(TaskPayload, ExtractSubtitlesParams):
+    pass
+
+
+class DownloadPayload(TaskPayload, DownloadParams):
+    pass
+
+
+PROBE = TaskType(
+    "PROBE", ProbePayload, "io", "reads streams, codecs, duration and subtitles (PyAV)"
+)
+TRANSCODE_MP4 = TaskType(
+    "TRANSCODE_MP4",
+    TranscodePayload,
+    "cpu",
+    "an MP4: stream copy when the codecs fit, else H.264/AAC; pausable",
+)
+EXTRACT_AUDIO = TaskType(
+    "EXTRACT_AUDIO", ExtractAudioPayload, "cpu", "16 kHz mono WAV (or FLAC) for speech-to-text"
+)
+EXTRACT_SUBTITLES = TaskType(
+    "EXTRACT_SUBTITLES",
+    ExtractSubtitlesPayload,
+    "io",
+    "every embedded text subtitle stream to SRT and WebVTT",
+)
+DOWNLOAD = TaskType(
+    "DOWNLOAD",
+    DownloadPayload,
+    "net",
+    "HTTP(S) download to a .part file, resumed with Range after a pause, crash or error",
+)
+
+MEDIA_TYPES = (PROBE, TRANSCODE_MP4, EXTRACT_AUDIO, EXTRACT_SUBTITLES, DOWNLOAD)
+
+
 def builtin_registry() -> TaskTypeRegistry:
-    """A registry with the diagnostic types. Later layers register theirs on top."""
+    """A registry with the diagnostic and media types. Later layers register theirs on top."""
     registry = TaskTypeRegistry()
-    registry.register(NOOP)
-    registry.register(SLEEP)
-    registry.register(SLEEP_SUBPROCESS)
+    for task_type in (NOOP, SLEEP, SLEEP_SUBPROCESS, *MEDIA_TYPES):
+        registry.register(task_type)
     return registry

@@ -4,8 +4,9 @@ The base opens the connection with the bearer token, sends ``init_param_and_run`
 the task's cancel and pause/resume channels as commands, and turns frames into the task's
 state: ``progress`` into progress and pausability, ``pause_request``/``resume_request`` into
 ``is_paused`` (with the reason in ``status_text``), ``result`` into completion, ``error`` into
-a failed attempt with its error type, ``cancelled`` into a cancel. A connection that cannot be
-made or is lost is a retryable failure (``CONNECTION_LOST``).
+a failed attempt with its error type, ``cancelled`` into a cancel. A progress frame's
+``extras.checkpoint`` becomes the task's checkpoint (what the next attempt resumes from). A
+connection that cannot be made or is lost is a retryable failure (``CONNECTION_LOST``).
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ class WebSocketExecutor(BaseExecutor):
     def __init__(self, address: AddressSource) -> None:
         self.address = address
 
-    def params(self, task: TaskRecord) -> dict[str, Any]:
-        """The endpoint's params: the payload without the queue's own keys."""
+    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
+        """The endpoint's params: the payload without the queue's own keys. Subclasses add
+        what the attempt resumes from (``ctx.checkpoint``)."""
         return {
             k: v for k, v in task.payload.items() if k not in (SCHEMA_VERSION_KEY, "check_skip")
         }
@@ -112,7 +114,7 @@ class WebSocketExecutor(BaseExecutor):
                 f"cannot reach the endpoints server at {address.url(self.endpoint)}: {exc}"
             )
         async with ws:
-            init = InitParamAndRun(data=InitData(params=self.params(task), task_id=task.id))
+            init = InitParamAndRun(data=InitData(params=self.params(task, ctx), task_id=task.id))
             await ws.send(dump(init))
             control = asyncio.create_task(self._forward_control(ws, ctx))
             try:
@@ -132,7 +134,13 @@ class WebSocketExecutor(BaseExecutor):
                 return ExecuteResult(error=f"the endpoint sent {exc}", error_type="PROTOCOL_ERROR")
             if isinstance(frame, Progress):
                 pausable = None if frame.pausable is None else frame.pausable in ("always", "now")
-                await ctx.report(frame.percent, frame.status_text, is_pausable=pausable)
+                checkpoint = frame.extras.get("checkpoint")
+                await ctx.report(
+                    frame.percent,
+                    frame.status_text,
+                    is_pausable=pausable,
+                    checkpoint=checkpoint if isinstance(checkpoint, dict) else None,
+                )
             elif isinstance(frame, PauseRequest):
                 await ctx.request_pause(frame.reason)
             elif isinstance(frame, ResumeRequest):

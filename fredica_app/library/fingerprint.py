@@ -1,0 +1,50 @@
+"""Cheap identity of a media file: size + mtime + a hash of its first and last blocks.
+
+Never a full hash: a multi-GB recording is fingerprinted in two small reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+BLOCK = 64 * 1024
+
+#: What the library imports from a folder (a single file of another type is refused with a
+#: clear message; PROBE is the judge of what really is media).
+MEDIA_EXTENSIONS = frozenset(
+    {
+        # video
+        ".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".wmv", ".flv", ".mpg", ".mpeg",
+        ".ts", ".m2ts", ".mts", ".3gp", ".ogv",
+        # audio
+        ".mp3", ".m4a", ".aac", ".wav", ".flac", ".ogg", ".opus", ".wma", ".aiff", ".aif",
+    }
+)  # fmt: skip
+AUDIO_EXTENSIONS = frozenset(
+    {".mp3", ".m4a", ".aac", ".wav", ".flac", ".ogg", ".opus", ".wma", ".aiff", ".aif"}
+)
+
+
+def is_media_name(path: Path) -> bool:
+    return path.suffix.lower() in MEDIA_EXTENSIONS
+
+
+def kind_from_name(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in AUDIO_EXTENSIONS:
+        return "audio"
+    return "video" if suffix in MEDIA_EXTENSIONS else "unknown"
+
+
+def fingerprint(path: Path) -> str:
+    """``<size>-<mtime_ns>-<blake2b of the first and last 64 KiB>``."""
+    st = path.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as f:
+        h.update(f.read(BLOCK))
+        if st.st_size > 2 * BLOCK:
+            f.seek(-BLOCK, os.SEEK_END)
+            h.update(f.read(BLOCK))
+    return f"{st.st_size}-{st.st_mtime_ns}-{h.hexdigest()}"

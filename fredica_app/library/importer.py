@@ -1,0 +1,139 @@
+"""Bringing media into the library: files, folders (recursively), URLs.
+
+Media stay where the user keeps them; a material's outputs go to its own folder under the
+library directory, named after its title so that a person finds them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from fredica_app.errors import MediaImportError
+from fredica_app.library.fingerprint import fingerprint, is_media_name, kind_from_name
+from fredica_app.library.store import LibraryStore, MaterialRecord
+
+
+@dataclass
+class ImportReport:
+    added: list[MaterialRecord] = field(default_factory=list)
+    #: Already in the library (same fingerprint or URL): the existing material.
+    existing: list[MaterialRecord] = field(default_factory=list)
+    #: Files in a folder that were not media, by extension.
+    skipped: list[Path] = field(default_factory=list)
+
+    @property
+    def materials(self) -> list[MaterialRecord]:
+        return self.added + self.existing
+
+
+def safe_name(text: str, limit: int = 80) -> str:
+    """A file name any OS accepts, readable: letters, digits, ``-_.`` and spaces."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(r'[<>:"/\\|?*\x00-\x1f]', "_", text).strip(" .")
+    return (text[:limit].rstrip(" .") or "untitled").replace(" ", "_")
+
+
+def material_dir(library_dir: Path, material: MaterialRecord) -> Path:
+    """Where a material's outputs go: ``<library>/<title>-<id8>/``."""
+    return library_dir / f"{safe_name(material.title)}-{material.id[:8]}"
+
+
+def is_url(text: str) -> bool:
+    return text.lower().startswith(("http://", "https://"))
+
+
+class Importer:
+    def __init__(self, store: LibraryStore, library_dir: Path) -> None:
+        self.store = store
+        self.library_dir = library_dir
+
+    def import_items(self, items: list[str]) -> ImportReport:
+        report = ImportReport()
+        for item in items:
+            if is_url(item):
+                self._import_url(item, report)
+            elif "://" in item:
+                raise MediaImportError(f"{item}: only http and https URLs can be imported")
+            else:
+                self._import_path(Path(item).expanduser(), report)
+        return report
+
+    def _import_url(self, url: str, report: ImportReport) -> None:
+        parts = urlsplit(url)
+        if not parts.hostname:
+            raise MediaImportError(f"{url}: not a valid URL (no host)")
+        existing = self.store.find_by_source(url)
+        if existing is not None:
+            report.existing.append(existing)
+            return
+        name = unquote(PurePosixPath(parts.path).name) or parts.hostname
+        material_id = str(uuid.uuid4())
+        stem = safe_name(PurePosixPath(name).stem or name)
+        suffix = PurePosixPath(name).suffix.lower()
+        filename = f"{stem}{suffix if is_media_name(Path(name)) else '.media'}"
+        folder = self.library_dir / f"{stem}-{material_id[:8]}"
+        report.added.append(
+            self.store.add(
+                material_id=material_id,
+                source=url,
+                title=PurePosixPath(name).stem or name,
+                local_path=str(folder / filename),
+                kind=kind_from_name(Path(name)) if is_media_name(Path(name)) else "unknown",
+            )
+        )
+
+    def _import_path(self, path: Path, report: ImportReport) -> None:
+        try:
+            path = path.resolve(strict=True)
+        except (FileNotFoundError, RuntimeError):
+            raise MediaImportError(f"{path}: no such file or folder") from None
+        if path.is_dir():
+            files: list[Path] = []
+            for f in _walk(path):
+                (files if is_media_name(f) else report.skipped).append(f)
+        elif path.is_file():
+            files = [path]  # named explicitly: PROBE decides whether it is media
+        else:
+            raise MediaImportError(f"{path}: not a regular file or folder")
+        self._import_files(files, report)
+
+    def _import_files(self, files: list[Path], report: ImportReport) -> None:
+        prints: dict[Path, str] = {}
+        for f in files:
+            try:
+                prints[f] = fingerprint(f)
+            except PermissionError:
+                raise MediaImportError(f"{f}: permission denied (cannot read it)") from None
+        known = self.store.find_by_fingerprints(list(prints.values()))
+        for f, fp in prints.items():
+            if fp in known:
+                report.existing.append(known[fp])
+                continue
+            material = self.store.add(
+                source=str(f),
+                title=f.stem,
+                local_path=str(f),
+                kind=kind_from_name(f),
+                size=f.stat().st_size,
+                fingerprint=fp,
+            )
+            known[fp] = material
+            report.added.append(material)
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Files under ``root``, sorted, hidden files and folders skipped, symlinked folders not
+    followed (no loops)."""
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            yield from _walk(entry)
+        elif entry.is_file():
+            yield entry

@@ -1,0 +1,145 @@
+"""The media library's store: the only module that writes the ``material`` table.
+
+Its transactions are short and rare (an import, a probe result), so it runs them synchronously
+on the caller's thread; async callers go through :func:`asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, cast
+
+import sqlalchemy as sa
+
+from fredica_app.library.models import Material
+
+material_t = cast(sa.Table, Material.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class MaterialRecord:
+    id: str
+    source: str
+    title: str
+    local_path: str | None
+    kind: str
+    size: int | None
+    duration: float | None
+    fingerprint: str | None
+    meta: dict[str, Any]
+    created_at: float
+
+    @property
+    def is_url(self) -> bool:
+        return self.source.startswith(("http://", "https://"))
+
+
+def _record(row: sa.Row[Any]) -> MaterialRecord:
+    return MaterialRecord(
+        id=row.id,
+        source=row.source,
+        title=row.title,
+        local_path=row.local_path,
+        kind=row.kind,
+        size=row.size,
+        duration=row.duration,
+        fingerprint=row.fingerprint,
+        meta=dict(row.metadata or {}),
+        created_at=row.created_at,
+    )
+
+
+class LibraryStore:
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+
+    def add(
+        self,
+        *,
+        source: str,
+        title: str,
+        local_path: str | None,
+        kind: str,
+        size: int | None = None,
+        fingerprint: str | None = None,
+        meta: dict[str, Any] | None = None,
+        material_id: str | None = None,
+    ) -> MaterialRecord:
+        values = {
+            "id": material_id or str(uuid.uuid4()),
+            "source": source,
+            "title": title[:512],
+            "local_path": local_path,
+            "kind": kind,
+            "size": size,
+            "duration": None,
+            "fingerprint": fingerprint,
+            "metadata": meta or {},
+            "created_at": time.time(),
+        }
+        with self._engine.begin() as conn:
+            conn.execute(sa.insert(material_t), values)
+        return self._get(str(values["id"]))
+
+    def get(self, material_id: str) -> MaterialRecord | None:
+        with self._engine.connect() as conn:
+            row = conn.execute(sa.select(material_t).where(material_t.c.id == material_id)).first()
+        return None if row is None else _record(row)
+
+    def _get(self, material_id: str) -> MaterialRecord:
+        found = self.get(material_id)
+        assert found is not None
+        return found
+
+    def find_by_fingerprints(self, fingerprints: list[str]) -> dict[str, MaterialRecord]:
+        """The materials already in the library with these fingerprints, by fingerprint."""
+        out: dict[str, MaterialRecord] = {}
+        with self._engine.connect() as conn:
+            for i in range(0, len(fingerprints), 500):
+                chunk = fingerprints[i : i + 500]
+                rows = conn.execute(
+                    sa.select(material_t).where(material_t.c.fingerprint.in_(chunk))
+                ).all()
+                for row in rows:
+                    out.setdefault(row.fingerprint, _record(row))
+        return out
+
+    def find_by_source(self, source: str) -> MaterialRecord | None:
+        with self._engine.connect() as conn:
+            row = conn.execute(
+                sa.select(material_t)
+                .where(material_t.c.source == source)
+                .order_by(material_t.c.created_at)
+                .limit(1)
+            ).first()
+        return None if row is None else _record(row)
+
+    def list(self) -> list[MaterialRecord]:
+        with self._engine.connect() as conn:
+            rows = conn.execute(sa.select(material_t).order_by(material_t.c.created_at)).all()
+        return [_record(r) for r in rows]
+
+    def update_from_probe(self, material_id: str, probe: dict[str, Any]) -> None:
+        """Fill a material from a PROBE result (streams, duration, kind, size)."""
+        with self._engine.begin() as conn:
+            row = conn.execute(
+                sa.select(material_t.c.metadata).where(material_t.c.id == material_id)
+            ).first()
+            if row is None:
+                return
+            meta = dict(row.metadata or {})
+            meta["streams"] = probe.get("streams", [])
+            meta["format"] = probe.get("format")
+            meta["subtitles"] = probe.get("subtitles", 0)
+            values: dict[str, Any] = {"metadata": meta}
+            if isinstance(probe.get("duration"), int | float):
+                values["duration"] = float(probe["duration"])
+            if isinstance(probe.get("size"), int):
+                values["size"] = probe["size"]
+            if probe.get("kind") in ("video", "audio", "other"):
+                values["kind"] = probe["kind"]
+            conn.execute(
+                sa.update(material_t).where(material_t.c.id == material_id).values(**values)
+            )

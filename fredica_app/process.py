@@ -1,0 +1,186 @@
+"""``fredica process``: import, submit, run (or follow) until the run ends, with live progress.
+
+When no engine runs on the data directory, one is started here (with the endpoints server) and
+stopped once the run has ended. When one does (a ``worker`` or the app), the run is submitted to
+it and followed through the database. Ctrl-C holds the run's unfinished tasks (a second Ctrl-C
+cancels them) and says how to continue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+
+from fredica_app.errors import DatabaseLocked, MediaImportError
+from fredica_app.services import Fredica
+from workers.records import RunRecord, TaskRecord
+from workers.states import TaskStatus, is_terminal
+
+POLL = 0.25
+
+
+@dataclass
+class Outcome:
+    runs: list[RunRecord]
+    tasks: dict[str, list[TaskRecord]]
+    #: "done" (every task ended), "paused" (Ctrl-C held it), "cancelled" (twice Ctrl-C).
+    ended_by: str = "done"
+
+    @property
+    def completed(self) -> bool:
+        return self.ended_by == "done" and all(r.status.value == "completed" for r in self.runs)
+
+
+def sample_path(app: Fredica) -> Path:
+    return app.paths.data_dir / "samples" / "fredica-sample.mkv"
+
+
+async def ensure_sample(app: Fredica) -> Path:
+    """The sample clip, generated with the bundled ffmpeg the first time it is needed."""
+    from python_endpoints.jobs.sample import make_sample
+
+    path = sample_path(app)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(make_sample, path, ffmpeg=_ffmpeg(app))
+    return path
+
+
+def _ffmpeg(app: Fredica) -> str | None:
+    return str(app.settings.ffmpeg_path) if app.settings.ffmpeg_path else None
+
+
+@dataclass
+class _Interrupts:
+    count: int = 0
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __call__(self) -> None:
+        self.count += 1
+        self.event.set()
+
+
+@contextlib.contextmanager
+def _sigint(handler: _Interrupts) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows, non-main thread
+            loop.add_signal_handler(sig, handler)
+            installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+async def process(
+    app: Fredica,
+    items: list[str],
+    template: str,
+    *,
+    priority: int = 0,
+    console: Console | None = None,
+) -> Outcome:
+    console = console or Console(stderr=True)
+    report = await app.import_items(items)
+    if not report.materials:
+        raise MediaImportError(f"no media found in {', '.join(items)}")
+    run_ids: list[str] = []
+    for material in report.materials:
+        created = await app.submit_for_material(material, template, priority=priority)
+        if created.deduplicated:
+            console.print(
+                f"[yellow]{material.title}: a run of {template} is already active "
+                f"({created.run_id}); following it[/]"
+            )
+            await app.store.set_run_paused(created.run_id, False)
+        run_ids.append(created.run_id)
+    interrupts = _Interrupts()
+    with _sigint(interrupts):
+        if app.lock.is_held_elsewhere():
+            console.print("an engine already runs on this data directory: following the run")
+            return await _follow(app, run_ids, interrupts, console)
+        try:
+            async with app.engine_session() as engine:
+                runner = asyncio.create_task(engine.run())
+                try:
+                    return await _follow(app, run_ids, interrupts, console)
+                finally:
+                    await engine.stop()
+                    await runner
+        except DatabaseLocked:  # another engine started in between
+            return await _follow(app, run_ids, interrupts, console)
+
+
+async def _follow(
+    app: Fredica, run_ids: list[str], interrupts: _Interrupts, console: Console
+) -> Outcome:
+    display = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=24),
+        TextColumn("{task.percentage:>5.1f} %"),
+        TextColumn("{task.fields[state]}"),
+        console=console,
+        transient=False,
+        disable=not console.is_terminal,
+    )
+    bars: dict[str, TaskID] = {}
+    seen: dict[str, str] = {}
+    ended_by = "done"
+    handled = 0
+    with display:
+        while True:
+            tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
+            for run_tasks in tasks.values():
+                for t in run_tasks:
+                    _show(display, bars, seen, t, console)
+            if interrupts.count > handled:
+                handled = interrupts.count
+                if handled == 1:
+                    ended_by = "paused"
+                    for rid in run_ids:
+                        await app.store.set_run_paused(rid, True)
+                    break
+            if all(is_terminal(t.status) for ts in tasks.values() for t in ts):
+                break
+            interrupts.event.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(interrupts.event.wait(), POLL)
+    runs = [await app.store.get_run(rid) for rid in run_ids]
+    tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
+    return Outcome(runs, tasks, ended_by)
+
+
+def _show(
+    display: Progress,
+    bars: dict[str, TaskID],
+    seen: dict[str, str],
+    t: TaskRecord,
+    console: Console,
+) -> None:
+    state = t.status.value + (" (held)" if t.is_paused else "")
+    if t.status is TaskStatus.RUNNING and t.status_text:
+        state = t.status_text + (" (paused)" if t.is_paused else "")
+    elif t.error:
+        state = f"{t.status.value}: [{t.error_type}] {t.error}"
+    elif t.status is TaskStatus.COMPLETED and (t.result or {}).get("skipped"):
+        state = "skipped (output already up to date)"
+    progress = 100.0 if t.status is TaskStatus.COMPLETED else t.progress
+    if t.id not in bars:
+        bars[t.id] = display.add_task(f"{t.key or t.id[:8]:<18} {t.type:<17}", total=100, state="")
+    display.update(bars[t.id], completed=progress, state=state)
+    change = f"{t.status.value}{' (held)' if t.is_paused else ''}"
+    if not console.is_terminal and seen.get(t.id) != change:
+        # No live display (a pipe, a log file): a line per change of status, not of progress.
+        seen[t.id] = change
+        print(f"{t.key or t.id:<18} {t.type:<17} {state}", file=sys.stderr)

@@ -1,0 +1,582 @@
+"""What the media jobs decide, as plain functions over plain values: which streams fit MP4,
+the plan of a transcode, ffmpeg's argv for each job, the ``-encoders`` listing, the
+``-progress`` stream, tolerances and space estimates.
+
+Pure (an import-linter contract): no I/O, no ``os``, no ``subprocess``. The shell that runs
+ffmpeg and opens files with PyAV is :mod:`python_endpoints.jobs.media`.
+
+Decisions written down here:
+
+- A stream *fits* MP4 when its codec can be stream-copied into an MP4 that common players
+  read: video h264/hevc/av1/mpeg4, audio aac/mp3/ac3/eac3/opus/flac/alac.
+- ``mode="auto"`` copies every stream that fits and re-encodes the others (video to H.264,
+  audio to AAC): an MKV whose H.264 video fits but whose Vorbis audio does not keeps its video
+  untouched. The result's ``mode`` is ``remux`` when no audio or video stream was re-encoded.
+  ``mode="reencode"`` re-encodes every audio and video stream; ``mode="remux"`` refuses a
+  stream that does not fit.
+- Text subtitle streams become ``mov_text`` (MP4's own text track: players show it, and it
+  costs nothing to convert). Bitmap subtitles (PGS, DVD), cover art, data and attachment
+  streams are dropped: MP4 has no good place for them. The plan says what was dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+MP4_VIDEO_CODECS = frozenset({"h264", "hevc", "av1", "mpeg4"})
+MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "ac3", "eac3", "opus", "flac", "alac"})
+#: Text subtitle codecs by name, for when the decoder's own "text" property is unknown.
+TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text"})
+
+#: Demuxers that take any text file for ANSI or BIN art (by its extension, ``.txt`` among
+#: them): for Fredica such a file is not media.
+TEXT_ART_FORMATS = frozenset({"tty", "bin", "xbin", "adf", "idf"})
+
+CPU_H264_ENCODER = "libx264"
+#: Hardware H.264 encoders, best first. One is used only if it passes a one-frame test encode.
+HARDWARE_H264_ENCODERS = (
+    "h264_nvenc",
+    "h264_qsv",
+    "h264_videotoolbox",
+    "h264_amf",
+    "h264_vaapi",
+)
+AAC_BITRATE = "192k"
+#: How often ffmpeg writes a ``-progress`` block (seconds).
+PROGRESS_PERIOD = 0.2
+
+Mode = Literal["auto", "remux", "reencode"]
+SubtitleFormat = Literal["srt", "vtt"]
+
+
+class UnsupportedMedia(ValueError):
+    """The input cannot be turned into what the job makes (no video stream, a codec that
+    cannot be decoded, a stream that cannot be copied in ``remux`` mode)."""
+
+
+# --- what a probe found -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """One stream of a probed file."""
+
+    index: int
+    #: ``video``, ``audio``, ``subtitle``, ``data`` or ``attachment``.
+    type: str
+    codec: str
+    language: str | None = None
+    title: str | None = None
+    width: int | None = None
+    height: int | None = None
+    fps: float | None = None
+    sample_rate: int | None = None
+    channels: int | None = None
+    #: The installed FFmpeg libraries can decode it (needed to re-encode, not to copy).
+    decodable: bool = True
+    #: A text subtitle stream (as opposed to a bitmap one).
+    text: bool = False
+    #: Cover art: a still picture attached to an audio file, not a video.
+    attached_pic: bool = False
+    default: bool = False
+    #: Seconds, when the container says.
+    duration: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stream as PROBE reports it."""
+        out: dict[str, Any] = {
+            "index": self.index,
+            "type": self.type,
+            "codec": self.codec,
+            "language": self.language,
+            "title": self.title,
+        }
+        if self.type == "video":
+            out.update(width=self.width, height=self.height, fps=self.fps)
+            if self.attached_pic:
+                out["attached_pic"] = True
+        elif self.type == "audio":
+            out.update(sample_rate=self.sample_rate, channels=self.channels)
+        elif self.type == "subtitle":
+            out["text"] = self.text
+        return out
+
+    @property
+    def is_main_video(self) -> bool:
+        return self.type == "video" and not self.attached_pic
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    """A probed file: container format, duration (seconds, None when unknown), size, streams."""
+
+    format: str
+    duration: float | None
+    size: int
+    streams: tuple[StreamInfo, ...] = field(default_factory=tuple)
+
+    @property
+    def is_media(self) -> bool:
+        """Whether it has a video, audio or subtitle stream, and is not text read as art."""
+        if self.format in TEXT_ART_FORMATS:
+            return False
+        return any(s.type in ("video", "audio", "subtitle") for s in self.streams)
+
+    @property
+    def kind(self) -> Literal["video", "audio", "other"]:
+        """``video`` if it has a real video stream (not just cover art), ``audio`` if it has
+        sound only; still images (``image2``, ``*_pipe`` formats) are ``other``."""
+        if self.format == "image2" or self.format.endswith("_pipe"):
+            return "other"
+        if any(s.is_main_video for s in self.streams):
+            return "video"
+        if any(s.type == "audio" for s in self.streams):
+            return "audio"
+        return "other"
+
+    def of_type(self, kind: str) -> list[StreamInfo]:
+        return [s for s in self.streams if s.type == kind]
+
+    @property
+    def text_subtitles(self) -> list[StreamInfo]:
+        return [s for s in self.streams if s.type == "subtitle" and s.text]
+
+    def main_audio(self) -> StreamInfo | None:
+        """The audio stream a job extracts: the default one, else the first."""
+        audio = self.of_type("audio")
+        return next((s for s in audio if s.default), audio[0] if audio else None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """PROBE's result (without ``outputs``)."""
+        return {
+            "format": self.format,
+            "duration": self.duration,
+            "size": self.size,
+            "kind": self.kind,
+            "subtitles": len(self.text_subtitles),
+            "streams": [s.as_dict() for s in self.streams],
+        }
+
+
+def is_text_subtitle(codec: str, text_property: bool | None) -> bool:
+    """Whether a subtitle codec is text: the decoder's own property when known."""
+    if text_property is not None:
+        return text_property
+    return codec in TEXT_SUBTITLE_CODECS
+
+
+# --- the MP4 rule and a transcode's plan ------------------------------------------------------
+
+
+def fits_mp4(stream: StreamInfo) -> bool:
+    """Whether an audio or video stream can be stream-copied into an MP4."""
+    if stream.type == "video":
+        return stream.codec in MP4_VIDEO_CODECS
+    if stream.type == "audio":
+        return stream.codec in MP4_AUDIO_CODECS
+    return False
+
+
+def all_fit_mp4(streams: Iterable[StreamInfo]) -> bool:
+    """Whether every audio and video stream (cover art aside) fits MP4: a pure remux."""
+    return all(fits_mp4(s) for s in streams if s.is_main_video or s.type == "audio")
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What happens to one input stream: copied, or encoded to ``codec``."""
+
+    index: int
+    type: str
+    action: Literal["copy", "encode"]
+    #: The output codec: the input's for a copy; ``h264``, ``aac`` or ``mov_text`` otherwise.
+    codec: str
+
+
+@dataclass(frozen=True)
+class TranscodePlan:
+    """A transcode, stream by stream, in output order; and what was left out."""
+
+    streams: tuple[StreamPlan, ...]
+    #: ``(index, why)`` of the input streams left out.
+    dropped: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def mode(self) -> Literal["remux", "reencode"]:
+        encoded = any(s.action == "encode" and s.type in ("video", "audio") for s in self.streams)
+        return "reencode" if encoded else "remux"
+
+    @property
+    def encodes_video(self) -> bool:
+        return any(s.action == "encode" and s.type == "video" for s in self.streams)
+
+    def count(self, kind: str) -> int:
+        """How many output streams of a type (``video``, ``audio``, ``subtitle``)."""
+        return sum(1 for s in self.streams if s.type == kind)
+
+
+def plan_transcode(streams: Sequence[StreamInfo], mode: Mode) -> TranscodePlan:
+    """Decide, stream by stream, what an MP4 transcode does (see the module's docstring).
+    Raises :class:`UnsupportedMedia` when there is no video or a stream cannot be handled."""
+    if not any(s.is_main_video for s in streams):
+        raise UnsupportedMedia(
+            "the input has no video stream, so it cannot become an MP4 video; "
+            "extract its audio instead"
+        )
+    planned: list[StreamPlan] = []
+    dropped: list[tuple[int, str]] = []
+    for s in streams:
+        if s.is_main_video or s.type == "audio":
+            target = "h264" if s.type == "video" else "aac"
+            fits = fits_mp4(s)
+            if mode == "remux" and not fits:
+                raise UnsupportedMedia(
+                    f"stream {s.index} ({s.type} {s.codec}) cannot be copied into an MP4; "
+                    "use mode auto or reencode"
+                )
+            if fits and mode != "reencode":
+                planned.append(StreamPlan(s.index, s.type, "copy", s.codec))
+                continue
+            if not s.decodable:
+                raise UnsupportedMedia(
+                    f"stream {s.index} ({s.type} {s.codec}) cannot be decoded by this ffmpeg, "
+                    "so it cannot be re-encoded; set another ffmpeg in the settings"
+                )
+            planned.append(StreamPlan(s.index, s.type, "encode", target))
+        elif s.type == "video":
+            dropped.append((s.index, "cover art"))
+        elif s.type == "subtitle" and s.text:
+            planned.append(StreamPlan(s.index, s.type, "encode", "mov_text"))
+        elif s.type == "subtitle":
+            dropped.append((s.index, f"bitmap subtitles ({s.codec}) do not fit MP4"))
+        else:
+            dropped.append((s.index, f"{s.type} stream"))
+    return TranscodePlan(tuple(planned), tuple(dropped))
+
+
+# --- argv -------------------------------------------------------------------------------------
+
+
+def _head(ffmpeg: str) -> list[str]:
+    # -nostdin: ffmpeg must never read the terminal; -y: the temporary name may be left over
+    # from a crashed attempt and is ours to overwrite.
+    return [ffmpeg, "-hide_banner", "-nostdin", "-y", "-loglevel", "error"]
+
+
+def _progress() -> list[str]:
+    return ["-nostats", "-progress", "pipe:1", "-stats_period", str(PROGRESS_PERIOD)]
+
+
+def hardware_input_args(encoder: str) -> list[str]:
+    """Options before ``-i`` that an encoder needs (a hardware device)."""
+    if encoder == "h264_vaapi":
+        return ["-init_hw_device", "vaapi=va", "-filter_hw_device", "va"]
+    return []
+
+
+def video_encoder_args(encoder: str, stream: int | str, crf: int, preset: str) -> list[str]:
+    """Options that encode output stream ``stream`` (an index, or ``v`` for every video
+    stream) to H.264 with ``encoder`` at a quality comparable to libx264's ``crf``."""
+    k = str(stream)
+    args = [f"-c:{k}", encoder]
+    if encoder in (CPU_H264_ENCODER, "libx264rgb"):
+        args += [f"-preset:{k}", preset, f"-crf:{k}", str(crf)]
+    elif encoder == "h264_nvenc":
+        args += [f"-rc:{k}", "vbr", f"-cq:{k}", str(crf)]
+    elif encoder == "h264_qsv":
+        args += [f"-global_quality:{k}", str(crf)]
+    elif encoder == "h264_amf":
+        args += [f"-rc:{k}", "cqp", f"-qp_i:{k}", str(crf), f"-qp_p:{k}", str(crf)]
+    elif encoder == "h264_videotoolbox":
+        # -q:v runs 1..100, higher is better; crf 23 maps to about 65.
+        args += [f"-q:{k}", str(max(1, min(100, 111 - 2 * crf)))]
+    if encoder == "h264_vaapi":
+        args += [f"-filter:{k}", "format=nv12,hwupload", f"-qp:{k}", str(crf)]
+    else:
+        # 4:2:0 8-bit: what every player decodes (a 10-bit or 4:4:4 source would otherwise
+        # give a High 10 / High 4:4:4 stream that many cannot play).
+        args += [f"-pix_fmt:{k}", "yuv420p"]
+    return args
+
+
+def transcode_args(
+    ffmpeg: str,
+    input: str,
+    output: str,
+    plan: TranscodePlan,
+    *,
+    encoder: str = CPU_H264_ENCODER,
+    crf: int = 23,
+    preset: str = "veryfast",
+) -> list[str]:
+    """ffmpeg's argv for a transcode to MP4 following ``plan``, written to ``output``."""
+    args = [*_head(ffmpeg), *_progress()]
+    if plan.encodes_video:
+        args += hardware_input_args(encoder)
+    args += ["-i", input]
+    for s in plan.streams:
+        args += ["-map", f"0:{s.index}"]
+    for k, s in enumerate(plan.streams):
+        if s.action == "copy":
+            args += [f"-c:{k}", "copy"]
+            if s.codec == "hevc":
+                args += [f"-tag:{k}", "hvc1"]  # what Apple's players require of HEVC in MP4
+        elif s.type == "video":
+            args += video_encoder_args(encoder, k, crf, preset)
+        elif s.type == "audio":
+            args += [f"-c:{k}", "aac", f"-b:{k}", AAC_BITRATE]
+        else:
+            args += [f"-c:{k}", s.codec]
+    return [*args, "-movflags", "+faststart", "-f", "mp4", output]
+
+
+def extract_audio_args(
+    ffmpeg: str,
+    input: str,
+    output: str,
+    *,
+    stream: int,
+    format: Literal["wav", "flac"] = "wav",
+    sample_rate: int = 16000,
+    channels: int = 1,
+) -> list[str]:
+    """ffmpeg's argv for one audio stream to 16-bit PCM WAV or FLAC at a rate and channels."""
+    args = [*_head(ffmpeg), *_progress(), "-i", input, "-map", f"0:{stream}"]
+    args += ["-ar", str(sample_rate), "-ac", str(channels)]
+    if format == "wav":
+        # RF64 past 4 GiB only (about 37 h at 16 kHz mono): a plain WAV otherwise.
+        args += ["-c:a", "pcm_s16le", "-rf64", "auto", "-f", "wav"]
+    else:
+        args += ["-c:a", "flac", "-sample_fmt", "s16", "-f", "flac"]
+    return [*args, output]
+
+
+SUBTITLE_MUXERS: dict[str, tuple[str, str]] = {"srt": ("srt", "srt"), "vtt": ("webvtt", "webvtt")}
+
+
+def extract_subtitles_args(
+    ffmpeg: str, input: str, outputs: Sequence[tuple[int, SubtitleFormat, str]]
+) -> list[str]:
+    """ffmpeg's argv that writes each ``(stream index, format, path)`` in one pass over the
+    input. Timestamps are the stream's own (``-c:s srt`` re-times nothing)."""
+    args = [*_head(ffmpeg), *_progress(), "-i", input]
+    for index, fmt, path in outputs:
+        codec, muxer = SUBTITLE_MUXERS[fmt]
+        args += ["-map", f"0:{index}", "-c:s", codec, "-f", muxer, path]
+    return args
+
+
+def encoders_args(ffmpeg: str) -> list[str]:
+    """The argv that lists an ffmpeg's encoders (see :func:`parse_encoders`)."""
+    return [ffmpeg, "-hide_banner", "-nostdin", "-encoders"]
+
+
+def trial_encode_args(ffmpeg: str, encoder: str) -> list[str]:
+    """A one-frame encode to nowhere: does ``encoder`` actually work on this machine?"""
+    return [
+        *_head(ffmpeg),
+        *hardware_input_args(encoder),
+        "-f",
+        "lavfi",
+        "-i",
+        "color=size=256x256:duration=0.1",
+        "-frames:v",
+        "1",
+        *video_encoder_args(encoder, "v", 23, "veryfast"),
+        "-f",
+        "null",
+        "-",
+    ]
+
+
+def parse_encoders(text: str) -> dict[str, str]:
+    """``ffmpeg -encoders`` → ``{name: kind}``, kind ``V``, ``A`` or ``S``. The listing is a
+    legend, a line of dashes, then `` V....D name  description`` lines."""
+    out: dict[str, str] = {}
+    listing = False
+    for line in text.splitlines():
+        parts = line.split()
+        if not listing:
+            listing = bool(parts) and set(parts[0]) == {"-"}
+            continue
+        if len(parts) >= 2 and len(parts[0]) == 6 and parts[0][0] in "VAS":
+            out[parts[1]] = parts[0][0]
+    return out
+
+
+def hardware_candidates(encoders: dict[str, str]) -> list[str]:
+    """The hardware H.264 encoders this ffmpeg was built with, best first (not yet tested)."""
+    return [e for e in HARDWARE_H264_ENCODERS if encoders.get(e) == "V"]
+
+
+# --- -progress --------------------------------------------------------------------------------
+
+
+def parse_clock(value: str) -> float | None:
+    """``HH:MM:SS.ffffff`` (possibly negative, as ffmpeg writes before the first packet) to
+    seconds; None for ``N/A`` or anything else."""
+    value = value.strip()
+    sign = -1.0 if value.startswith("-") else 1.0
+    parts = value.lstrip("-").split(":")
+    if len(parts) != 3:
+        return None
+    try:
+        hours, minutes, seconds = int(parts[0]), int(parts[1]), float(parts[2])
+    except ValueError:
+        return None
+    total = hours * 3600 + minutes * 60 + seconds
+    return sign * total if math.isfinite(total) else None
+
+
+def _float(value: str) -> float | None:
+    try:
+        number = float(value.strip().rstrip("x"))
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+@dataclass(frozen=True)
+class ProgressSnapshot:
+    """One ``-progress`` block: output time reached (seconds, never decreasing), speed (times
+    real time, None when unknown), and whether ffmpeg is done."""
+
+    out_time: float
+    speed: float | None
+    done: bool
+
+    def percent(self, duration: float | None) -> float:
+        if self.done:
+            return 100.0
+        if not duration or duration <= 0:
+            return 0.0
+        return min(100.0, max(0.0, 100.0 * self.out_time / duration))
+
+
+class ProgressParser:
+    """Feed ffmpeg's ``-progress`` lines; get a snapshot at the end of each block.
+
+    ``out_time`` is clamped to the running maximum: with several streams ffmpeg reports the
+    time of whichever stream it just wrote, which can go backwards. ``N/A`` is skipped.
+    ``out_time_ms`` is in microseconds too (an old ffmpeg misnomer)."""
+
+    def __init__(self) -> None:
+        self.out_time = 0.0
+        self.speed: float | None = None
+
+    def _reached(self, seconds: float | None) -> None:
+        if seconds is not None and seconds > self.out_time:
+            self.out_time = seconds
+
+    def feed(self, line: str) -> ProgressSnapshot | None:
+        key, sep, value = line.strip().partition("=")
+        if not sep:
+            return None
+        if key in ("out_time_us", "out_time_ms"):
+            micro = _float(value)
+            self._reached(None if micro is None else micro / 1e6)
+        elif key == "out_time":
+            self._reached(parse_clock(value))
+        elif key == "speed":
+            self.speed = _float(value)
+        elif key == "progress":
+            return ProgressSnapshot(self.out_time, self.speed, value.strip() == "end")
+        return None
+
+
+def status_text(verb: str, percent: float, speed: float | None) -> str:
+    """``transcoding 42 % (3.1x)``."""
+    text = f"{verb} {percent:.0f} %"
+    if speed is not None and speed > 0:
+        text += f" ({speed:.1f}x)" if speed < 100 else f" ({speed:.0f}x)"
+    return text
+
+
+class Throttle:
+    """At most one report per ``interval`` seconds; the clock is passed in."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._last: float | None = None
+
+    def ready(self, now: float) -> bool:
+        if self._last is not None and now - self._last < self.interval:
+            return False
+        self._last = now
+        return True
+
+
+# --- judging the result -----------------------------------------------------------------------
+
+
+def duration_tolerance(expected: float) -> float:
+    """How far an output's duration may be from the input's: 0.5 s or 2 %, the larger (a
+    remux rounds to whole packets, and an encoder pads its last audio frame)."""
+    return max(0.5, 0.02 * expected)
+
+
+def duration_ok(actual: float | None, expected: float | None) -> bool:
+    """Whether an output lasts as long as expected, within :func:`duration_tolerance`."""
+    if expected is None or expected <= 0:
+        return True  # the input did not say: nothing to compare with
+    if actual is None:
+        return False
+    return abs(actual - expected) <= duration_tolerance(expected)
+
+
+def classify_failure(stderr: Sequence[str]) -> str:
+    """The error type of a failed ffmpeg run, from the end of its stderr."""
+    text = "\n".join(stderr).lower()
+    if "no space left on device" in text:
+        return "NO_SPACE"
+    if "invalid data found when processing input" in text:
+        return "NOT_MEDIA"
+    if "decoder" in text and "not found" in text:
+        return "UNSUPPORTED_MEDIA"
+    return "EXECUTOR_ERROR"
+
+
+# --- disk space -------------------------------------------------------------------------------
+
+#: What a subtitle file may take: text, far below this.
+SUBTITLE_FILE_BYTES = 1 << 20
+
+
+def estimate_output_bytes(
+    job: str,
+    *,
+    input_size: int,
+    duration: float | None,
+    sample_rate: int = 16000,
+    channels: int = 1,
+    audio_format: str = "wav",
+    files: int = 1,
+) -> int:
+    """A generous estimate of what a job writes, to refuse to start without room for it.
+    A transcode: the input's size (a remux is about that; an H.264 re-encode at the default
+    quality is rarely larger). Audio: the PCM size (FLAC about 60 % of it)."""
+    if job == "TRANSCODE_MP4":
+        return input_size
+    if job == "EXTRACT_AUDIO":
+        pcm = int((duration or 0.0) * sample_rate * channels * 2) + 4096
+        return pcm if audio_format == "wav" else int(pcm * 0.6) + 4096
+    if job == "EXTRACT_SUBTITLES":
+        return SUBTITLE_FILE_BYTES * files
+    return 0
+
+
+def has_room(free: int, needed: int, keep_free: int) -> bool:
+    """Whether writing ``needed`` bytes still leaves ``keep_free`` bytes free."""
+    return free - needed >= keep_free
+
+
+def human_bytes(n: float) -> str:
+    """``3.0 GiB``: a size for a message."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,127 @@
+"""Short test clips made with the bundled ffmpeg (``fredica sample OUT``, and the tests).
+
+Kinds:
+
+- ``mkv`` — H.264 video (testsrc2) + Opus stereo audio (a tone that changes every second) + an
+  SRT subtitle track in English with the cues of :func:`sample_cues`. Every codec fits MP4, so
+  ``TRANSCODE_MP4`` with ``mode="auto"`` *remuxes* it (the SRT track becomes ``mov_text``):
+  the common case of a recording or a download in Matroska. Force ``mode="reencode"`` for the
+  H.264/AAC path.
+- ``mp4`` — H.264 + AAC, no subtitles: remuxes too, and has nothing for EXTRACT_SUBTITLES.
+- ``legacy`` — MPEG-2 video + MP2 audio + the SRT track, in Matroska: nothing fits MP4, so
+  ``TRANSCODE_MP4`` re-encodes it (H.264/AAC), as it would an old DVD rip or a capture.
+- ``noaudio`` — the ``mkv`` without its audio.
+- ``corrupt`` — the ``mkv`` cut in half: it still probes (Matroska states its duration up
+  front) but holds half of it, so a transcode fails verification.
+- ``text`` — a plain text file: not media.
+
+The file is written to a temporary name next to ``out`` and renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import imageio_ffmpeg
+
+from python_endpoints.jobs import outputs
+
+KINDS = ("mkv", "mp4", "legacy", "noaudio", "corrupt", "text")
+SAMPLE_TIMEOUT = 300.0
+
+
+def sample_cues(seconds: float) -> list[tuple[float, float, str]]:
+    """The subtitle cues of a sample of that length: ``(start, end, text)``, whole
+    milliseconds, two of them at least (squeezed into clips shorter than 4 s)."""
+    scale = min(1.0, seconds / 4.0)
+    cues = [(0.5, 1.75, "Hello from Fredica"), (2.0, 3.25, "A second cue")]
+    return [(round(a * scale, 3), round(b * scale, 3), text) for a, b, text in cues]
+
+
+def _srt_time(seconds: float) -> str:
+    ms = round(seconds * 1000)
+    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+
+
+def srt_text(cues: list[tuple[float, float, str]]) -> str:
+    return "".join(
+        f"{i}\n{_srt_time(a)} --> {_srt_time(b)}\n{text}\n\n"
+        for i, (a, b, text) in enumerate(cues, 1)
+    )
+
+
+def _args(
+    ffmpeg: str, kind: str, seconds: float, size: tuple[int, int], srt: str, out: str
+) -> list[str]:
+    width, height = size
+    video = f"testsrc2=size={width}x{height}:rate=25:duration={seconds}"
+    # A tone that steps up every second: a transcript or a waveform shows where it is cut.
+    tones = "sin(2*PI*(220+110*floor(t))*t)|sin(2*PI*(330+110*floor(t))*t)"
+    audio = f"aevalsrc={tones}:s=48000:d={seconds}"
+    args = [ffmpeg, "-hide_banner", "-nostdin", "-y", "-loglevel", "error"]
+    args += ["-f", "lavfi", "-i", video]
+    if kind == "mp4":
+        args += ["-f", "lavfi", "-i", audio, "-map", "0:v", "-map", "1:a"]
+        args += ["-c:a", "aac", "-b:a", "128k"]
+    else:
+        if kind != "noaudio":
+            args += ["-f", "lavfi", "-i", audio]
+        args += ["-i", srt, "-map", "0:v"]
+        if kind == "legacy":
+            args += ["-map", "1:a", "-c:a", "mp2", "-b:a", "192k"]
+        elif kind != "noaudio":
+            args += ["-map", "1:a", "-c:a", "libopus", "-b:a", "96k"]
+        args += ["-map", f"{1 if kind == 'noaudio' else 2}:s", "-c:s", "srt"]
+        args += ["-metadata:s:s:0", "language=eng", "-metadata:s:s:0", "title=English"]
+    if kind == "legacy":
+        args += ["-c:v", "mpeg2video", "-q:v", "4", "-pix_fmt", "yuv420p", "-g", "25"]
+    else:
+        args += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "25"]
+    return [*args, "-f", "mp4" if kind == "mp4" else "matroska", out]
+
+
+def make_sample(
+    out: Path,
+    seconds: float = 10.0,
+    *,
+    ffmpeg: str | None = None,
+    kind: str = "mkv",
+    size: tuple[int, int] = (320, 240),
+) -> Path:
+    """Write a test clip of ``kind`` (see the module's docstring) to ``out``; return ``out``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown sample kind {kind!r}; one of {', '.join(KINDS)}")
+    if seconds <= 0:
+        raise ValueError("a sample lasts more than 0 seconds")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temp = outputs.temp_path(out)
+    try:
+        if kind == "text":
+            # Long enough for FFmpeg's text-art demuxer to claim it (as it would claim notes).
+            temp.write_text("This is not a media file.\n" * 100, encoding="utf-8")
+        else:
+            _encode(ffmpeg or imageio_ffmpeg.get_ffmpeg_exe(), kind, seconds, size, temp)
+        if kind == "corrupt":
+            with open(temp, "r+b") as f:
+                f.truncate(os.fstat(f.fileno()).st_size // 2)
+        os.replace(temp, out)
+    finally:
+        outputs.remove_quietly(temp)
+    return out
+
+
+def _encode(ffmpeg: str, kind: str, seconds: float, size: tuple[int, int], temp: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="fredica-sample-") as scratch:
+        srt = Path(scratch) / "cues.srt"
+        srt.write_text(srt_text(sample_cues(seconds)), encoding="utf-8")
+        args = _args(
+            ffmpeg, "mkv" if kind == "corrupt" else kind, seconds, size, str(srt), str(temp)
+        )
+        done = subprocess.run(args, capture_output=True, timeout=SAMPLE_TIMEOUT, check=False)
+    if done.returncode:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"ffmpeg could not make the sample: {' | '.join(message)}")

@@ -1,0 +1,141 @@
+"""Media tasks through the whole chain — a real ``fredica worker`` process, its endpoints
+server, real child processes, real ffmpeg, a real HTTP server — and what a ``kill -9`` of the
+worker mid-job leaves: a download resumes from the bytes on disk; a transcode leaves nothing at
+its final path, no ffmpeg behind, and its retry completes."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.httpserver import HTTPTestServer, Route, make_body
+from tests.test_crash import fredica, query, run_cli, submit, wait_for
+
+pytestmark = pytest.mark.slow
+
+BODY = make_body(4_000_000, seed=7)
+
+
+def processes_mentioning(text: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(text in part for part in p.info["cmdline"] or ()):
+                found.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def wait_gone(text: str, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = [p for p in processes_mentioning(text) if p.status() != psutil.STATUS_ZOMBIE]
+        if not alive:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"processes left behind: {[p.cmdline() for p in alive]}")
+
+
+def bytes_done(data: Path) -> int:
+    rows = query(data, "SELECT json_extract(checkpoint, '$.bytes_done') FROM task")
+    return int(rows[0][0] or 0)
+
+
+def test_kill_9_mid_download_resumes_from_the_bytes_on_disk(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    output = data / "library" / "remote-0001" / "clip.bin"
+    with HTTPTestServer() as http:
+        http.routes["/clip.bin"] = Route(body=BODY, rate=600_000)
+        spec = {
+            "tasks": [
+                {
+                    "key": "d",
+                    "type": "DOWNLOAD",
+                    "payload": {"url": http.url("/clip.bin"), "output": str(output)},
+                    "max_retries": 2,
+                }
+            ]
+        }
+        submitted = submit(data, spec)
+        worker = fredica(data, "worker")
+        try:
+            wait_for(lambda: bytes_done(data) > 500_000, within=60)
+        finally:
+            worker.send_signal(signal.SIGKILL)
+            worker.communicate(timeout=10)
+        (saved,) = query(data, "SELECT json_extract(checkpoint, '$.bytes_done') FROM task")[0]
+        part = output.with_name(output.name + ".part")
+        assert part.stat().st_size >= saved > 0
+        assert not output.exists()
+        wait_gone("python_endpoints")  # the endpoints server died with its parent
+
+        http.routes["/clip.bin"].rate = None
+        code, _, err = run_cli(data, "worker", "--until-idle")
+        assert code == 0, err
+        assert "recovered: 1 requeued" in err
+        ranges = [r.headers.get("range") for r in http.requests]
+    task = query(
+        data,
+        "SELECT status, attempt, json_extract(result, '$.resumed_from') FROM task "
+        "WHERE workflow_run_id = ?",
+        submitted["run_id"],
+    )[0]
+    assert task[0] == "completed" and task[1] == 2
+    assert task[2] >= saved  # the second attempt started from what was on disk
+    assert ranges[0] is None and ranges[-1] == f"bytes={task[2]}-"
+    assert output.read_bytes() == BODY and not part.exists()
+
+
+def test_kill_9_mid_transcode_leaves_no_partial_output_and_the_retry_completes(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    clip = tmp_path / "long.mkv"
+    code, _, err = run_cli(data, "sample", str(clip), "--seconds", "120")
+    assert code == 0, err
+    output = data / "library" / "out-0001" / "long.mp4"
+    spec = {
+        "tasks": [
+            {
+                "key": "t",
+                "type": "TRANSCODE_MP4",
+                "payload": {
+                    "input": str(clip),
+                    "output": str(output),
+                    "mode": "reencode",
+                    "preset": "medium",
+                },
+                "max_retries": 1,
+            }
+        ]
+    }
+    submitted = submit(data, spec)
+    worker = fredica(data, "worker")
+    try:
+        wait_for(
+            lambda: (
+                query(data, "SELECT progress FROM task")[0][0] > 5
+                and bool(processes_mentioning(str(output.parent)))
+            ),
+            within=120,
+        )
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.communicate(timeout=10)
+    wait_gone(str(output.parent))  # no ffmpeg (nor job child) outlives the worker
+    assert not output.exists()
+
+    code, _, err = run_cli(data, "worker", "--until-idle")
+    assert code == 0, err
+    status, attempt = query(
+        data, "SELECT status, attempt FROM task WHERE workflow_run_id = ?", submitted["run_id"]
+    )[0]
+    assert (status, attempt) == ("completed", 2)
+    assert output.is_file()
+    leftovers = sorted(p.name for p in output.parent.iterdir() if p.name != output.name)
+    assert all(name.endswith(".fredica.json") for name in leftovers), leftovers

@@ -1,0 +1,96 @@
+"""The media executors: each runs its task on a task endpoint of the same name.
+
+The payloads carry absolute paths chosen by the app. ``can_skip`` (for ``check_skip``) asks
+the job's sidecar whether a verified output of the same input and params is already in place:
+a stat of two files, never a hash of the media.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from python_endpoints.jobs import outputs
+from workers.executor import ExecutionContext
+from workers.executors.websocket import WebSocketExecutor
+from workers.records import TaskRecord
+from workers.tasktypes import (
+    DOWNLOAD,
+    EXTRACT_AUDIO,
+    EXTRACT_SUBTITLES,
+    PROBE,
+    TRANSCODE_MP4,
+)
+
+
+class _FileJobExecutor(WebSocketExecutor):
+    """A job with one ``input`` and one ``output`` file."""
+
+    resumable = True  # an interrupted job starts again (a retry overwrites its temp file)
+    stall_timeout = 120.0
+
+    async def can_skip(self, task: TaskRecord) -> bool:
+        output, source = task.payload.get("output"), task.payload.get("input")
+        if not isinstance(output, str) or not isinstance(source, str):
+            return False
+        return await asyncio.to_thread(
+            outputs.output_is_current, output, source, self.endpoint, self.params_for_skip(task)
+        )
+
+    def params_for_skip(self, task: TaskRecord) -> dict[str, Any]:
+        return {k: v for k, v in task.payload.items() if k not in ("schema_version", "check_skip")}
+
+
+class ProbeExecutor(WebSocketExecutor):
+    task_type = PROBE
+    endpoint = "probe"
+    resumable = True
+    stall_timeout = 60.0
+
+
+class TranscodeExecutor(_FileJobExecutor):
+    task_type = TRANSCODE_MP4
+    endpoint = "transcode_mp4"
+
+
+class ExtractAudioExecutor(_FileJobExecutor):
+    task_type = EXTRACT_AUDIO
+    endpoint = "extract_audio"
+
+
+class ExtractSubtitlesExecutor(WebSocketExecutor):
+    task_type = EXTRACT_SUBTITLES
+    endpoint = "extract_subtitles"
+    resumable = True
+    stall_timeout = 120.0
+
+
+class DownloadExecutor(WebSocketExecutor):
+    """Resumes from the bytes on disk: the checkpoint (saved from the endpoint's progress) holds
+    the validator that tells whether the ``.part`` file still belongs to the same resource."""
+
+    task_type = DOWNLOAD
+    endpoint = "download"
+    resumable = True
+    stall_timeout = 120.0
+
+    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
+        params = super().params(task, ctx)
+        if ctx.checkpoint:
+            params["resume"] = ctx.checkpoint
+        return params
+
+    async def can_skip(self, task: TaskRecord) -> bool:
+        # The final path only ever holds a complete body (it is renamed into place last).
+        output = task.payload.get("output")
+        return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
+
+
+MEDIA_EXECUTORS: tuple[type[WebSocketExecutor], ...] = (
+    ProbeExecutor,
+    TranscodeExecutor,
+    ExtractAudioExecutor,
+    ExtractSubtitlesExecutor,
+    DownloadExecutor,
+)
