@@ -462,7 +462,13 @@ def _print_run(
             line += f"  {text}"
         if t.error:
             line += f"  [{t.error_type}] {t.error}"
+        elif (t.result or {}).get("skipped"):
+            line += "  skipped: its output is already up to date"
         print(line)
+        outputs = (t.result or {}).get("outputs")
+        if isinstance(outputs, list):
+            for path in outputs:
+                print(f"      → {path}")
 
 
 # --- entry point ----------------------------------------------------------------------------

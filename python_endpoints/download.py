@@ -36,8 +36,9 @@ that keeps the .part emit a last checkpoint of every byte written.
     IO_ERROR           the .part cannot be opened, written, synced or renamed
     PAYLOAD_ERROR      invalid params or proxy
 
-A cancel (a server shutting down cancels too), HTTP_ERROR, UNSUPPORTED_MEDIA and a body longer
-than announced remove the .part (nothing worth resuming); other failures and a pause keep it.
+The user's cancel, HTTP_ERROR, UNSUPPORTED_MEDIA and a body longer than announced remove the
+.part (nothing worth resuming); other failures, a pause, a client that went away and a server
+shutting down keep it for the next attempt.
 """
 
 from __future__ import annotations

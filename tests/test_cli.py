@@ -164,8 +164,22 @@ def test_templates_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "diagnostic" in names
 
 
+def test_the_readmes_main_job_runs_through_the_console_script(tmp_path: Path) -> None:
+    """The README's first command, exactly as written there (but on a temp data dir)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    line = next(ln for ln in readme.splitlines() if "uv run fredica" in ln)
+    args = line.split("uv run fredica", 1)[1].split()
+    assert args[0] == "--data-dir"
+    args[1] = str(tmp_path / "demo")
+    exe = Path(sys.executable).parent / "fredica"
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "completed" in proc.stdout and "transcode" in proc.stdout
+    assert list((tmp_path / "demo" / "library").glob("*/*.mp4"))
+
+
 def test_console_script_runs_the_demo(tmp_path: Path) -> None:
-    """The README's main job, through the installed console script."""
+    """The diagnostic demo, through the installed console script."""
     exe = Path(sys.executable).parent / "fredica"
     env = {**os.environ, "FREDICA_DATA_DIR": str(tmp_path)}
     proc = subprocess.run(
