@@ -26,6 +26,8 @@ class Check:
 
 async def diagnose(app: Fredica) -> list[Check]:
     checks = [_data_dir(app), await _database(app), _engine(app), _ffmpeg(app)]
+    if checks[-1].ok:
+        checks.append(await asyncio.to_thread(_hardware_encoders, app))
     checks.append(await _endpoints(app))
     checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
     if app.settings_problem:
@@ -124,6 +126,25 @@ def _ffmpeg(app: Fredica) -> Check:
             "reinstall Fredica (imageio-ffmpeg), or set ffmpeg_path in settings",
         )
     return Check("ffmpeg", True, str(exe))
+
+
+def _hardware_encoders(app: Fredica) -> Check:
+    """Which hardware H.264 encoders ffmpeg lists, and which of them work here (a one-frame
+    test encode, as TRANSCODE_MP4 does before using one). Informational: libx264 on the CPU
+    is always there."""
+    from python_endpoints.jobs import ffmpeg as ff
+    from python_endpoints.jobs.media import encoder_works, ffmpeg_binary, list_encoders
+
+    binary = ffmpeg_binary({"ffmpeg": str(app.settings.ffmpeg_path or "") or None})
+    listed = ff.hardware_candidates(list_encoders(binary))
+    working = [e for e in listed if encoder_works(binary, e)]
+    if working:
+        return Check("hardware encoders", True, f"{', '.join(working)} (verified)")
+    if listed:
+        detail = f"none works here ({', '.join(listed)} listed but failed a test encode): libx264"
+    else:
+        detail = "none listed: libx264 on the CPU"
+    return Check("hardware encoders", True, detail)
 
 
 def _module(name: str, label: str) -> Check:
