@@ -2,8 +2,8 @@
 
 When no engine runs on the data directory, one is started here (with the endpoints server) and
 stopped once the run has ended. When one does (a ``worker`` or the app), the run is submitted to
-it and followed through the database. Ctrl-C holds the run's unfinished tasks (a second Ctrl-C
-cancels them) and says how to continue.
+it and followed through the database. Ctrl-C holds the run's unfinished tasks (running jobs are
+paused, then the engine stops without waiting for them) and says how to continue.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from fredica_app.errors import DatabaseLocked, MediaImportError
 from fredica_app.services import Fredica
+from workers.engine import WorkerEngine
 from workers.records import RunRecord, TaskRecord
 from workers.states import TaskStatus, is_terminal
 
@@ -31,7 +32,7 @@ POLL = 0.25
 class Outcome:
     runs: list[RunRecord]
     tasks: dict[str, list[TaskRecord]]
-    #: "done" (every task ended), "paused" (Ctrl-C held it), "cancelled" (twice Ctrl-C).
+    #: "done" (every task ended) or "paused" (Ctrl-C held it).
     ended_by: str = "done"
 
     @property
@@ -109,22 +110,42 @@ async def process(
     with _sigint(interrupts):
         if app.lock.is_held_elsewhere():
             console.print("an engine already runs on this data directory: following the run")
-            return await _follow(app, run_ids, interrupts, console)
+            return await _follow_then_settle(app, run_ids, interrupts, console, None)
         try:
             async with app.engine_session() as engine:
                 runner = asyncio.create_task(engine.run())
                 try:
-                    return await _follow(app, run_ids, interrupts, console)
+                    return await _follow_then_settle(app, run_ids, interrupts, console, engine)
                 finally:
                     await engine.stop()
                     await runner
         except DatabaseLocked:  # another engine started in between
-            return await _follow(app, run_ids, interrupts, console)
+            return await _follow_then_settle(app, run_ids, interrupts, console, None)
+
+
+async def _follow_then_settle(
+    app: Fredica,
+    run_ids: list[str],
+    interrupts: _Interrupts,
+    console: Console,
+    engine: WorkerEngine | None,
+) -> Outcome:
+    """Follow the runs; after a Ctrl-C, hold them (their running jobs are paused) and stop."""
+    ended_by = await _follow(app, run_ids, interrupts, console)
+    if ended_by == "paused":
+        console.print("[yellow]holding the run: its running jobs are paused[/]")
+        for rid in run_ids:
+            # Through the engine when it is ours: its running jobs are told at once.
+            await (engine.pause(rid) if engine else app.store.set_run_paused(rid, True))
+    runs = [await app.store.get_run(rid) for rid in run_ids]
+    tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
+    return Outcome(runs, tasks, ended_by)
 
 
 async def _follow(
     app: Fredica, run_ids: list[str], interrupts: _Interrupts, console: Console
-) -> Outcome:
+) -> str:
+    """Show the runs' tasks until every one has ended ("done") or Ctrl-C ("paused")."""
     display = Progress(
         TextColumn("{task.description}"),
         BarColumn(bar_width=24),
@@ -137,28 +158,20 @@ async def _follow(
     bars: dict[str, TaskID] = {}
     seen: dict[str, str] = {}
     ended_by = "done"
-    handled = 0
     with display:
         while True:
             tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
             for run_tasks in tasks.values():
                 for t in run_tasks:
                     _show(display, bars, seen, t, console)
-            if interrupts.count > handled:
-                handled = interrupts.count
-                if handled == 1:
-                    ended_by = "paused"
-                    for rid in run_ids:
-                        await app.store.set_run_paused(rid, True)
-                    break
+            if interrupts.count:
+                ended_by = "paused"
+                break
             if all(is_terminal(t.status) for ts in tasks.values() for t in ts):
                 break
-            interrupts.event.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(interrupts.event.wait(), POLL)
-    runs = [await app.store.get_run(rid) for rid in run_ids]
-    tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
-    return Outcome(runs, tasks, ended_by)
+    return ended_by
 
 
 def _show(

@@ -163,6 +163,31 @@ async def test_shutdown_leaves_running_work_to_recovery(
     assert (await store.get_task(task.id)).status is TaskStatus.PENDING
 
 
+async def test_shutdown_does_not_wait_for_a_paused_attempt(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """A paused attempt cannot finish: the drain does not wait for it; it stays paused and
+    running in the database, for recovery to keep it held."""
+    created = await submit(store, registry, [sleep("held", 30, max_retries=1)])
+    engine = WorkerEngine(store, [SleepExecutor()])
+    await engine.start()
+    runner = asyncio.create_task(engine.run())
+    for _ in range(200):
+        if engine.running_ids:
+            break
+        await asyncio.sleep(0.02)
+    await engine.pause(created.task_ids["held"])
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await engine.stop(drain_timeout=20)
+    await asyncio.wait_for(runner, 5)
+    assert loop.time() - began < 5
+    task = await store.get_task(created.task_ids["held"])
+    assert task.status is TaskStatus.RUNNING and task.is_paused and task.error_type is None
+    report = await WorkerEngine(store, [SleepExecutor()]).start()
+    assert report is not None and report.kept_paused == 1
+
+
 def test_data_dir_lock_is_exclusive(tmp_path: Path) -> None:
     first = DataDirLock(tmp_path / "engine.lock").acquire()
     assert DataDirLock(tmp_path / "engine.lock").is_held_elsewhere()

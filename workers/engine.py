@@ -621,9 +621,10 @@ class WorkerEngine:
         return list(self._running)
 
     async def stop(self, drain_timeout: float = 10.0) -> None:
-        """Stop claiming; let running tasks checkpoint and finish for ``drain_timeout``; stop
-        the rest without writing anything, for recovery to resume at the next start. Never
-        writes a cancel: a shutdown is not the user's decision."""
+        """Stop claiming; let running tasks checkpoint and finish for ``drain_timeout`` (paused
+        ones are not waited for); stop the rest without writing anything, for recovery to
+        resume at the next start. Never writes a cancel: a shutdown is not the user's
+        decision."""
         self._stopping = True
         self.wake()
         for r in list(self._running.values()):
@@ -631,8 +632,16 @@ class WorkerEngine:
                 with contextlib.suppress(Exception):
                     await r.ctx.flush()
         jobs = [r.job for r in self._running.values() if r.job is not None and not r.job.done()]
+        # A paused attempt will not finish while paused: do not wait for it.
+        drained = [
+            r.job
+            for r in self._running.values()
+            if r.job is not None and not r.job.done() and not (r.ctx is not None and r.ctx.paused)
+        ]
         if jobs:
-            _, pending = await asyncio.wait(jobs, timeout=drain_timeout)
+            if drained:
+                await asyncio.wait(drained, timeout=drain_timeout)
+            pending = {job for job in jobs if not job.done()}
             for r in list(self._running.values()):
                 if r.job in pending:
                     r.shutdown = True
