@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.errors import SpecError, TemplateError
+from fredica_app.library.fingerprint import is_media_name
 from fredica_app.library.importer import Importer, ImportReport, material_dir, safe_name
 from fredica_app.library.store import LibraryStore, MaterialRecord
 from fredica_app.lock import DataDirLock
@@ -137,9 +140,11 @@ class Fredica:
         }
         spec = template.expand(material_id=material.id, values=values, idempotent=True)
         for task in spec.tasks:
+            if task.type == "DOWNLOAD" and needs_site_download(material.source):
+                task.type = "DOWNLOAD_SITE"
             if self.settings.ffmpeg_path and task.type in _FFMPEG_TYPES:
                 task.payload["ffmpeg"] = str(self.settings.ffmpeg_path)
-            if self.settings.proxy and task.type == "DOWNLOAD":
+            if self.settings.proxy and task.type in ("DOWNLOAD", "DOWNLOAD_SITE"):
                 task.payload["proxy"] = self.settings.proxy
         return spec
 
@@ -263,7 +268,14 @@ class Fredica:
         return await self.store.restart_log()
 
 
-_FFMPEG_TYPES = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "EXTRACT_SUBTITLES"})
+_FFMPEG_TYPES = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "EXTRACT_SUBTITLES", "DOWNLOAD_SITE"})
+
+
+def needs_site_download(url: str) -> bool:
+    """A URL whose path does not name a media file is a page (a video site): yt-dlp's job,
+    when the optional ``sites`` extra is installed; otherwise a plain HTTP download."""
+    path = PurePosixPath(urlsplit(url).path)
+    return not is_media_name(Path(path.name)) and importlib.util.find_spec("yt_dlp") is not None
 
 
 def _downloaded(material: MaterialRecord) -> bool:

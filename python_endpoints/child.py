@@ -198,16 +198,26 @@ def _watch_parent(parent_pid: int) -> None:
 
 def _child_main(
     module: str,
+    endpoint: str,
     jobs: Connection,
     conn: Connection,
     cancel_event: Event,
     resume_event: Event,
     parent_pid: int,
 ) -> None:
-    """A job's child: import the job's module (the slow part of a start), then wait for the
-    job itself. Started ahead of time, it is a warm spare that starts a job in milliseconds."""
+    """A job's child: import the job's module (the slow part of a start) and call its
+    ``warm_up(endpoint)`` if it has one, then wait for the job itself. Started ahead of time,
+    it is a warm spare that starts a job in milliseconds."""
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
-    importlib.import_module(module)
+    job_module = importlib.import_module(module)
+    warm_up = getattr(job_module, "warm_up", None)
+    if callable(warm_up):
+        # Pay ahead, while a spare waits, what the job's first use costs (yt-dlp's extractors,
+        # the hardware encoders' test encodes). A warm-up must never break a spare.
+        try:
+            warm_up(endpoint)
+        except Exception:
+            pass
     try:
         target, params = jobs.recv()
     except (EOFError, OSError):

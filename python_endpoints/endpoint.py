@@ -196,7 +196,7 @@ class _Child:
         resume.set()
         process = mp.Process(
             target=_child_main,
-            args=(module, job_reader, writer, cancel, resume, os.getpid()),
+            args=(module, name, job_reader, writer, cancel, resume, os.getpid()),
             daemon=True,
             name=f"fredica-{name}",
         )

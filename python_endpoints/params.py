@@ -44,6 +44,13 @@ def _absolute(value: str) -> str:
     return value
 
 
+def _http_url(url: str) -> str:
+    scheme = url.split(":", 1)[0].lower()
+    if scheme not in ("http", "https") or "://" not in url:
+        raise ValueError(f"only http and https URLs can be downloaded, got {url!r}")
+    return url
+
+
 class _MediaParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -73,6 +80,10 @@ class TranscodeParams(_MediaParams):
     mode: Literal["auto", "remux", "reencode"] = "auto"
     #: Use a hardware H.264 encoder when one is present and passes a one-frame test encode.
     hardware: bool = True
+    #: The hardware encoder known to work here (``"none"``: none does), so that the job need
+    #: not test them. The endpoints server fills it from what it found once; None: the job
+    #: tests them itself.
+    hardware_encoder: str | None = Field(default=None, pattern=r"^(none|h264_[a-z0-9_]+)$")
     crf: int = Field(default=23, ge=0, le=51)
     preset: Literal[
         "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"
@@ -148,8 +159,30 @@ class DownloadParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> DownloadParams:
-        scheme = self.url.split(":", 1)[0].lower()
-        if scheme not in ("http", "https") or "://" not in self.url:
-            raise ValueError(f"only http and https URLs can be downloaded, got {self.url!r}")
+        _http_url(self.url)
+        _absolute(self.output)
+        return self
+
+
+class SiteDownloadParams(_MediaParams):
+    """``/tasks/download_site``: a video site's page (or any URL yt-dlp understands) to one
+    media file. ``ffmpeg`` (inherited) merges separate video and audio; ``keep_free_bytes``
+    is checked against the size the site announces."""
+
+    url: str = Field(min_length=1, max_length=8192)
+    #: The final path; the job writes exactly there (whatever container the site serves, see
+    #: :mod:`python_endpoints.jobs.site`), through temporary names next to it.
+    output: str = Field(min_length=1)
+    proxy: str | None = None
+    #: A yt-dlp format selector. The default takes the best video with the best audio, merged
+    #: by ffmpeg, or the best single file when the site has no separate streams.
+    format: str = Field(default="bestvideo*+bestaudio/best", min_length=1, max_length=1000)
+    #: Refuse media larger than this (bytes, every stream together); None: no limit beyond
+    #: the free disk space.
+    max_bytes: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> SiteDownloadParams:
+        _http_url(self.url)
         _absolute(self.output)
         return self

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from python_endpoints.child import JobFailed
 from python_endpoints.download import DownloadEndpoint
 from python_endpoints.endpoint import Emit, ProcessEndpoint, TaskEndpoint
-from python_endpoints.jobs import outputs
+from python_endpoints.jobs import outputs, site
 from python_endpoints.jobs.media import (
     EXTRACT_AUDIO,
     EXTRACT_SUBTITLES,
@@ -17,6 +19,8 @@ from python_endpoints.jobs.media import (
     TRANSCODE_MP4,
     extract_audio_job,
     extract_subtitles_job,
+    ffmpeg_binary,
+    hardware_encoder,
     probe_job,
     transcode_job,
 )
@@ -25,6 +29,7 @@ from python_endpoints.params import (
     ExtractAudioParams,
     ExtractSubtitlesParams,
     ProbeParams,
+    SiteDownloadParams,
     SleepParams,
     TranscodeParams,
 )
@@ -74,6 +79,21 @@ class TranscodeEndpoint(MediaEndpoint):
     suspend_on_pause = True  # ffmpeg cannot check a flag: its process tree is suspended
     target = staticmethod(transcode_job)
 
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        # The hardware encoders are tested once per ffmpeg binary for the server's life (a few
+        # one-frame encodes, ~0.3 s where some are listed), not once per job in its child.
+        if params.get("hardware", True) and params.get("hardware_encoder") is None:
+            try:
+                binary = ffmpeg_binary(params)
+            except JobFailed:
+                pass  # the job reports it
+            else:
+                found = await asyncio.get_running_loop().run_in_executor(
+                    None, hardware_encoder, binary
+                )
+                params = {**params, "hardware_encoder": found or "none"}
+        return await super().run(params)
+
 
 class ExtractAudioEndpoint(MediaEndpoint):
     name: ClassVar[str] = "extract_audio"
@@ -91,6 +111,39 @@ class ExtractSubtitlesEndpoint(MediaEndpoint):
     target = staticmethod(extract_subtitles_job)
 
 
+class SiteDownloadEndpoint(MediaEndpoint):
+    """A video site's page to one file, with yt-dlp (:mod:`python_endpoints.jobs.site`).
+
+    Its temporary files are found by their prefix. A user's cancel and a definitive failure
+    remove them all; a network failure, a crash or an interruption (the client went away, the
+    server stopped) keep what a retry continues from (yt-dlp's .part and .ytdl files)."""
+
+    name: ClassVar[str] = "download_site"
+    job = site.DOWNLOAD_SITE
+    params_model = SiteDownloadParams
+    suspend_on_pause = True  # yt-dlp cannot be asked to wait: its process tree is suspended
+    target = staticmethod(site.site_download_job)
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        self._discard_all = False
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await super().run(params)
+        except JobFailed as exc:
+            self._discard_all = exc.error_type in site.DISCARD_ON
+            raise
+
+    async def cancel(self) -> None:
+        self._discard_all = not self.interrupted
+        await super().cancel()
+
+    def partial_outputs(self) -> list[Path]:
+        output = self._params.get("output")
+        return site.temp_files(Path(output), resumable=self._discard_all) if output else []
+
+
 ENDPOINTS: dict[str, type[TaskEndpoint]] = {
     e.name: e
     for e in (
@@ -100,5 +153,6 @@ ENDPOINTS: dict[str, type[TaskEndpoint]] = {
         ExtractAudioEndpoint,
         ExtractSubtitlesEndpoint,
         DownloadEndpoint,
+        SiteDownloadEndpoint,
     )
 }

@@ -88,7 +88,8 @@ async def test_import_a_single_file_of_any_type_and_urls(app: Fredica, tmp_path:
     assert url.title == "Talk 1"
     assert url.local_path is not None
     assert Path(url.local_path).name == "Talk_1.webm"
-    assert Path(url.local_path).parent.parent == app.library_dir
+    assert Path(url.local_path).parent.name == "source"
+    assert Path(url.local_path).parent.parent.parent == app.library_dir
     # The same URL again is the same material.
     again = await app.import_items(["https://example.org/videos/Talk%201.webm?x=1"])
     assert again.existing[0].id == url.id

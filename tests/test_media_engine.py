@@ -139,3 +139,48 @@ def test_kill_9_mid_transcode_leaves_no_partial_output_and_the_retry_completes(
     assert output.is_file()
     leftovers = sorted(p.name for p in output.parent.iterdir() if p.name != output.name)
     assert all(name.endswith(".fredica.json") for name in leftovers), leftovers
+
+
+def test_urls_through_process_direct_file_and_video_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``process URL --template download_transcode``: a direct file URL is a DOWNLOAD, a page
+    (no media file in its path) a DOWNLOAD_SITE (yt-dlp); both end in a verified MP4."""
+    import json
+
+    from fredica_app.cli import main
+    from python_endpoints.jobs.sample import make_sample
+
+    clip = make_sample(tmp_path / "clip.mp4", 3, kind="mp4")
+    data = tmp_path / "data"
+    with HTTPTestServer() as http:
+        http.routes["/media/clip.mp4"] = Route(body=clip.read_bytes(), content_type="video/mp4")
+        video = f'<video src="{http.url("/media/clip.mp4")}"></video>'
+        html = f"<html><head><title>A talk</title></head><body>{video}</body></html>"
+        http.routes["/watch"] = Route(body=html.encode(), content_type="text/html; charset=utf-8")
+        for url, kind in (
+            (http.url("/media/clip.mp4"), "DOWNLOAD"),
+            (http.url("/watch"), "DOWNLOAD_SITE"),
+        ):
+            code = main(
+                [
+                    "--data-dir",
+                    str(data),
+                    "process",
+                    url,
+                    "--template",
+                    "download_transcode",
+                    "--json",
+                ]
+            )
+            out, err = capsys.readouterr()
+            assert code == 0, err
+            run = json.loads(out)
+            tasks = {t["key"]: t for t in run["tasks"]}
+            assert tasks["download"]["type"] == kind
+            assert run["status"] == "completed"
+            downloaded = Path(tasks["download"]["result"]["outputs"][0])
+            assert downloaded.read_bytes() == clip.read_bytes()
+            assert downloaded.parent.parent.parent == data / "library"
+            mp4 = Path(tasks["transcode"]["result"]["outputs"][0])
+            assert mp4.is_file() and tasks["transcode"]["result"]["mode"] == "remux"

@@ -203,6 +203,41 @@ async def test_reencode_falls_back_to_libx264_and_reports_progress(
     assert progress[-1] == 100 and progress == sorted(progress)
     texts = [f["status_text"] or "" for f in frames if f["type"] == "progress"]
     assert any(t.startswith("transcoding ") and " %" in t for t in texts)
+    # The server tested the encoders once and told the child: it did not test them again.
+    assert "looking for a hardware encoder" not in texts
+
+
+async def test_a_known_hardware_encoder_is_used_without_testing_and_none_means_the_cpu(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    """``hardware_encoder`` says what works here. Given "none", the CPU encodes; given one that
+    does not work on this machine, the encode fails and is run again on the CPU."""
+    clip = str(samples.get("mkv"))
+    result = await result_of(
+        server,
+        "transcode_mp4",
+        input=clip,
+        output=str(tmp_path / "cpu.mp4"),
+        mode="reencode",
+        hardware_encoder="none",
+    )
+    assert result["video_encoder"] == "libx264"
+    if media.hardware_encoder(media.ffmpeg_binary({})) is None:  # no working one here
+        frames = await run_job(
+            server,
+            "transcode_mp4",
+            input=clip,
+            output=str(tmp_path / "nvenc.mp4"),
+            mode="reencode",
+            hardware_encoder="h264_nvenc",
+        )
+        assert frames[-1]["result"]["video_encoder"] == "libx264"
+        texts = [f["status_text"] or "" for f in frames if f["type"] == "progress"]
+        assert any("hardware encoder failed, using the CPU" in t for t in texts)
+    error = await error_of(
+        server, "transcode_mp4", input=clip, output=str(tmp_path / "x.mp4"), hardware_encoder="$(x)"
+    )
+    assert error["error_type"] == "PAYLOAD_ERROR"
 
 
 async def test_a_truncated_input_fails_verification_and_leaves_nothing(

@@ -279,13 +279,20 @@ EXPECTED_NON_RETRYABLE = {
     ErrorType.DEPENDENCY_FAILED,
     ErrorType.NO_EXECUTOR,
     ErrorType.ORPHANED,
+    # The input or the request is wrong: another attempt would fail the same way.
+    ErrorType.INPUT_MISSING,
+    ErrorType.NOT_MEDIA,
+    ErrorType.NO_AUDIO,
+    ErrorType.UNSUPPORTED_MEDIA,
+    ErrorType.NO_SPACE,
+    ErrorType.HTTP_ERROR,
 }
 RETRYABLE = [e for e in ErrorType if e not in EXPECTED_NON_RETRYABLE]
 
 
 def test_non_retryable_set() -> None:
     assert set(NON_RETRYABLE) == EXPECTED_NON_RETRYABLE
-    assert len(RETRYABLE) == len(ErrorType) - 6
+    assert len(RETRYABLE) == len(ErrorType) - 12
 
 
 @pytest.mark.parametrize("error_type", sorted(EXPECTED_NON_RETRYABLE), ids=str)

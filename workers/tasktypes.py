@@ -17,6 +17,7 @@ from python_endpoints.params import (
     ExtractAudioParams,
     ExtractSubtitlesParams,
     ProbeParams,
+    SiteDownloadParams,
     SleepParams,
     TranscodeParams,
 )
@@ -159,6 +160,10 @@ class DownloadPayload(TaskPayload, DownloadParams):
     pass
 
 
+class SiteDownloadPayload(TaskPayload, SiteDownloadParams):
+    pass
+
+
 PROBE = TaskType(
     "PROBE", ProbePayload, "io", "reads streams, codecs, duration and subtitles (PyAV)"
 )
@@ -184,7 +189,14 @@ DOWNLOAD = TaskType(
     "HTTP(S) download to a .part file, resumed with Range after a pause, crash or error",
 )
 
-MEDIA_TYPES = (PROBE, TRANSCODE_MP4, EXTRACT_AUDIO, EXTRACT_SUBTITLES, DOWNLOAD)
+DOWNLOAD_SITE = TaskType(
+    "DOWNLOAD_SITE",
+    SiteDownloadPayload,
+    "net",
+    "a video page's media, with yt-dlp (the optional `sites` extra); resumed after an error",
+)
+
+MEDIA_TYPES = (PROBE, TRANSCODE_MP4, EXTRACT_AUDIO, EXTRACT_SUBTITLES, DOWNLOAD, DOWNLOAD_SITE)
 
 
 def builtin_registry() -> TaskTypeRegistry:

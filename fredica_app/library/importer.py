@@ -76,8 +76,11 @@ class Importer:
         material_id = str(uuid.uuid4())
         stem = safe_name(PurePosixPath(name).stem or name)
         suffix = PurePosixPath(name).suffix.lower()
-        filename = f"{stem}{suffix if is_media_name(Path(name)) else '.media'}"
-        folder = self.library_dir / f"{stem}-{material_id[:8]}"
+        # A page (a video site) is downloaded by yt-dlp into Matroska, which holds anything.
+        filename = f"{stem}{suffix if is_media_name(Path(name)) else '.mkv'}"
+        # Downloaded into the material's folder, apart from what is made of it (an MP4 of an
+        # MP4 must not be written over its source).
+        folder = self.library_dir / f"{stem}-{material_id[:8]}" / "source"
         report.added.append(
             self.store.add(
                 material_id=material_id,

@@ -462,11 +462,14 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     check_space(output.parent, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
     encoder = "copy"
     if plan.encodes_video:
-        ctx.progress(0.0, "looking for a hardware encoder")
-        if params.get("hardware", True):
-            encoder = hardware_encoder(binary) or ff.CPU_H264_ENCODER
-        else:
+        known = params.get("hardware_encoder")
+        if not params.get("hardware", True) or known == "none":
             encoder = ff.CPU_H264_ENCODER
+        elif known:
+            encoder = str(known)
+        else:
+            ctx.progress(0.0, "looking for a hardware encoder")
+            encoder = hardware_encoder(binary) or ff.CPU_H264_ENCODER
     verb = "transcoding" if plan.mode == "reencode" else "remuxing"
     temp = outputs.temp_path(output)
 

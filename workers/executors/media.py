@@ -17,6 +17,7 @@ from workers.executors.websocket import WebSocketExecutor
 from workers.records import TaskRecord
 from workers.tasktypes import (
     DOWNLOAD,
+    DOWNLOAD_SITE,
     EXTRACT_AUDIO,
     EXTRACT_SUBTITLES,
     PROBE,
@@ -87,10 +88,24 @@ class DownloadExecutor(WebSocketExecutor):
         return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
 
 
+class SiteDownloadExecutor(WebSocketExecutor):
+    """A video page's media with yt-dlp; its partial files stay for the retry to continue."""
+
+    task_type = DOWNLOAD_SITE
+    endpoint = "download_site"
+    resumable = True
+    stall_timeout = 300.0  # extraction of a page can take a while before any progress
+
+    async def can_skip(self, task: TaskRecord) -> bool:
+        output = task.payload.get("output")
+        return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
+
+
 MEDIA_EXECUTORS: tuple[type[WebSocketExecutor], ...] = (
     ProbeExecutor,
     TranscodeExecutor,
     ExtractAudioExecutor,
     ExtractSubtitlesExecutor,
     DownloadExecutor,
+    SiteDownloadExecutor,
 )
