@@ -4,7 +4,7 @@ of the protocol: the engine's task payloads reuse them, so both sides validate t
 from __future__ import annotations
 
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -185,4 +185,166 @@ class SiteDownloadParams(_MediaParams):
     def _check(self) -> SiteDownloadParams:
         _http_url(self.url)
         _absolute(self.output)
+        return self
+
+
+# --- speech-to-text (issue: speech-to-text and subtitles) -------------------------------------
+
+#: A model's name as Whisper names them (``tiny.en``, ``small``, ``large-v3``, ``distil-large-v3``).
+MODEL_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+
+
+class TranscribeResume(BaseModel):
+    """What a transcription saved (the task's checkpoint, kept by the engine from ``segment``
+    frames and progress ``extras``): the merged segments so far and how far decoding got."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Merged, final segments (``start``, ``end``, ``text`` and the decoder's extras), in order.
+    segments: list[dict[str, Any]] = Field(default_factory=list)
+    #: Seconds of the media decoded and merged for good: decoding resumes here.
+    position: float = Field(default=0.0, ge=0)
+    #: Language votes so far: language -> seconds of speech decoded in it.
+    languages: dict[str, float] = Field(default_factory=dict)
+
+
+class TranscribeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: The audio (or any media with audio) to transcribe: EXTRACT_AUDIO's 16 kHz WAV.
+    input: str = Field(min_length=1)
+    #: The merged transcript, JSON (``<stem>.transcript.json``), written atomically at the end.
+    output: str = Field(min_length=1)
+    #: A model name (``tiny.en`` is embedded; others are looked up in ``models_dir``) or the
+    #: absolute path of a CTranslate2 model directory.
+    model: str = Field(default="tiny.en", min_length=1, max_length=4096)
+    models_dir: str | None = None
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    #: ``auto``: float16, then float32, then int8 — the first the device loads (remembered per
+    #: device in ``models_dir``).
+    compute_type: Literal[
+        "auto", "float16", "float32", "int8", "int8_float16", "int8_float32", "bfloat16"
+    ] = "auto"
+    #: ``auto``: detected per chunk, the majority wins; or a language code (``en``, ``fr``).
+    language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$")
+    vad: bool = True
+    beam_size: int = Field(default=5, ge=1, le=16)
+    initial_prompt: str | None = Field(default=None, max_length=2000)
+    #: Long media are decoded in windows of ``chunk_seconds`` overlapping by
+    #: ``overlap_seconds``; segments are merged by their midpoint.
+    chunk_seconds: float = Field(default=300.0, ge=10, le=3600)
+    overlap_seconds: float = Field(default=60.0, ge=0, le=600)
+    #: On a GPU out of memory: fall back to a smaller compute type, then to the CPU (True), or
+    #: ask for a pause with the reason (False: the user frees memory and resumes).
+    allow_fallback: bool = False
+    cpu_threads: int = Field(default=0, ge=0, le=256)
+    #: Set by the engine from the task's checkpoint: continue from there.
+    resume: TranscribeResume | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> TranscribeParams:
+        _absolute(self.input)
+        _absolute(self.output)
+        if self.models_dir is not None:
+            _absolute(self.models_dir)
+        if self.overlap_seconds >= self.chunk_seconds / 2:
+            raise ValueError("overlap_seconds must be less than half of chunk_seconds")
+        return self
+
+
+TranscriptFormat = Literal["srt", "vtt", "txt", "json"]
+
+
+def _all_transcript_formats() -> list[TranscriptFormat]:
+    return ["srt", "vtt", "txt", "json"]
+
+
+class ExportSubtitlesParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: TRANSCRIBE's transcript JSON.
+    transcript: str = Field(min_length=1)
+    #: Files are written as ``<output_dir>/<stem>.<format>`` (``.transcript.txt`` for text…).
+    output_dir: str = Field(min_length=1)
+    stem: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$")
+    formats: list[TranscriptFormat] = Field(default_factory=_all_transcript_formats, min_length=1)
+    #: Readable captions: at most this many characters per line and lines per cue…
+    max_line_chars: int = Field(default=42, ge=10, le=200)
+    max_lines: int = Field(default=2, ge=1, le=4)
+    #: …shown between these many seconds (a long segment is split, a short one extended when
+    #: there is room before the next).
+    max_cue_seconds: float = Field(default=7.0, gt=0, le=60)
+    min_cue_seconds: float = Field(default=1.0, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _check(self) -> ExportSubtitlesParams:
+        _absolute(self.transcript)
+        _absolute(self.output_dir)
+        if self.min_cue_seconds > self.max_cue_seconds:
+            raise ValueError("min_cue_seconds must not exceed max_cue_seconds")
+        return self
+
+
+class LLMParams(BaseModel):
+    """An OpenAI-compatible chat endpoint (e.g. a local Ollama: ``http://127.0.0.1:11434/v1``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(min_length=1, max_length=2048)
+    model: str = Field(min_length=1, max_length=256)
+    #: The API key itself is never in a payload: the name of an environment variable of the
+    #: endpoints server that holds it (None: no key, as a local server wants).
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")
+    timeout: float = Field(default=120.0, gt=0, le=3600)
+    retries: int = Field(default=2, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _check(self) -> LLMParams:
+        _http_url(self.base_url)
+        return self
+
+
+class AnalyzeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    transcript: str = Field(min_length=1)
+    #: The analysis, JSON (``<stem>.analysis.json``).
+    output: str = Field(min_length=1)
+    #: How many key phrases to keep.
+    keywords: int = Field(default=15, ge=1, le=200)
+    #: ``auto``: the transcript's language.
+    language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$")
+    #: A summary and chapter titles from this endpoint; None: offline keywords only, and no
+    #: network call at all.
+    llm: LLMParams | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> AnalyzeParams:
+        _absolute(self.transcript)
+        _absolute(self.output)
+        return self
+
+
+class ModelDownloadParams(BaseModel):
+    """A Whisper model in CTranslate2 format, fetched by name into ``models_dir/<name>``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=MODEL_NAME_PATTERN)
+    models_dir: str = Field(min_length=1)
+    #: Where models are published (a Hugging Face compatible server) and the repository that
+    #: holds ``name`` (``{name}`` is replaced).
+    base_url: str = Field(default="https://huggingface.co", min_length=1)
+    repository: str = Field(default="Systran/faster-whisper-{name}", min_length=1, max_length=256)
+    revision: str = Field(default="main", pattern=r"^[A-Za-z0-9._-]{1,128}$")
+    proxy: str | None = None
+    timeout: float = Field(default=30.0, gt=0, le=600)
+    #: Set by the engine from the task's checkpoint (the files done and the bytes of the
+    #: current one): continue from there.
+    resume: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelDownloadParams:
+        _absolute(self.models_dir)
+        _http_url(self.base_url)
         return self
