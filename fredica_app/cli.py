@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true", help="end by printing the run object")
 
     sm = sub.add_parser(
-        "sample", help="write a ~10 s test clip (video, audio, two subtitle cues) to OUT"
+        "sample", help="write a ~10 s test clip (video, spoken audio, two subtitle cues) to OUT"
     )
     sm.add_argument("out", type=Path, metavar="OUT")
     sm.add_argument("--seconds", type=float, default=10.0)
@@ -397,7 +397,7 @@ async def cmd_sample(app: Fredica, args: argparse.Namespace) -> int:
         raise SpecError("--seconds must be between 1 and 600")
     ffmpeg = str(app.settings.ffmpeg_path) if app.settings.ffmpeg_path else None
     out = await asyncio.to_thread(
-        make_sample, args.out, args.seconds, ffmpeg=ffmpeg, kind=args.kind
+        make_sample, args.out, args.seconds, ffmpeg=ffmpeg, kind=args.kind, speech=True
     )
     print(out)
     return 0

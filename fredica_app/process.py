@@ -51,7 +51,7 @@ async def ensure_sample(app: Fredica) -> Path:
     path = sample_path(app)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(make_sample, path, ffmpeg=_ffmpeg(app))
+        await asyncio.to_thread(make_sample, path, ffmpeg=_ffmpeg(app), speech=True)
     return path
 
 

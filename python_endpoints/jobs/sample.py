@@ -15,6 +15,12 @@ Kinds:
   front) but holds half of it, so a transcode fails verification.
 - ``text`` — a plain text file: not media.
 
+With ``speech=True`` the audio is a spoken clip instead of the tones: ``assets/speech-en.opus``
+("Hello from Fredica. This is a second cue. The quick brown fox jumps over the lazy dog.
+Speech becomes subtitles.", 9.6 s), looped to the clip's length — what ``fredica sample`` and
+``fredica process --sample`` use, so that speech-to-text has words to find on a fresh machine.
+The clip ships with the project (see ``assets/README.md``): no text-to-speech engine needed.
+
 The file is written to a temporary name next to ``out`` and renamed into place.
 """
 
@@ -30,6 +36,7 @@ import imageio_ffmpeg
 from python_endpoints.jobs import outputs
 
 KINDS = ("mkv", "mp4", "legacy", "noaudio", "corrupt", "text")
+SPEECH = Path(__file__).parent / "assets" / "speech-en.opus"
 SAMPLE_TIMEOUT = 300.0
 
 
@@ -54,21 +61,29 @@ def srt_text(cues: list[tuple[float, float, str]]) -> str:
 
 
 def _args(
-    ffmpeg: str, kind: str, seconds: float, size: tuple[int, int], srt: str, out: str
+    ffmpeg: str,
+    kind: str,
+    seconds: float,
+    size: tuple[int, int],
+    srt: str,
+    out: str,
+    speech: bool = False,
 ) -> list[str]:
     width, height = size
     video = f"testsrc2=size={width}x{height}:rate=25:duration={seconds}"
     # A tone that steps up every second: a transcript or a waveform shows where it is cut.
     tones = "sin(2*PI*(220+110*floor(t))*t)|sin(2*PI*(330+110*floor(t))*t)"
-    audio = f"aevalsrc={tones}:s=48000:d={seconds}"
+    tone_input = ["-f", "lavfi", "-i", f"aevalsrc={tones}:s=48000:d={seconds}"]
+    speech_input = ["-stream_loop", "-1", "-i", str(SPEECH)]
+    audio = speech_input if speech else tone_input
     args = [ffmpeg, "-hide_banner", "-nostdin", "-y", "-loglevel", "error"]
     args += ["-f", "lavfi", "-i", video]
     if kind == "mp4":
-        args += ["-f", "lavfi", "-i", audio, "-map", "0:v", "-map", "1:a"]
-        args += ["-c:a", "aac", "-b:a", "128k"]
+        args += [*audio, "-map", "0:v", "-map", "1:a"]
+        args += ["-c:a", "aac", "-b:a", "128k", "-ar", "48000"]
     else:
         if kind != "noaudio":
-            args += ["-f", "lavfi", "-i", audio]
+            args += audio
         args += ["-i", srt, "-map", "0:v"]
         if kind == "legacy":
             args += ["-map", "1:a", "-c:a", "mp2", "-b:a", "192k"]
@@ -80,6 +95,10 @@ def _args(
         args += ["-c:v", "mpeg2video", "-q:v", "4", "-pix_fmt", "yuv420p", "-g", "25"]
     else:
         args += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "25"]
+    if kind != "noaudio":
+        args += ["-ar", "48000"]
+    # The looped speech is endless: the clip ends with its video.
+    args += ["-t", f"{seconds}"]
     return [*args, "-f", "mp4" if kind == "mp4" else "matroska", out]
 
 
@@ -90,6 +109,7 @@ def make_sample(
     ffmpeg: str | None = None,
     kind: str = "mkv",
     size: tuple[int, int] = (320, 240),
+    speech: bool = False,
 ) -> Path:
     """Write a test clip of ``kind`` (see the module's docstring) to ``out``; return ``out``."""
     if kind not in KINDS:
@@ -104,7 +124,7 @@ def make_sample(
             # Long enough for FFmpeg's text-art demuxer to claim it (as it would claim notes).
             temp.write_text("This is not a media file.\n" * 100, encoding="utf-8")
         else:
-            _encode(ffmpeg or imageio_ffmpeg.get_ffmpeg_exe(), kind, seconds, size, temp)
+            _encode(ffmpeg or imageio_ffmpeg.get_ffmpeg_exe(), kind, seconds, size, temp, speech)
         if kind == "corrupt":
             with open(temp, "r+b") as f:
                 f.truncate(os.fstat(f.fileno()).st_size // 2)
@@ -114,12 +134,20 @@ def make_sample(
     return out
 
 
-def _encode(ffmpeg: str, kind: str, seconds: float, size: tuple[int, int], temp: Path) -> None:
+def _encode(
+    ffmpeg: str, kind: str, seconds: float, size: tuple[int, int], temp: Path, speech: bool
+) -> None:
     with tempfile.TemporaryDirectory(prefix="fredica-sample-") as scratch:
         srt = Path(scratch) / "cues.srt"
         srt.write_text(srt_text(sample_cues(seconds)), encoding="utf-8")
         args = _args(
-            ffmpeg, "mkv" if kind == "corrupt" else kind, seconds, size, str(srt), str(temp)
+            ffmpeg,
+            "mkv" if kind == "corrupt" else kind,
+            seconds,
+            size,
+            str(srt),
+            str(temp),
+            speech,
         )
         done = subprocess.run(args, capture_output=True, timeout=SAMPLE_TIMEOUT, check=False)
     if done.returncode:
