@@ -7,6 +7,7 @@ import importlib
 import os
 import shutil
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ async def diagnose(app: Fredica) -> list[Check]:
         checks.append(await asyncio.to_thread(_hardware_encoders, app))
     checks.append(await _endpoints(app))
     checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
+    checks.append(_speech_models(app))
     if app.settings_problem:
         checks.append(Check("settings", False, app.settings_problem, "fix or delete the file"))
     else:
@@ -145,6 +147,34 @@ def _hardware_encoders(app: Fredica) -> Check:
     else:
         detail = "none listed: libx264 on the CPU"
     return Check("hardware encoders", True, detail)
+
+
+def _speech_models(app: Fredica) -> Check:
+    """The Whisper models installed (the embedded one included), and whether the configured
+    one can be used."""
+    from fredica_app import models
+
+    installed = models.list_models(app.models_dir)
+    listing = ", ".join(f"{m.name} ({m.size / 1e6:.0f} MB, {m.source})" for m in installed)
+    wanted = app.settings.whisper_model
+    if models.is_model_name(wanted):
+        if any(m.name == wanted for m in installed):
+            return Check("speech models", True, f"{listing}; using {wanted}")
+        return Check(
+            "speech models",
+            True,
+            f"{listing or 'none'}; {wanted} is not installed: it is downloaded into "
+            f"{app.models_dir} from {app.settings.model_base_url} the first time it is needed",
+        )
+    if (Path(wanted) / "model.bin").is_file():
+        return Check("speech models", True, f"{listing}; using the model in {wanted}")
+    return Check(
+        "speech models",
+        False,
+        f"whisper_model {wanted!r} is neither a model name nor a model directory (no model.bin)",
+        "set whisper_model in settings to a name such as tiny.en or small, or to a "
+        "CTranslate2 model directory",
+    )
 
 
 def _module(name: str, label: str) -> Check:

@@ -40,6 +40,10 @@ class AppPaths:
     def default_library_dir(self) -> Path:
         return self.data_dir / "library"
 
+    @property
+    def default_models_dir(self) -> Path:
+        return self.data_dir / "models"
+
     def ensure(self) -> AppPaths:
         for d in (self.data_dir, self.config_dir, self.cache_dir, self.log_dir):
             d.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from fredica_app import models
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.errors import SpecError, TemplateError
@@ -24,14 +25,15 @@ from fredica_app.library.store import LibraryStore, MaterialRecord
 from fredica_app.lock import DataDirLock
 from fredica_app.paths import AppPaths, resolve_paths
 from fredica_app.settings import Settings, load_settings
-from fredica_app.templates import get_template
+from fredica_app.templates import get_template, with_download_first
 from workers.engine import RESOURCE_NAMES, WorkerEngine, default_slots
 from workers.events import Event, TaskChanged
 from workers.executor import TaskExecutor
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
 from workers.executors.media import MEDIA_EXECUTORS
+from workers.executors.speech import SPEECH_EXECUTORS
 from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
-from workers.spec import WorkflowSpec, parse_spec, prepare_run
+from workers.spec import TaskSpec, WorkflowSpec, parse_spec, prepare_run
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry, builtin_registry
 
@@ -59,6 +61,7 @@ class Fredica:
             paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
         )
         library_dir = loaded.settings.library_dir or paths.default_library_dir
+        models_dir = loaded.settings.models_dir or paths.default_models_dir
         return cls(
             paths,
             loaded.settings,
@@ -66,7 +69,7 @@ class Fredica:
             TaskStore(engine),
             builtin_registry(),
             LibraryStore(engine),
-            EndpointsProcess(write_roots=[library_dir]),
+            EndpointsProcess(write_roots=[library_dir, models_dir]),
         )
 
     async def close(self) -> None:
@@ -125,11 +128,6 @@ class Fredica:
                 f"template {template.name!r} downloads a URL; {material.source} is a local "
                 "file (try transcode_mp4)"
             )
-        if template.source == "file" and material.is_url and not _downloaded(material):
-            raise TemplateError(
-                f"template {template.name!r} needs a local file; {material.source} is a URL "
-                "that has not been downloaded (try download_transcode)"
-            )
         out_dir = material_dir(self.library_dir, material)
         out_dir.mkdir(parents=True, exist_ok=True)
         values = {
@@ -138,7 +136,11 @@ class Fredica:
             "stem": safe_name(material.title),
             "url": material.source,
         }
+        if template.source == "file" and material.is_url and not _downloaded(material):
+            # A URL not downloaded yet: download it first, whatever the template does with it.
+            template = with_download_first(template, get_template("download_transcode").tasks[0])
         spec = template.expand(material_id=material.id, values=values, idempotent=True)
+        extra: list[TaskSpec] = []
         for task in spec.tasks:
             if task.type == "DOWNLOAD" and needs_site_download(material.source):
                 task.type = "DOWNLOAD_SITE"
@@ -146,7 +148,59 @@ class Fredica:
                 task.payload["ffmpeg"] = str(self.settings.ffmpeg_path)
             if self.settings.proxy and task.type in ("DOWNLOAD", "DOWNLOAD_SITE"):
                 task.payload["proxy"] = self.settings.proxy
+            if task.type == "TRANSCRIBE":
+                extra += self._speech_settings(task, spec)
+            if task.type == "ANALYZE" and self.settings.llm_base_url and self.settings.llm_model:
+                task.payload["llm"] = {
+                    "base_url": self.settings.llm_base_url,
+                    "model": self.settings.llm_model,
+                    "api_key_env": self.settings.llm_api_key_env,
+                }
+        spec.tasks = extra + spec.tasks
         return spec
+
+    @property
+    def models_dir(self) -> Path:
+        return self.settings.models_dir or self.paths.default_models_dir
+
+    def _speech_settings(self, task: TaskSpec, spec: WorkflowSpec) -> list[TaskSpec]:
+        """Fill a TRANSCRIBE task from the settings; its resource class is ``gpu`` when it will
+        run on a GPU. A named model that is not installed yet is downloaded first: the tasks
+        to add before it."""
+        s = self.settings
+        task.payload.update(
+            model=s.whisper_model,
+            models_dir=str(self.models_dir),
+            device=s.whisper_device,
+            compute_type=s.whisper_compute_type,
+            language=s.language,
+            vad=s.vad,
+            beam_size=s.beam_size,
+            allow_fallback=s.allow_cpu_fallback,
+        )
+        if s.initial_prompt:
+            task.payload["initial_prompt"] = s.initial_prompt
+        task.resource = "gpu" if uses_gpu(s.whisper_device) else "cpu"
+        name = s.whisper_model
+        if models.is_model_name(name) and not models.installed(self.models_dir, name):
+            if name != models.EMBEDDED:
+                key = "download_model"
+                task.depends_on.append(key)
+                return [
+                    TaskSpec(
+                        key=key,
+                        type="DOWNLOAD_MODEL",
+                        payload={
+                            "name": name,
+                            "models_dir": str(self.models_dir),
+                            "base_url": s.model_base_url,
+                            **({"proxy": s.proxy} if s.proxy else {}),
+                        },
+                        max_retries=3,
+                        idempotency_key=f"{spec.template}:{spec.material_id}:{key}",
+                    )
+                ]
+        return []
 
     async def submit_for_material(
         self, material: MaterialRecord, template_name: str, *, priority: int = 0
@@ -178,6 +232,7 @@ class Fredica:
             SleepExecutor(),
             SleepSubprocessExecutor(address),
             *(cls(address) for cls in MEDIA_EXECUTORS),
+            *(cls(address) for cls in SPEECH_EXECUTORS),
         ]
         engine = WorkerEngine(
             self.store,
@@ -269,6 +324,20 @@ class Fredica:
 
 
 _FFMPEG_TYPES = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "EXTRACT_SUBTITLES", "DOWNLOAD_SITE"})
+
+
+def uses_gpu(device: str) -> bool:
+    """Whether TRANSCRIBE will run on a GPU: ``cuda``, or ``auto`` with a CUDA device."""
+    if device == "cuda":
+        return True
+    if device == "cpu":
+        return False
+    try:
+        import ctranslate2
+
+        return int(ctranslate2.get_cuda_device_count()) > 0
+    except Exception:
+        return False
 
 
 def needs_site_download(url: str) -> bool:

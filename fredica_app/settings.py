@@ -40,6 +40,35 @@ class Settings(BaseModel):
     #: HTTP(S) proxy for downloads.
     proxy: str | None = None
 
+    # --- speech-to-text ---
+    #: Where Whisper models are installed (None: ``<data dir>/models``).
+    models_dir: Path | None = None
+    #: A model name (``tiny.en`` ships with Fredica; others are downloaded on first use into
+    #: ``models_dir``) or the path of a CTranslate2 model directory.
+    whisper_model: str = Field(default="tiny.en", min_length=1)
+    whisper_device: Literal["auto", "cpu", "cuda"] = "auto"
+    #: ``auto``: float16, then float32, then int8 — the first the device takes (remembered).
+    whisper_compute_type: Literal[
+        "auto", "float16", "float32", "int8", "int8_float16", "int8_float32", "bfloat16"
+    ] = "auto"
+    #: ``auto`` (detected, majority over chunks) or a language code such as ``en``.
+    language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$")
+    vad: bool = True
+    beam_size: int = Field(default=5, ge=1, le=16)
+    initial_prompt: str | None = Field(default=None, max_length=2000)
+    #: On a GPU out of memory, fall back to a smaller compute type and then the CPU instead
+    #: of pausing the task for you to free memory.
+    allow_cpu_fallback: bool = False
+    #: Where models are downloaded from (a Hugging Face compatible server).
+    model_base_url: str = "https://huggingface.co"
+
+    # --- analysis with a language model (optional; nothing is sent anywhere unless set) ---
+    #: An OpenAI-compatible endpoint, e.g. a local Ollama: ``http://127.0.0.1:11434/v1``.
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    #: The name of an environment variable that holds the API key (never the key itself).
+    llm_api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")
+
 
 @dataclass(frozen=True, slots=True)
 class LoadedSettings:

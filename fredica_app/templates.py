@@ -46,7 +46,16 @@ class Template(BaseModel):
                 if idempotent and material_id
                 else t.idempotency_key
             )
-            tasks.append(t.model_copy(update={"payload": payload, "idempotency_key": key}))
+            # Fresh lists and dicts: a caller may adjust its spec without touching the template.
+            tasks.append(
+                t.model_copy(
+                    update={
+                        "payload": payload,
+                        "idempotency_key": key,
+                        "depends_on": list(t.depends_on),
+                    }
+                )
+            )
         return WorkflowSpec(template=self.name, material_id=material_id, tasks=tasks)
 
 
@@ -114,6 +123,36 @@ def _extract_subtitles(*deps: str) -> TaskSpec:
     )
 
 
+_AUDIO = "{output_dir}/{stem}.16k.wav"
+_TRANSCRIPT = "{output_dir}/{stem}.transcript.json"
+
+
+def _transcribe(*deps: str) -> TaskSpec:
+    # The speech settings (model, device, language…) are added when it is submitted.
+    return _job("transcribe", "TRANSCRIBE", *deps, input=_AUDIO, output=_TRANSCRIPT)
+
+
+def _export_subtitles(*deps: str) -> TaskSpec:
+    return _job(
+        "export_subtitles",
+        "EXPORT_SUBTITLES",
+        *deps,
+        transcript=_TRANSCRIPT,
+        output_dir="{output_dir}",
+        stem="{stem}",
+    )
+
+
+def _analyze(*deps: str) -> TaskSpec:
+    return _job(
+        "analyze",
+        "ANALYZE",
+        *deps,
+        transcript=_TRANSCRIPT,
+        output="{output_dir}/{stem}.analysis.json",
+    )
+
+
 # Network hiccups are worth a few automatic retries; the download resumes from its .part file.
 _DOWNLOAD = TaskSpec(
     key="download",
@@ -159,13 +198,44 @@ BUILTIN: dict[str, Template] = {
             source="file",
             description=(
                 "Probe, then side by side: an MP4, the audio as 16 kHz WAV and the embedded "
-                "subtitles (speech-to-text joins this DAG later)"
+                "subtitles (no speech-to-text: see full)"
             ),
             tasks=[
                 _probe(),
                 _transcode("probe"),
                 _extract_audio("probe"),
                 _extract_subtitles("probe"),
+            ],
+        ),
+        Template(
+            name="subtitles",
+            source="file",
+            description=(
+                "Extract the audio, transcribe it with Whisper (resumable), then write "
+                "subtitles: SRT, WebVTT, text and JSON"
+            ),
+            tasks=[
+                _extract_audio(),
+                _transcribe("extract_audio"),
+                _export_subtitles("transcribe"),
+            ],
+        ),
+        Template(
+            name="full",
+            source="file",
+            description=(
+                "Everything: probe, then side by side an MP4, the embedded subtitles, and the "
+                "audio transcribed into subtitles and analysed (key phrases; a summary and "
+                "chapters when a language model is configured)"
+            ),
+            tasks=[
+                _probe(),
+                _transcode("probe"),
+                _extract_subtitles("probe"),
+                _extract_audio("probe"),
+                _transcribe("extract_audio"),
+                _export_subtitles("transcribe"),
+                _analyze("transcribe"),
             ],
         ),
         Template(
@@ -190,6 +260,16 @@ BUILTIN: dict[str, Template] = {
         ),
     ]
 }
+
+
+def with_download_first(template: Template, download: TaskSpec) -> Template:
+    """``template`` for a URL: ``download`` first, and every task that had no dependency
+    depends on it."""
+    tasks = [download] + [
+        t if t.depends_on else t.model_copy(update={"depends_on": [download.key]})
+        for t in template.tasks
+    ]
+    return template.model_copy(update={"tasks": tasks, "source": "url"})
 
 
 def get_template(name: str) -> Template:

@@ -69,14 +69,21 @@ class ChildContext:
         return self.cancel_event.is_set()
 
     def progress(
-        self, percent: float, status_text: str | None = None, pausable: Pausable | None = None
+        self,
+        percent: float,
+        status_text: str | None = None,
+        pausable: Pausable | None = None,
+        extras: dict[str, Any] | None = None,
     ) -> None:
+        """Send a ``progress`` frame; ``extras`` are job-specific values (a transcription's
+        ``position`` and ``languages``, which the engine keeps in the task's checkpoint)."""
         self.status_queue.put(
             {
                 "type": "progress",
                 "percent": min(100.0, max(0.0, percent)),
                 "status_text": status_text,
                 "pausable": pausable,
+                "extras": extras or {},
             }
         )
 

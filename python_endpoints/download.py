@@ -53,12 +53,12 @@ import os
 import shutil
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from python_endpoints.child import JobCancelled, JobFailed
 from python_endpoints.endpoint import Emit, LoopContext, LoopEndpoint
@@ -91,6 +91,9 @@ def _user_agent() -> str:
 
 
 USER_AGENT = _user_agent()
+
+_T = TypeVar("_T")
+_Params = TypeVar("_Params", bound=BaseModel)
 
 
 def part_path(output: Path) -> Path:
@@ -269,7 +272,7 @@ def status_failure(code: int, reason: str, url: str) -> DownloadFailed:
     )
 
 
-def _io_failure(exc: OSError, what: str) -> DownloadFailed:
+def io_failure(exc: OSError, what: str) -> DownloadFailed:
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return DownloadFailed(
             f"the disk is full: cannot {what}; free some space, then retry the task", "NO_SPACE"
@@ -277,7 +280,7 @@ def _io_failure(exc: OSError, what: str) -> DownloadFailed:
     return DownloadFailed(f"cannot {what}: {exc.strerror or exc}", "IO_ERROR")
 
 
-def _network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
+def network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
@@ -299,11 +302,51 @@ def _network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
 # --- the transfer ---------------------------------------------------------------------------
 
 
+def http_client(url: str, proxy: str | None, timeout: float) -> httpx.AsyncClient:
+    """A client for downloads from ``url`` (named in messages): redirects followed to http(s)
+    only, bodies as stored (no decoding), Fredica's User-Agent. ``PAYLOAD_ERROR`` for a proxy
+    that cannot be used."""
+    import httpx
+
+    async def check_scheme(request: httpx.Request) -> None:
+        """Every request, redirects included, goes to http or https only."""
+        scheme = request.url.scheme
+        if scheme not in ("http", "https"):
+            raise DownloadFailed(
+                f"{shown(url)} redirects to a {scheme}: URL "
+                f"({shown(str(request.url))}); only http and https can be downloaded",
+                "HTTP_ERROR",
+                discard=True,
+            )
+
+    try:
+        return httpx.AsyncClient(
+            # identity: Range offsets count the bytes as stored, not a decoded stream.
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
+            proxy=proxy,
+            event_hooks={"request": [check_scheme]},
+        )
+    except (ValueError, ImportError, httpx.InvalidURL) as exc:
+        raise DownloadFailed(
+            f"the proxy {shown(proxy or '')} cannot be used: {exc}", "PAYLOAD_ERROR"
+        ) from exc
+
+
 _Outcome = Literal["body", "complete", "restart"]
 
 
-class _Transfer:
-    """One run of a download: the .part, the connections, the progress."""
+class Transfer:
+    """One run of a download: the .part, the connections, the progress.
+
+    Reused for each file of a model (:mod:`python_endpoints.model_download`), which overrides
+    the hooks: :meth:`_started` (the .part is open, nothing requested yet), :meth:`_report`
+    (a progress frame, with a checkpoint of this file when one is due), :meth:`_finished`
+    (the output is in place), and may extend ``_open``, ``_write``, ``_truncate`` (to follow
+    the bytes, e.g. hash them), ``_check_size`` and ``_finish`` (to verify before the rename).
+    """
 
     def __init__(self, params: DownloadParams, ctx: LoopContext) -> None:
         self.params = params
@@ -330,11 +373,14 @@ class _Transfer:
         self._last_checkpoint = time.monotonic()
         self._paused_on_connection = False
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self, client: httpx.AsyncClient | None = None) -> dict[str, Any]:
+        """Download to the end; ``client``: one shared by several transfers (made otherwise)."""
         try:
-            async with self._client() as client:  # first: a bad proxy leaves no .part
+            async with contextlib.AsyncExitStack() as stack:
+                if client is None:  # first: a bad proxy leaves no .part
+                    client = await stack.enter_async_context(self._client())
                 self._open()
-                await self.ctx.report_progress(0.0, f"connecting to {host_of(self.params.url)}")
+                await self._started()
                 while not await self._connection(client):
                     pass
             return await self._finish()
@@ -364,7 +410,7 @@ class _Transfer:
             self.file.truncate(keep)
             self.file.seek(keep)
         except OSError as exc:
-            raise _io_failure(exc, f"write {self.part}") from exc
+            raise io_failure(exc, f"write {self.part}") from exc
         # The kept bytes were fsynced before the checkpoint that counts them was sent.
         self.done = self._on_disk = keep
 
@@ -377,7 +423,7 @@ class _Transfer:
             while view:
                 view = view[self.file.write(view) :]
         except OSError as exc:
-            raise _io_failure(exc, f"write {self.part}") from exc
+            raise io_failure(exc, f"write {self.part}") from exc
         self.done += len(chunk)
 
     def _truncate(self) -> None:
@@ -387,7 +433,7 @@ class _Transfer:
             self.file.truncate(0)
             self.file.seek(0)
         except OSError as exc:
-            raise _io_failure(exc, f"write {self.part}") from exc
+            raise io_failure(exc, f"write {self.part}") from exc
         self.done = self._on_disk = 0
         self.resumed_from = 0
         self._generation += 1
@@ -406,7 +452,7 @@ class _Transfer:
         sync, self._sync = self._sync, None
         exc = sync.exception()
         if isinstance(exc, OSError):
-            raise _io_failure(exc, f"sync {self.part}") from exc
+            raise io_failure(exc, f"sync {self.part}") from exc
         if self._sync_generation == self._generation:
             self._on_disk = self._sync_bytes
             self._checkpoint_due = True
@@ -445,34 +491,7 @@ class _Transfer:
     # -- HTTP --
 
     def _client(self) -> httpx.AsyncClient:
-        import httpx
-
-        try:
-            return httpx.AsyncClient(
-                # identity: Range offsets count the bytes as stored, not a decoded stream.
-                headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
-                timeout=httpx.Timeout(self.params.timeout),
-                follow_redirects=True,
-                max_redirects=MAX_REDIRECTS,
-                proxy=self.params.proxy,
-                event_hooks={"request": [self._check_scheme]},
-            )
-        except (ValueError, ImportError, httpx.InvalidURL) as exc:
-            raise DownloadFailed(
-                f"the proxy {shown(self.params.proxy or '')} cannot be used: {exc}",
-                "PAYLOAD_ERROR",
-            ) from exc
-
-    async def _check_scheme(self, request: httpx.Request) -> None:
-        """Every request, redirects included, goes to http or https only."""
-        scheme = request.url.scheme
-        if scheme not in ("http", "https"):
-            raise DownloadFailed(
-                f"{shown(self.params.url)} redirects to a {scheme}: URL "
-                f"({shown(str(request.url))}); only http and https can be downloaded",
-                "HTTP_ERROR",
-                discard=True,
-            )
+        return http_client(self.params.url, self.params.proxy, self.params.timeout)
 
     def _range_headers(self) -> dict[str, str]:
         if self.done == 0:
@@ -517,7 +536,7 @@ class _Transfer:
                 # A pause left the connection idle and the server dropped it: carry on with
                 # Range, as a new attempt would, without failing this one.
                 return False
-            raise _network_failure(exc, self.params.url) from exc
+            raise network_failure(exc, self.params.url) from exc
 
     def _accept(self, response: httpx.Response, requested: int) -> _Outcome:
         """Judge a response's status and headers before its body."""
@@ -646,8 +665,22 @@ class _Transfer:
         if now - self._last_progress >= PROGRESS_EVERY:
             await self._emit(now)
 
+    async def _started(self) -> None:
+        """The .part is open, nothing is requested yet."""
+        await self.ctx.report_progress(0.0, f"connecting to {host_of(self.params.url)}")
+
     async def _emit(self, now: float, text: str | None = None) -> None:
         self._last_progress = now
+        checkpoint = None
+        if self._checkpoint_due:
+            checkpoint = self._checkpoint(self._on_disk)
+            self._checkpoint_due = False
+        await self._report(now, text, checkpoint)
+
+    async def _report(
+        self, now: float, text: str | None, checkpoint: dict[str, Any] | None
+    ) -> None:
+        """Send a progress frame; ``checkpoint``: every byte it counts is on disk (fsynced)."""
         self.meter.add(now, self.done)
         speed = self.meter.speed()
         left = eta(self.done, self.total, speed)
@@ -657,9 +690,8 @@ class _Transfer:
             "speed": round(speed, 1),
             "eta": None if left is None else round(left, 1),
         }
-        if self._checkpoint_due:
-            extras["checkpoint"] = self._checkpoint(self._on_disk)
-            self._checkpoint_due = False
+        if checkpoint is not None:
+            extras["checkpoint"] = checkpoint
         percent = round(100.0 * self.done / self.total, 2) if self.total else 0.0
         await self.ctx.report_progress(
             percent, text or status_text(self.done, self.total, speed, left), extras=extras
@@ -676,13 +708,9 @@ class _Transfer:
             self.file.close()
             os.replace(self.part, self.output)
         except OSError as exc:
-            raise _io_failure(exc, f"move {self.part} to {self.output}") from exc
-        _sync_dir(self.output.parent)
-        await self.ctx.report_progress(
-            100.0,
-            f"downloaded {format_bytes(self.done)}",
-            extras={"bytes_done": self.done, "total": self.done, "speed": 0.0, "eta": 0.0},
-        )
+            raise io_failure(exc, f"move {self.part} to {self.output}") from exc
+        sync_dir(self.output.parent)
+        await self._finished()
         return {
             "outputs": [str(self.output)],
             "bytes": self.done,
@@ -691,8 +719,16 @@ class _Transfer:
             "resumed_from": self.resumed_from or 0,
         }
 
+    async def _finished(self) -> None:
+        """The output is in place."""
+        await self.ctx.report_progress(
+            100.0,
+            f"downloaded {format_bytes(self.done)}",
+            extras={"bytes_done": self.done, "total": self.done, "speed": 0.0, "eta": 0.0},
+        )
 
-def _sync_dir(directory: Path) -> None:
+
+def sync_dir(directory: Path) -> None:
     """Make the rename durable too (POSIX; Windows cannot open a directory, nor needs to)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
@@ -732,30 +768,38 @@ class DownloadEndpoint(LoopEndpoint):
         # partial outputs after JobCancelled): an open file cannot be removed on Windows.
 
     async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
-        try:
-            valid = DownloadParams.model_validate(params)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "params"
-            raise JobFailed(
-                f"invalid download params: {where}: {err['msg']}", "PAYLOAD_ERROR"
-            ) from None
-        transfer = _Transfer(valid, ctx)
+        transfer = Transfer(validated(DownloadParams, params, "download"), ctx)
         self._part = transfer.part
-        # The transfer runs as a task of its own so that a cancel stops it at once, even
-        # while it waits for a slow server (the read timeout can be minutes).
-        run = asyncio.create_task(transfer.run())
-        stop = asyncio.create_task(ctx.cancel_event.wait())
         try:
-            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-            if not run.done():
-                run.cancel()
-            await asyncio.wait({run, stop})  # the connection and the .part are closed
-        if run.cancelled():
-            raise JobCancelled
-        failure = run.exception()
-        if isinstance(failure, DownloadFailed):
-            self._discard_part = self._discard_part or failure.discard
-        return run.result()
+            return await until_cancelled(ctx, transfer.run())
+        except DownloadFailed as exc:
+            self._discard_part = self._discard_part or exc.discard
+            raise
+
+
+def validated(model: type[_Params], params: dict[str, Any], what: str) -> _Params:
+    """``params`` as ``model``, or a ``PAYLOAD_ERROR`` that names the first wrong field."""
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "params"
+        raise JobFailed(f"invalid {what} params: {where}: {err['msg']}", "PAYLOAD_ERROR") from None
+
+
+async def until_cancelled(ctx: LoopContext, work: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``work`` as a task of its own, so that a cancel stops it at once, even while it
+    waits for a slow server (the read timeout can be minutes); raise JobCancelled then. Its
+    connections and files are closed when this returns."""
+    run = asyncio.create_task(work)
+    stop = asyncio.create_task(ctx.cancel_event.wait())
+    try:
+        await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not run.done():
+            run.cancel()
+        await asyncio.wait({run, stop})
+    if run.cancelled():
+        raise JobCancelled
+    return run.result()

@@ -273,7 +273,8 @@ class ProcessEndpoint(TaskEndpoint):
     #: pydantic (a plain dict of the validated values is sent).
     params_model: ClassVar[type[BaseModel] | None] = None
     #: Keep a warm spare child ready (its imports done) so that the next job starts in
-    #: milliseconds instead of the ~0.5 s an interpreter and the job's imports take.
+    #: milliseconds instead of the ~0.5 s an interpreter and the job's imports take. The
+    #: spare is started when a job ends (the first job of an endpoint starts cold).
     keep_spare: ClassVar[bool] = True
 
     def __init__(self, emit: Emit) -> None:
@@ -304,14 +305,17 @@ class ProcessEndpoint(TaskEndpoint):
         self.child = child
         child.jobs.send((target, params))
         child.jobs.close()
-        if cls.keep_spare:
-            preparing = loop.run_in_executor(None, _prepare_spare, cls)
-            _preparing.add(preparing)
-            preparing.add_done_callback(_preparing.discard)
         try:
             return await self._pump()
         finally:
             await self._reap()
+            if cls.keep_spare:
+                # The next spare is started once this job is over, not beside it: its start
+                # (an interpreter, PyAV, the job's imports and warm-up: ~0.3 s of CPU) would
+                # take that CPU from the job — ffmpeg — on a small machine.
+                preparing = loop.run_in_executor(None, _prepare_spare, cls)
+                _preparing.add(preparing)
+                preparing.add_done_callback(_preparing.discard)
 
     async def _pump(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()

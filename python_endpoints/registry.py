@@ -12,6 +12,8 @@ from python_endpoints.child import JobFailed
 from python_endpoints.download import DownloadEndpoint
 from python_endpoints.endpoint import Emit, ProcessEndpoint, TaskEndpoint
 from python_endpoints.jobs import outputs, site
+from python_endpoints.jobs.analyze import ANALYZE, analyze_job
+from python_endpoints.jobs.export import EXPORT_SUBTITLES, export_subtitles_job
 from python_endpoints.jobs.media import (
     EXTRACT_AUDIO,
     EXTRACT_SUBTITLES,
@@ -25,13 +27,18 @@ from python_endpoints.jobs.media import (
     transcode_job,
 )
 from python_endpoints.jobs.sleep import sleep_job
+from python_endpoints.jobs.transcribe import TRANSCRIBE, transcribe_job
+from python_endpoints.model_download import ModelDownloadEndpoint
 from python_endpoints.params import (
+    AnalyzeParams,
+    ExportSubtitlesParams,
     ExtractAudioParams,
     ExtractSubtitlesParams,
     ProbeParams,
     SiteDownloadParams,
     SleepParams,
     TranscodeParams,
+    TranscribeParams,
 )
 
 
@@ -144,6 +151,43 @@ class SiteDownloadEndpoint(MediaEndpoint):
         return site.temp_files(Path(output), resumable=self._discard_all) if output else []
 
 
+class ExportSubtitlesEndpoint(MediaEndpoint):
+    """TRANSCRIBE's transcript as SRT, WebVTT, text and JSON
+    (:mod:`python_endpoints.jobs.export`)."""
+
+    name: ClassVar[str] = "export_subtitles"
+    job = EXPORT_SUBTITLES
+    pausable = "never"  # a few seconds at most
+    params_model = ExportSubtitlesParams
+    target = staticmethod(export_subtitles_job)
+
+
+class AnalyzeEndpoint(MediaEndpoint):
+    """Key phrases, and a summary with chapters from a language model when one is configured
+    (:mod:`python_endpoints.jobs.analyze`)."""
+
+    name: ClassVar[str] = "analyze"
+    job = ANALYZE
+    pausable = "never"  # a model's answer cannot be paused; a cancel stops the wait at once
+    params_model = AnalyzeParams
+    target = staticmethod(analyze_job)
+
+
+class TranscribeEndpoint(MediaEndpoint):
+    """Speech to text with faster-whisper (:mod:`python_endpoints.jobs.transcribe`), resumable
+    from its checkpoint. Pause is cooperative: the job waits between segments."""
+
+    name: ClassVar[str] = "transcribe"
+    job = TRANSCRIBE
+    params_model = TranscribeParams
+    suspend_on_pause = False
+    target = staticmethod(transcribe_job)
+
+    def partial_outputs(self) -> list[Path]:
+        output = self._params.get("output")
+        return [outputs.temp_path(Path(output))] if output else []
+
+
 ENDPOINTS: dict[str, type[TaskEndpoint]] = {
     e.name: e
     for e in (
@@ -154,5 +198,9 @@ ENDPOINTS: dict[str, type[TaskEndpoint]] = {
         ExtractSubtitlesEndpoint,
         DownloadEndpoint,
         SiteDownloadEndpoint,
+        ExportSubtitlesEndpoint,
+        AnalyzeEndpoint,
+        TranscribeEndpoint,
+        ModelDownloadEndpoint,
     )
 }

@@ -5,9 +5,10 @@ wrong or missing token is refused during the handshake with HTTP 401, an unknown
 404 — before any job exists. Frames are limited in size, pings go both ways, and a peer that
 stops answering is treated as gone: its job is cancelled and its processes reaped.
 
-With ``write_roots``, a job may write only under those folders: params whose ``output`` or
-``output_dir`` lies elsewhere are refused (``PAYLOAD_ERROR``) before the job starts. The app
-passes its library folder; a token holder cannot make the server write anywhere else.
+With ``write_roots``, a job may write only under those folders: params whose ``output``,
+``output_dir`` or ``models_dir`` lies elsewhere are refused (``PAYLOAD_ERROR``) before the job
+starts. The app passes its library and models folders; a token holder cannot make the server
+write anywhere else.
 """
 
 from __future__ import annotations
@@ -283,7 +284,7 @@ class Session:
 
 
 #: The params that name where a job writes.
-WRITE_KEYS = ("output", "output_dir")
+WRITE_KEYS = ("output", "output_dir", "models_dir")
 
 
 def outside_write_roots(params: Mapping[str, Any], roots: list[Path] | None) -> str | None:

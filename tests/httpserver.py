@@ -48,6 +48,8 @@ class Route:
     drops: int | None = 1
     #: A redirect (302) to this location.
     location: str | None = None
+    #: More headers for every answer of this route (``X-Error-Code``…).
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,9 +111,9 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             self._simple(404, b"no such route\n")
         elif route.location is not None:
-            self._simple(302, b"", {"Location": route.location})
+            self._simple(302, b"", {"Location": route.location, **route.headers})
         elif route.status != 200:
-            self._simple(route.status, f"status {route.status}\n".encode())
+            self._simple(route.status, f"status {route.status}\n".encode(), route.headers)
         else:
             self._serve(route, route.drop_after if drop else None)
 
@@ -138,6 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
             end = min(int(last), size - 1) if last else size - 1
             status = 206
         self.send_response(status)
+        for name, value in route.headers.items():
+            self.send_header(name, value)
         if route.content_type is not None:
             self.send_header("Content-Type", route.content_type)
         if route.etag is not None:

@@ -174,8 +174,9 @@ def test_the_readmes_main_job_runs_through_the_console_script(tmp_path: Path) ->
     exe = Path(sys.executable).parent / "fredica"
     proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "completed" in proc.stdout and "transcode" in proc.stdout
-    assert list((tmp_path / "demo" / "library").glob("*/*.mp4"))
+    assert "completed" in proc.stdout and "transcribe" in proc.stdout
+    srt = list((tmp_path / "demo" / "library").glob("*/*.srt"))
+    assert srt and "fox" in srt[0].read_text().lower()
 
 
 def test_console_script_runs_the_demo(tmp_path: Path) -> None:

@@ -286,13 +286,16 @@ EXPECTED_NON_RETRYABLE = {
     ErrorType.UNSUPPORTED_MEDIA,
     ErrorType.NO_SPACE,
     ErrorType.HTTP_ERROR,
+    ErrorType.MODEL_MISSING,
+    ErrorType.BAD_TRANSCRIPT,
+    ErrorType.MODEL_LOAD_FAILED,
 }
 RETRYABLE = [e for e in ErrorType if e not in EXPECTED_NON_RETRYABLE]
 
 
 def test_non_retryable_set() -> None:
     assert set(NON_RETRYABLE) == EXPECTED_NON_RETRYABLE
-    assert len(RETRYABLE) == len(ErrorType) - 12
+    assert len(RETRYABLE) == len(ErrorType) - 15
 
 
 @pytest.mark.parametrize("error_type", sorted(EXPECTED_NON_RETRYABLE), ids=str)

@@ -461,8 +461,11 @@ class WorkerEngine:
                 result = ExecuteResult(result={"skipped": True})
                 return
             result = await executor.execute(task, ctx)
-            with contextlib.suppress(Exception):
-                await ctx.flush()
+            if not result.ok:
+                # The retry resumes from the last checkpoint: write what is pending. A success
+                # needs no such write (its completion sets the progress to 100).
+                with contextlib.suppress(Exception):
+                    await ctx.flush()
             if result.ok and result.new_tasks:
                 running.new_tasks, result = self._prepare_fan_out(task, result)
         except Cancelled:

@@ -113,7 +113,9 @@ class ExecutionContext:
     progress_interval: float = 0.5
     checkpoint: dict[str, Any] | None = None
     last_report: float = field(default_factory=time.monotonic)
-    _last_write: float = 0.0
+    #: The first throttled write comes ``progress_interval`` after the start, as every later
+    #: one: at most ~2 writes a second per task (DESIGN §4), counting from the start.
+    _last_write: float = field(default_factory=time.monotonic)
     _pending: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

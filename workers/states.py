@@ -65,6 +65,12 @@ class ErrorType(StrEnum):
     NO_AUDIO = "NO_AUDIO"
     VERIFY_FAILED = "VERIFY_FAILED"
     HTTP_ERROR = "HTTP_ERROR"
+    MODEL_MISSING = "MODEL_MISSING"
+    BAD_TRANSCRIPT = "BAD_TRANSCRIPT"
+    LLM_UNREACHABLE = "LLM_UNREACHABLE"
+    LLM_ERROR = "LLM_ERROR"
+    MODEL_LOAD_FAILED = "MODEL_LOAD_FAILED"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
 
 
 #: Error types that are final whatever ``max_retries`` says.
@@ -84,6 +90,9 @@ NON_RETRYABLE: frozenset[str] = frozenset(
         ErrorType.UNSUPPORTED_MEDIA,
         ErrorType.NO_SPACE,
         ErrorType.HTTP_ERROR,
+        ErrorType.MODEL_MISSING,
+        ErrorType.BAD_TRANSCRIPT,
+        ErrorType.MODEL_LOAD_FAILED,
     }
 )
 

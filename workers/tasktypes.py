@@ -13,13 +13,17 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from python_endpoints.params import (
+    AnalyzeParams,
     DownloadParams,
+    ExportSubtitlesParams,
     ExtractAudioParams,
     ExtractSubtitlesParams,
+    ModelDownloadParams,
     ProbeParams,
     SiteDownloadParams,
     SleepParams,
     TranscodeParams,
+    TranscribeParams,
 )
 
 #: The payload key that carries its schema version.
@@ -199,9 +203,59 @@ DOWNLOAD_SITE = TaskType(
 MEDIA_TYPES = (PROBE, TRANSCODE_MP4, EXTRACT_AUDIO, EXTRACT_SUBTITLES, DOWNLOAD, DOWNLOAD_SITE)
 
 
+# --- Speech-to-text and what is made of it.
+
+
+class TranscribePayload(TaskPayload, TranscribeParams):
+    pass
+
+
+class ExportSubtitlesPayload(TaskPayload, ExportSubtitlesParams):
+    pass
+
+
+class AnalyzePayload(TaskPayload, AnalyzeParams):
+    pass
+
+
+class ModelDownloadPayload(TaskPayload, ModelDownloadParams):
+    pass
+
+
+# TRANSCRIBE's class is ``cpu`` unless it runs on a GPU: the app sets ``gpu`` then.
+TRANSCRIBE = TaskType(
+    "TRANSCRIBE",
+    TranscribePayload,
+    "cpu",
+    "speech to text with faster-whisper; segments stream out and are checkpointed, so it "
+    "resumes where it stopped",
+)
+EXPORT_SUBTITLES = TaskType(
+    "EXPORT_SUBTITLES",
+    ExportSubtitlesPayload,
+    "io",
+    "SRT, WebVTT, text and JSON from a transcript, with readable line lengths and durations",
+)
+ANALYZE = TaskType(
+    "ANALYZE",
+    AnalyzePayload,
+    "cpu",
+    "key phrases with their times (offline), and a summary with chapters when an "
+    "OpenAI-compatible endpoint is configured",
+)
+DOWNLOAD_MODEL = TaskType(
+    "DOWNLOAD_MODEL",
+    ModelDownloadPayload,
+    "net",
+    "a Whisper model by name into the models folder: resumable, verified, never half-installed",
+)
+
+SPEECH_TYPES = (TRANSCRIBE, EXPORT_SUBTITLES, ANALYZE, DOWNLOAD_MODEL)
+
+
 def builtin_registry() -> TaskTypeRegistry:
     """A registry with the diagnostic and media types. Later layers register theirs on top."""
     registry = TaskTypeRegistry()
-    for task_type in (NOOP, SLEEP, SLEEP_SUBPROCESS, *MEDIA_TYPES):
+    for task_type in (NOOP, SLEEP, SLEEP_SUBPROCESS, *MEDIA_TYPES, *SPEECH_TYPES):
         registry.register(task_type)
     return registry

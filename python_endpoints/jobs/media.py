@@ -312,6 +312,13 @@ def hardware_encoder(binary: str) -> str | None:
     return _hardware[binary]
 
 
+def warm_up(endpoint: str) -> None:
+    """In a warm spare, before its job arrives: find the bundled ffmpeg (imageio-ffmpeg runs
+    ``ffmpeg -version`` once per process, ~20 ms) so that the job does not wait for it."""
+    with contextlib.suppress(JobFailed):
+        ffmpeg_binary({})
+
+
 def _ffmpeg_failed(run: FfmpegRun, what: str) -> JobFailed:
     kind = ff.classify_failure(run.stderr)
     tail = " | ".join(line for line in run.stderr[-STDERR_QUOTED:] if line) or "no message"

@@ -59,15 +59,33 @@ def subtitle_path(output_dir: Path, stem: str, index: int, language: str | None,
     return output_dir / ".".join([*parts, fmt])
 
 
+#: What EXPORT_SUBTITLES writes, by format. Never ``<stem>.transcript.json``: that is
+#: TRANSCRIBE's output, the export's input.
+EXPORT_NAMES = {
+    "srt": "{stem}.srt",
+    "vtt": "{stem}.vtt",
+    "txt": "{stem}.transcript.txt",
+    "json": "{stem}.segments.json",
+}
+
+
+def export_path(output_dir: Path, stem: str, fmt: str) -> Path:
+    """Where EXPORT_SUBTITLES writes ``fmt`` (see :data:`EXPORT_NAMES`)."""
+    return output_dir / EXPORT_NAMES[fmt].format(stem=stem)
+
+
 def partial_outputs(job: str, params: Mapping[str, Any]) -> list[Path]:
     """The temporary files a run of ``job`` with ``params`` may have left (for the endpoint to
     remove after a cancel or a crash: the child that knew them is dead by then)."""
     job = job_name(job)
     try:
-        if job in ("TRANSCODE_MP4", "EXTRACT_AUDIO"):
+        if job in ("TRANSCODE_MP4", "EXTRACT_AUDIO", "ANALYZE"):
             return [temp_path(Path(params["output"]))]
         if job == "EXTRACT_SUBTITLES":
             return _subtitle_parts(Path(params["output_dir"]), str(params["stem"]))
+        if job == "EXPORT_SUBTITLES":
+            directory, stem = Path(params["output_dir"]), str(params["stem"])
+            return [temp_path(export_path(directory, stem, fmt)) for fmt in EXPORT_NAMES]
     except (KeyError, TypeError):
         pass
     return []

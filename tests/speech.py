@@ -1,0 +1,112 @@
+"""Test speech: English sentences spoken by eSpeak NG, made once per session.
+
+Synthetic speech is what a test can rely on: the same words every time, no recording to
+license, and Whisper's tiny.en understands most of it (it mishears a few words: assert a
+majority of a keyword list, not every word).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import wave
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+ESPEAK = shutil.which("espeak-ng")
+#: eSpeak NG writes 16-bit mono WAV at this rate (the job resamples to 16 kHz itself).
+RATE = 22050
+
+#: Distinct sentences (no four words repeat across them, so a duplicate in a merged transcript
+#: shows), about four seconds each.
+SENTENCES = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Speech recognition turns spoken words into written text.",
+    "A small library keeps every recording safe on the disk.",
+    "Yesterday the orchestra played music in the old theatre.",
+    "Mountains covered with snow rise above the quiet valley.",
+    "Please remember to water the garden before the weekend.",
+    "The train to Paris leaves from platform number nine.",
+    "Fresh bread and warm coffee make a pleasant breakfast.",
+    "Scientists measured the temperature of the distant ocean.",
+    "Children were laughing while they played football outside.",
+    "The museum opens its doors at ten in the morning.",
+    "A gentle wind moved the leaves of the tall trees.",
+    "Engineers tested the new bridge with heavy trucks.",
+    "Thank you for listening to this short recording.",
+)
+
+
+def _say(text: str, out: Path, words_per_minute: int) -> bytes:
+    assert ESPEAK is not None
+    subprocess.run(
+        [ESPEAK, "-v", "en-us", "-s", str(words_per_minute), "-w", str(out), text],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    with wave.open(str(out), "rb") as w:
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, RATE)
+        return w.readframes(w.getnframes())
+
+
+def _silence(seconds: float) -> bytes:
+    return b"\0\0" * round(seconds * RATE)
+
+
+class SpeechCache:
+    """WAV files of spoken sentences (and of silence), made on first use and kept for the
+    session. Tests must not modify them."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._made: dict[tuple[object, ...], Path] = {}
+
+    def speech(
+        self,
+        sentences: Sequence[str],
+        *,
+        gap: float = 0.7,
+        lead: float = 0.5,
+        tail: float = 0.5,
+        words_per_minute: int = 150,
+    ) -> Path:
+        """The sentences spoken one after the other, ``gap`` seconds of silence between them,
+        ``lead`` before and ``tail`` after."""
+        key = ("speech", tuple(sentences), gap, lead, tail, words_per_minute)
+        if key not in self._made:
+            if ESPEAK is None:
+                pytest.skip("espeak-ng is not installed (apt install espeak-ng)")
+            path = self.directory / f"speech-{len(self._made)}.wav"
+            parts = [_silence(lead)]
+            for i, sentence in enumerate(sentences):
+                if i:
+                    parts.append(_silence(gap))
+                parts.append(_say(sentence, self.directory / "say.wav", words_per_minute))
+            parts.append(_silence(tail))
+            self._write(path, b"".join(parts))
+            self._made[key] = path
+        return self._made[key]
+
+    def silence(self, seconds: float) -> Path:
+        key = ("silence", seconds)
+        if key not in self._made:
+            path = self.directory / f"silence-{seconds:g}s.wav"
+            self._write(path, _silence(seconds))
+            self._made[key] = path
+        return self._made[key]
+
+    @staticmethod
+    def _write(path: Path, frames: bytes) -> None:
+        with wave.open(str(path), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(RATE)
+            w.writeframes(frames)
+
+
+def duration(path: Path) -> float:
+    with wave.open(str(path), "rb") as w:
+        return w.getnframes() / w.getframerate()

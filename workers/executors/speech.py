@@ -1,0 +1,94 @@
+"""The speech executors: TRANSCRIBE, EXPORT_SUBTITLES, ANALYZE and DOWNLOAD_MODEL, each on the
+task endpoint of the same name.
+
+TRANSCRIBE's checkpoint is built here from what the job streams: every ``segment`` frame is a
+merged, final segment (appended), and progress ``extras`` carry how far decoding got
+(``position``) and the language votes so far. The job sends a segment before any position past
+its end, so a checkpoint never claims more than the segments it holds. The next attempt gets
+it back as ``params["resume"]`` and decodes from ``position`` on: a paused, crashed or
+cancelled-then-retried transcription resumes at its last checkpointed segment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers.executor import ExecutionContext
+from workers.executors.websocket import WebSocketExecutor
+from workers.records import TaskRecord
+from workers.tasktypes import ANALYZE, DOWNLOAD_MODEL, EXPORT_SUBTITLES, TRANSCRIBE
+
+
+class _Resuming(WebSocketExecutor):
+    """Gives the task's checkpoint back to the endpoint as ``params["resume"]``."""
+
+    resumable = True
+
+    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
+        params = super().params(task, ctx)
+        if ctx.checkpoint:
+            params["resume"] = ctx.checkpoint
+        return params
+
+
+class TranscribeExecutor(_Resuming):
+    task_type = TRANSCRIBE
+    endpoint = "transcribe"
+    #: Loading a large model or decoding a long window can be quiet for a while.
+    stall_timeout = 600.0
+
+    def _current(self, ctx: ExecutionContext) -> dict[str, Any]:
+        checkpoint = ctx.checkpoint or {}
+        return {
+            "segments": list(checkpoint.get("segments", [])),
+            "position": float(checkpoint.get("position", 0.0)),
+            "languages": dict(checkpoint.get("languages", {})),
+        }
+
+    async def on_segment(self, ctx: ExecutionContext, data: dict[str, Any]) -> None:
+        # A new dict each time: a pending database write keeps the one it was given.
+        checkpoint = self._current(ctx)
+        checkpoint["segments"].append(data)
+        await ctx.report(checkpoint=checkpoint)
+
+    def checkpoint_from(
+        self, ctx: ExecutionContext, extras: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        position, languages = extras.get("position"), extras.get("languages")
+        if not isinstance(position, int | float) and not isinstance(languages, dict):
+            return None
+        checkpoint = self._current(ctx)
+        if isinstance(position, int | float):
+            checkpoint["position"] = max(checkpoint["position"], float(position))
+        if isinstance(languages, dict):
+            checkpoint["languages"] = languages
+        return checkpoint
+
+
+class ExportSubtitlesExecutor(WebSocketExecutor):
+    task_type = EXPORT_SUBTITLES
+    endpoint = "export_subtitles"
+    resumable = True  # quick, and it rewrites everything: run it again
+    stall_timeout = 300.0
+
+
+class AnalyzeExecutor(WebSocketExecutor):
+    task_type = ANALYZE
+    endpoint = "analyze"
+    resumable = True
+    #: A language model on a small machine can take minutes to answer.
+    stall_timeout = 1800.0
+
+
+class ModelDownloadExecutor(_Resuming):
+    task_type = DOWNLOAD_MODEL
+    endpoint = "download_model"
+    stall_timeout = 300.0
+
+
+SPEECH_EXECUTORS: tuple[type[WebSocketExecutor], ...] = (
+    TranscribeExecutor,
+    ExportSubtitlesExecutor,
+    AnalyzeExecutor,
+    ModelDownloadExecutor,
+)
