@@ -864,7 +864,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{pragmas['synchronous']}), {os.cpu_count()} cores; load average "
         f"{load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
         f"drain lanes interleaved in rounds of {fmt_int(RUN_SIZE)} tasks (shuffled order); "
-        "tasks/s = tasks / sum of (last completion - first claim)"
+        "tasks/s = tasks / sum of each round's time (Fredica: engine.run(until_idle) "
+        "returning after its last commit; Huey: consumer start -> last SIGNAL_COMPLETE)"
     )
     print()
     print(table(report_rows(out["drain"], out["chain"], out["recovery"], out["idle"])))

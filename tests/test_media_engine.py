@@ -72,7 +72,8 @@ def test_kill_9_mid_download_resumes_from_the_bytes_on_disk(tmp_path: Path) -> N
         part = output.with_name(output.name + ".part")
         assert part.stat().st_size >= saved > 0
         assert not output.exists()
-        wait_gone("python_endpoints")  # the endpoints server died with its parent
+        # The endpoints server (started with --allow-write <data>/library) died with its parent.
+        wait_gone(str(data / "library"))
 
         http.routes["/clip.bin"].rate = None
         code, _, err = run_cli(data, "worker", "--until-idle")
