@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import sqlite3
+import time
 from pathlib import Path
+
+import psutil
 
 _VARIANT = "89ab"
 
@@ -61,3 +65,34 @@ def profile_location(key: tuple[str, int, str]) -> str:
     file = re.sub(r"^.*/(site-packages|lib/python3\.\d+)/", "", file)
     file = file.removeprefix(f"{Path(__file__).resolve().parent.parent}/")
     return f"{file}:{line}({fn})"
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process under ``pid`` (empty when it is gone)."""
+    try:
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def alive(pids: set[int]) -> list[str]:
+    """The processes among ``pids`` that still run (zombies count as gone)."""
+    out = []
+    for pid in sorted(pids):
+        try:
+            p = psutil.Process(pid)
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{pid} ({' '.join(p.cmdline())[:80]})")
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+async def wait_gone(pids: set[int], within: float = 5.0) -> list[str]:
+    """Wait until none of ``pids`` runs, at most ``within`` seconds; the ones left."""
+    left = alive(pids)
+    deadline = time.monotonic() + within
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        left = alive(pids)
+    return left

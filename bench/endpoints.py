@@ -52,9 +52,9 @@ import websockets
 from websockets.asyncio.client import connect
 
 try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
-    from _common import fmt_int, pct  # type: ignore[import-not-found]
+    from _common import descendants, fmt_int, pct, wait_gone  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    from bench._common import fmt_int, pct
+    from bench._common import descendants, fmt_int, pct, wait_gone
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
 from python_endpoints.endpoint import LoopContext, LoopEndpoint
@@ -87,35 +87,6 @@ def cpu_seconds() -> float:
     """CPU time of this process (every thread), user + system."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
-
-
-def descendants(pid: int) -> set[int]:
-    try:
-        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
-    except psutil.NoSuchProcess:
-        return set()
-
-
-def alive(pids: set[int]) -> list[str]:
-    """The processes among ``pids`` that still run (zombies count as gone)."""
-    out = []
-    for pid in sorted(pids):
-        try:
-            p = psutil.Process(pid)
-            if p.status() != psutil.STATUS_ZOMBIE:
-                out.append(f"{pid} ({' '.join(p.cmdline())[:80]})")
-        except psutil.NoSuchProcess:
-            continue
-    return out
-
-
-async def wait_gone(pids: set[int], within: float = 5.0) -> list[str]:
-    left = alive(pids)
-    deadline = time.monotonic() + within
-    while left and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-        left = alive(pids)
-    return left
 
 
 async def submit(store: TaskStore, registry: TaskTypeRegistry, type_: str, **payload: Any) -> str:

@@ -83,6 +83,7 @@ try:  # the repository's root is on sys.path when imported as bench.<name>, not 
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.httpserver import HTTPTestServer, Route, make_body
+from bench._common import descendants, wait_gone
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
 from python_endpoints.download import part_path
@@ -137,35 +138,6 @@ def tree_cpu(pid: int) -> float:
     except psutil.NoSuchProcess:
         return total
     return total + sum(proc_cpu(k.pid) for k in kids)
-
-
-def descendants(pid: int) -> set[int]:
-    try:
-        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
-    except psutil.NoSuchProcess:
-        return set()
-
-
-def alive(pids: set[int]) -> list[str]:
-    """The processes among ``pids`` that still run (zombies count as gone)."""
-    out = []
-    for pid in sorted(pids):
-        try:
-            p = psutil.Process(pid)
-            if p.status() != psutil.STATUS_ZOMBIE:
-                out.append(f"{pid} ({' '.join(p.cmdline())[:80]})")
-        except psutil.NoSuchProcess:
-            continue
-    return out
-
-
-async def wait_gone(pids: set[int], within: float = 5.0) -> list[str]:
-    left = alive(pids)
-    deadline = time.monotonic() + within
-    while left and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-        left = alive(pids)
-    return left
 
 
 def sha256_of(data: bytes) -> str:

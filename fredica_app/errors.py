@@ -10,8 +10,7 @@ module re-exports them beside the application's, so callers import from one plac
     │   └── MigrationFailed           an upgrade failed and was rolled back
     ├── SettingsError                 settings that cannot be read or written
     ├── TemplateError                 an unknown workflow template
-    ├── MediaImportError              a path or URL that cannot be brought into the library
-    └── RunFailed                     ``process``: the run ended without completing
+    └── MediaImportError              a path or URL that cannot be brought into the library
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ __all__ = [
     "MigrationFailed",
     "NotAFredicaDatabase",
     "NotFound",
-    "RunFailed",
     "SettingsError",
     "SpecError",
     "TemplateError",
@@ -60,7 +58,3 @@ class TemplateError(FredicaError):
 
 class MediaImportError(FredicaError):
     """A path or URL that cannot be brought into the library (missing, unreadable, bad URL)."""
-
-
-class RunFailed(FredicaError):
-    """A run followed by ``fredica process`` ended failed or cancelled."""

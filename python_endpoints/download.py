@@ -62,6 +62,7 @@ from pydantic import BaseModel, ValidationError
 
 from python_endpoints.child import JobCancelled, JobFailed
 from python_endpoints.endpoint import Emit, LoopContext, LoopEndpoint
+from python_endpoints.jobs.text import format_bytes, format_duration, shown
 from python_endpoints.params import DownloadParams, DownloadResume
 
 if TYPE_CHECKING:
@@ -204,26 +205,6 @@ def eta(bytes_done: int, total: int | None, speed: float) -> float | None:
     return max(0.0, (total - bytes_done) / speed)
 
 
-def format_bytes(n: float) -> str:
-    """``512 B``, ``12.3 MB`` (decimal units, as browsers and file managers show them)."""
-    if n < 1000:
-        return f"{n:.0f} B"
-    for unit in ("kB", "MB", "GB", "TB"):
-        n /= 1000
-        if n < 1000 or unit == "TB":
-            break
-    return f"{n:.1f} {unit}"
-
-
-def format_duration(seconds: float) -> str:
-    s = math.ceil(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s" if s < 600 else f"{round(s / 60)} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
-
-
 def status_text(bytes_done: int, total: int | None, speed: float, left: float | None) -> str:
     """``downloading 12.3 MB of 40.0 MB, 5.1 MB/s, 6 s left``."""
     text = f"downloading {format_bytes(bytes_done)}"
@@ -239,15 +220,6 @@ def status_text(bytes_done: int, total: int | None, speed: float, left: float | 
 def host_of(url: str) -> str:
     """``example.com:8080`` of ``https://user@example.com:8080/a``."""
     return url.partition("://")[2].partition("/")[0].partition("?")[0].rpartition("@")[2]
-
-
-def shown(url: str) -> str:
-    """A URL for a message: without credentials, and not endless (signed URLs are long)."""
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        authority, slash, path = rest.partition("/")
-        url = f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
-    return url if len(url) <= 200 else url[:197] + "..."
 
 
 # --- errors ---------------------------------------------------------------------------------

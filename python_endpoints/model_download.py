@@ -70,12 +70,10 @@ from python_endpoints.download import (
     SpeedMeter,
     Transfer,
     eta,
-    format_bytes,
     host_of,
     http_client,
     io_failure,
     network_failure,
-    shown,
     status_failure,
     status_text,
     sync_dir,
@@ -83,6 +81,7 @@ from python_endpoints.download import (
     validated,
 )
 from python_endpoints.endpoint import Emit, LoopContext, LoopEndpoint
+from python_endpoints.jobs.text import format_bytes, shown
 from python_endpoints.params import DownloadParams, DownloadResume, ModelDownloadParams
 
 if TYPE_CHECKING:

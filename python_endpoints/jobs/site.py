@@ -65,6 +65,7 @@ from typing import Any
 from python_endpoints.child import ChildContext, JobFailed
 from python_endpoints.jobs import outputs
 from python_endpoints.jobs.ffmpeg import has_room, human_bytes
+from python_endpoints.jobs.text import format_bytes, format_duration, shown
 
 DOWNLOAD_SITE = "DOWNLOAD_SITE"
 
@@ -131,27 +132,6 @@ def temp_files(output: Path, *, resumable: bool) -> list[Path]:
 
 
 # --- progress (pure) --------------------------------------------------------------------------
-
-
-def format_bytes(n: float) -> str:
-    """``512 B``, ``12.3 MB`` (decimal units, as ``/tasks/download`` shows them)."""
-    if n < 1000:
-        return f"{n:.0f} B"
-    for unit in ("kB", "MB", "GB", "TB"):
-        n /= 1000
-        if n < 1000 or unit == "TB":
-            break
-    return f"{n:.1f} {unit}"
-
-
-def format_duration(seconds: float) -> str:
-    """``6 s``, ``3 min 20 s``, ``12 min``, ``1 h 5 min`` (as ``/tasks/download`` does)."""
-    s = math.ceil(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s" if s < 600 else f"{round(s / 60)} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _number(value: Any) -> float | None:
@@ -310,15 +290,6 @@ def shorten(message: str, limit: int = MESSAGE_CHARS) -> str:
     text = re.sub(r"\s*\(caused by .*\)\s*$", "", text, flags=re.S)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def shown(url: str) -> str:
-    """A URL for a message: without credentials, and not endless (signed URLs are long)."""
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        authority, slash, path = rest.partition("/")
-        url = f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
-    return url if len(url) <= 200 else url[:197] + "..."
 
 
 def causes(exc: BaseException) -> list[BaseException]:

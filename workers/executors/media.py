@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from python_endpoints.jobs import outputs
-from workers.executor import ExecutionContext
-from workers.executors.websocket import WebSocketExecutor
+from workers.executors.websocket import ResumingExecutor, WebSocketExecutor
 from workers.records import TaskRecord
 from workers.tasktypes import (
     DOWNLOAD,
@@ -67,38 +66,31 @@ class ExtractSubtitlesExecutor(WebSocketExecutor):
     stall_timeout = 120.0
 
 
-class DownloadExecutor(WebSocketExecutor):
+class _CompleteOutput(WebSocketExecutor):
+    """``can_skip``: its final path only ever holds a complete output (renamed into place
+    last), so its existence is enough."""
+
+    async def can_skip(self, task: TaskRecord) -> bool:
+        output = task.payload.get("output")
+        return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
+
+
+class DownloadExecutor(ResumingExecutor, _CompleteOutput):
     """Resumes from the bytes on disk: the checkpoint (saved from the endpoint's progress) holds
     the validator that tells whether the ``.part`` file still belongs to the same resource."""
 
     task_type = DOWNLOAD
     endpoint = "download"
-    resumable = True
     stall_timeout = 120.0
 
-    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
-        params = super().params(task, ctx)
-        if ctx.checkpoint:
-            params["resume"] = ctx.checkpoint
-        return params
 
-    async def can_skip(self, task: TaskRecord) -> bool:
-        # The final path only ever holds a complete body (it is renamed into place last).
-        output = task.payload.get("output")
-        return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
-
-
-class SiteDownloadExecutor(WebSocketExecutor):
+class SiteDownloadExecutor(_CompleteOutput):
     """A video page's media with yt-dlp; its partial files stay for the retry to continue."""
 
     task_type = DOWNLOAD_SITE
     endpoint = "download_site"
     resumable = True
     stall_timeout = 300.0  # extraction of a page can take a while before any progress
-
-    async def can_skip(self, task: TaskRecord) -> bool:
-        output = task.payload.get("output")
-        return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
 
 
 MEDIA_EXECUTORS: tuple[type[WebSocketExecutor], ...] = (

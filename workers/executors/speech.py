@@ -14,24 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from workers.executor import ExecutionContext
-from workers.executors.websocket import WebSocketExecutor
-from workers.records import TaskRecord
+from workers.executors.websocket import ResumingExecutor, WebSocketExecutor
 from workers.tasktypes import ANALYZE, DOWNLOAD_MODEL, EXPORT_SUBTITLES, TRANSCRIBE
 
 
-class _Resuming(WebSocketExecutor):
-    """Gives the task's checkpoint back to the endpoint as ``params["resume"]``."""
-
-    resumable = True
-
-    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
-        params = super().params(task, ctx)
-        if ctx.checkpoint:
-            params["resume"] = ctx.checkpoint
-        return params
-
-
-class TranscribeExecutor(_Resuming):
+class TranscribeExecutor(ResumingExecutor):
     task_type = TRANSCRIBE
     endpoint = "transcribe"
     #: Loading a large model or decoding a long window can be quiet for a while.
@@ -80,7 +67,7 @@ class AnalyzeExecutor(WebSocketExecutor):
     stall_timeout = 1800.0
 
 
-class ModelDownloadExecutor(_Resuming):
+class ModelDownloadExecutor(ResumingExecutor):
     task_type = DOWNLOAD_MODEL
     endpoint = "download_model"
     stall_timeout = 300.0

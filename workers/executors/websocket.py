@@ -176,3 +176,17 @@ class WebSocketExecutor(BaseExecutor):
 
 def _lost(message: str) -> ExecuteResult:
     return ExecuteResult(error=message, error_type=ErrorType.CONNECTION_LOST)
+
+
+class ResumingExecutor(WebSocketExecutor):
+    """Gives the task's checkpoint back to the endpoint as ``params["resume"]``: the next
+    attempt continues where the last one stopped (a download's bytes, a transcript's
+    segments)."""
+
+    resumable = True
+
+    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
+        params = super().params(task, ctx)
+        if ctx.checkpoint:
+            params["resume"] = ctx.checkpoint
+        return params
