@@ -21,7 +21,7 @@ CTranslate2 refuses it): ``UNSUPPORTED_MEDIA`` before anything is written.
     <models_dir>/<name>/            the installed model, with fredica-model.json (the manifest)
     <models_dir>/.<name>.old/       the model it replaces, for the instant of the swap
 
-Each file is one :class:`~python_endpoints.download.Transfer` (Range/If-Range resume, pause,
+Each file is one :class:`~python_endpoints.transfer.Transfer` (Range/If-Range resume, pause,
 fsync before a checkpoint). Once every file is verified the manifest is written, the partial
 folder fsynced, then swapped in: a previous ``<name>`` is renamed aside, the new one renamed
 in, the old one removed. ``<name>`` thus never holds a partial model; after a crash between
@@ -62,27 +62,25 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from python_endpoints.child import JobCancelled, JobFailed
-from python_endpoints.download import (
+from python_endpoints.endpoint import Emit, LoopContext, LoopEndpoint
+from python_endpoints.jobs.httpfacts import SpeedMeter, eta, host_of, status_text
+from python_endpoints.jobs.text import format_bytes, shown
+from python_endpoints.params import DownloadParams, DownloadResume, ModelDownloadParams
+from python_endpoints.transfer import (
     CHECKPOINT_EVERY,
     MAX_REDIRECTS,
     PROGRESS_EVERY,
     DownloadFailed,
-    SpeedMeter,
     Transfer,
-    eta,
-    host_of,
+    api_client,
     http_client,
     io_failure,
     network_failure,
     status_failure,
-    status_text,
     sync_dir,
     until_cancelled,
     validated,
 )
-from python_endpoints.endpoint import Emit, LoopContext, LoopEndpoint
-from python_endpoints.jobs.text import format_bytes, shown
-from python_endpoints.params import DownloadParams, DownloadResume, ModelDownloadParams
 
 if TYPE_CHECKING:
     import httpx
@@ -403,30 +401,31 @@ class _Install:
 
     async def run(self) -> dict[str, Any]:
         self._check_target()
-        async with http_client(self.params.base_url, self.params.proxy, self.params.timeout) as c:
-            await self.ctx.report_progress(
-                0.0, f"listing model {self.name} at {host_of(self.params.base_url)}"
+        base, proxy, timeout = self.params.base_url, self.params.proxy, self.params.timeout
+        # The listing in the event loop; the files' bodies are read in threads (Transfer).
+        async with api_client(base, proxy, timeout) as api:
+            await self.ctx.report_progress(0.0, f"listing model {self.name} at {host_of(base)}")
+            listed = await self._listing(api)
+        missing = missing_files(listed)
+        if missing:
+            raise DownloadFailed(
+                f"{self.repository} at {shown(base)} is not a faster-whisper model: it has no "
+                f"{', '.join(missing)}; choose a CTranslate2 conversion (such as "
+                "Systran/faster-whisper-<name>)",
+                "UNSUPPORTED_MEDIA",
+                discard=True,
             )
-            listed = await self._listing(c)
-            missing = missing_files(listed)
-            if missing:
-                raise DownloadFailed(
-                    f"{self.repository} at {shown(self.params.base_url)} is not a faster-whisper "
-                    f"model: it has no {', '.join(missing)}; choose a CTranslate2 conversion "
-                    "(such as Systran/faster-whisper-<name>)",
-                    "UNSUPPORTED_MEDIA",
-                    discard=True,
-                )
-            self.files = model_files(listed)
-            self.by_path = {f.path: f for f in self.files}
-            self.total = sum(f.size for f in self.files)
-            current = self._prepare_partial()
-            self._check_space()
+        self.files = model_files(listed)
+        self.by_path = {f.path: f for f in self.files}
+        self.total = sum(f.size for f in self.files)
+        current = self._prepare_partial()
+        self._check_space()
+        with http_client(base, proxy, timeout) as client:
             for remote in self.files:
                 if remote.path not in self.done:
                     await self._wait_if_paused()
                     part = current if current is not None and current.path == remote.path else None
-                    await self._fetch(c, remote, part)
+                    await self._fetch(client, remote, part)
         if self.ctx.cancel_event.is_set():
             raise JobCancelled
         await self.ctx.report_progress(100.0, f"installing model {self.name}")
@@ -597,9 +596,7 @@ class _Install:
             discard=True,
         )
 
-    async def _fetch(
-        self, client: httpx.AsyncClient, remote: RemoteFile, part: FilePart | None
-    ) -> None:
+    async def _fetch(self, client: httpx.Client, remote: RemoteFile, part: FilePart | None) -> None:
         params = DownloadParams(
             url=file_url(self.params.base_url, self.repository, self.params.revision, remote.path),
             output=str(self.partial / remote.path),

@@ -24,7 +24,9 @@ CHUNK = 16 * 1024
 
 def make_body(size: int, seed: int = 0) -> bytes:
     """Deterministic bytes (not compressible, not repetitive: an offset error shows)."""
-    return random.Random(seed).randbytes(size)
+    rng = random.Random(seed)
+    block = 1 << 26  # randbytes() of more than 256 MB overflows
+    return b"".join(rng.randbytes(min(block, size - at)) for at in range(0, size, block))
 
 
 @dataclass
@@ -46,6 +48,10 @@ class Route:
     drop_after: int | None = None
     #: …for this many responses (then serve normally); None: every time.
     drops: int | None = 1
+    #: Send this many body bytes, then nothing more until the server closes.
+    stall_after: int | None = None
+    #: Never answer (headers included) until the server closes.
+    silent: bool = False
     #: A redirect (302) to this location.
     location: str | None = None
     #: More headers for every answer of this route (``X-Error-Code``…).
@@ -108,7 +114,9 @@ class _Handler(BaseHTTPRequestHandler):
                 drop = True
                 if route.drops is not None:
                     route.drops -= 1
-        if route is None:
+        if route is not None and route.silent:
+            state.closing.wait()
+        elif route is None:
             self._simple(404, b"no such route\n")
         elif route.location is not None:
             self._simple(302, b"", {"Location": route.location, **route.headers})
@@ -164,6 +172,10 @@ class _Handler(BaseHTTPRequestHandler):
         # Throttled: pieces of 1/20 s, so that the rate is smooth even when slow.
         size = CHUNK if route.rate is None else max(1, min(CHUNK, int(route.rate / 20)))
         while sent < len(data):
+            if route.stall_after is not None and sent >= route.stall_after:
+                self.wfile.flush()
+                self.server.state.closing.wait()
+                return
             piece = data[sent : sent + size]
             if drop_after is not None:
                 piece = piece[: max(0, drop_after - sent)]

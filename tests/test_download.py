@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,19 +20,17 @@ from typing import Any
 
 import pytest
 
-from python_endpoints import download as download_module
-from python_endpoints.download import (
+from python_endpoints import transfer as transfer_module
+from python_endpoints.jobs.httpfacts import (
     ContentRange,
     SpeedMeter,
     accepts,
-    format_bytes,
-    format_duration,
     if_range_validator,
     parse_content_range,
-    shown,
     status_text,
     unsatisfied_length,
 )
+from python_endpoints.jobs.text import format_bytes, format_duration, shown
 from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
 from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
@@ -424,7 +423,7 @@ async def test_not_enough_space_is_said_before_the_body(
     endpoints: int, http: HTTPTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     usage = shutil.disk_usage(tmp_path)._replace(free=1_000_000)
-    monkeypatch.setattr(download_module, "shutil", SimpleNamespace(disk_usage=lambda _: usage))
+    monkeypatch.setattr(transfer_module, "shutil", SimpleNamespace(disk_usage=lambda _: usage))
     http.routes["/f"] = Route(body=BODY)
     out = tmp_path / "f.bin"
     frames = await download(endpoints, url=http.url("/f"), output=str(out))
@@ -499,7 +498,7 @@ async def test_after_a_pause_a_lost_connection_is_resumed_with_range(
     """The server dropped the idle connection (the next read fails), or the pause was so long
     that it surely did (reconnect without waiting for a read timeout): same attempt, Range."""
     if how == "long pause":
-        monkeypatch.setattr(download_module, "RECONNECT_AFTER_PAUSE", 0.1)
+        monkeypatch.setattr(transfer_module, "RECONNECT_AFTER_PAUSE", 0.1)
     http.routes["/f"] = Route(body=BODY[:1_500_000], rate=1_000_000)
     out = tmp_path / "f.bin"
     async with open_task(endpoints, "download") as ws:
@@ -552,6 +551,35 @@ async def test_cancel_while_the_server_is_silent_is_prompt(
         frames = await frames_until(ws, "cancelled", "result", "error", within=2)
     assert frames[-1] == {"type": "cancelled"}
     assert not part(out).exists()
+
+
+@pytest.mark.parametrize("when", ["body stalls", "no answer yet"])
+async def test_a_cancel_cuts_a_blocked_read(
+    endpoints: int, http: HTTPTestServer, tmp_path: Path, when: str
+) -> None:
+    # The exchange runs in a thread blocked in recv(): a cancel must shut the socket down (it
+    # is known from the connect, before any answer), not wait a minute for the read timeout.
+    stalled = when == "body stalls"
+    http.routes["/f"] = Route(
+        body=BODY, stall_after=100_000 if stalled else None, silent=not stalled
+    )
+    out = tmp_path / "f.bin"
+    async with open_task(endpoints, "download") as ws:
+        await start(ws, url=http.url("/f"), output=str(out), timeout=60)
+        if stalled:
+            await progress_past(ws, 100_000 - 1)
+        else:
+            await frames_until(ws, "progress")
+            for _ in range(500):  # the request reached the server
+                if http.requests:
+                    break
+                await asyncio.sleep(0.01)
+        t0 = time.monotonic()
+        await ws.send(dump(Cancel()))
+        frames = await frames_until(ws, "cancelled", "result", "error", within=3)
+    assert frames[-1] == {"type": "cancelled"}
+    assert time.monotonic() - t0 < 2
+    assert not part(out).exists() and not out.exists()
 
 
 async def test_kill_9_of_the_whole_server_then_resume_from_the_disk(

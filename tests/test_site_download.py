@@ -29,9 +29,8 @@ from yt_dlp.utils import (
     UnsupportedError,
 )
 
-from python_endpoints import download
 from python_endpoints.child import JobFailed
-from python_endpoints.jobs import site
+from python_endpoints.jobs import httpfacts, site
 from python_endpoints.jobs.site import ProgressMapper, temp_files
 from python_endpoints.params import SiteDownloadParams
 from python_endpoints.protocol import Cancel, Pause, Resume, dump
@@ -153,11 +152,11 @@ def test_yt_dlp_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) 
 
 def test_text_formats_match_the_plain_download() -> None:
     # One implementation (python_endpoints.jobs.text) serves both downloads.
-    assert site.format_bytes is download.format_bytes
+    assert site.format_bytes is httpfacts.format_bytes
     for n in (0, 999, 1_000, 12_345, 40_000_000, 1_500_000_000, 7e12, 3e15):
-        assert site.format_bytes(n) == download.format_bytes(n)
+        assert site.format_bytes(n) == httpfacts.format_bytes(n)
     for s in (0, 0.2, 6, 59.5, 125, 700, 3600, 7260):
-        assert site.format_duration(s) == download.format_duration(s)
+        assert site.format_duration(s) == httpfacts.format_duration(s)
 
 
 def test_temporary_names_and_what_a_retry_continues_from(tmp_path: Path) -> None:
