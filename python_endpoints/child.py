@@ -63,6 +63,7 @@ class ChildContext:
         self.status_queue = status_queue
         self.cancel_event = cancel_event
         self.resume_event = resume_event
+        self._said_paused = False  # a ``paused`` frame was sent for the current pause
 
     @property
     def cancelled(self) -> bool:
@@ -90,17 +91,31 @@ class ChildContext:
     def segment(self, data: dict[str, Any]) -> None:
         self.status_queue.put({"type": "segment", "data": data})
 
-    def wait_if_paused(self, timeout: float | None = None) -> bool:
-        """Block while paused. False when ``timeout`` ran out first; raises SystemExit(0)…
-        never: a cancelled child simply sees ``cancelled`` true afterwards."""
-        return self.resume_event.wait(timeout)
+    def wait_if_paused(self, timeout: float | None = None, *, held: bool = False) -> bool:
+        """Block while paused. False when ``timeout`` ran out first; a cancelled child simply
+        sees ``cancelled`` true afterwards. The first wait of a pause sends a ``paused``
+        frame: the job has stopped; ``held``: it still holds its resources (a model kept in
+        GPU memory), otherwise the engine may give its slot to other work meanwhile."""
+        if self.resume_event.is_set():
+            self._said_paused = False
+            return True
+        if not self._said_paused and not self.cancelled:
+            self._said_paused = True
+            self.status_queue.put({"type": "paused", "held": held})
+        resumed = self.resume_event.wait(timeout)
+        if resumed:
+            self._said_paused = False
+        return resumed
 
-    def request_pause(self, reason: str, resume_after: float | None = None) -> None:
+    def request_pause(
+        self, reason: str, resume_after: float | None = None, *, held: bool = False
+    ) -> None:
         """Ask to be paused: clear ``resume_event``, then say so, then wait — in that order.
-        With ``resume_after``, resume by itself after that many seconds."""
+        With ``resume_after``, resume by itself after that many seconds. ``held``: as for
+        :meth:`wait_if_paused`."""
         self.resume_event.clear()
         self.status_queue.put({"type": "pause_request", "reason": reason})
-        if not self.resume_event.wait(resume_after) and not self.cancelled:
+        if not self.wait_if_paused(resume_after, held=held) and not self.cancelled:
             self.request_resume()
 
     def request_resume(self) -> None:

@@ -45,15 +45,16 @@ from python_endpoints.child import (
 )
 from python_endpoints.protocol import (
     Error,
+    JobFrame,
     Pausable,
+    Paused,
     PauseRequest,
     Progress,
     Result,
     ResumeRequest,
-    Segment,
 )
 
-Emit = Callable[[Progress | PauseRequest | ResumeRequest | Segment], Awaitable[None]]
+Emit = Callable[[JobFrame], Awaitable[None]]
 
 
 class TaskEndpoint:
@@ -126,6 +127,10 @@ class LoopContext:
         )
 
     async def wait_if_paused(self) -> None:
+        """Return at once when running; while paused, say so (a ``paused`` frame: nothing is
+        held) and wait for resume (JobCancelled on cancel)."""
+        if not self.resume_event.is_set() and not self.cancel_event.is_set():
+            await self._endpoint.emit(Paused(held=False))
         while not self.resume_event.is_set():
             if self.cancel_event.is_set():
                 raise JobCancelled
@@ -251,9 +256,7 @@ def _discard_spares() -> None:
         child.discard()
 
 
-_child_message: TypeAdapter[Any] = TypeAdapter(
-    Progress | PauseRequest | ResumeRequest | Segment | Result | Error
-)
+_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error)
 
 
 class ProcessEndpoint(TaskEndpoint):
@@ -389,6 +392,7 @@ class ProcessEndpoint(TaskEndpoint):
             self.child.resume.clear()
         if self.suspend_on_pause and self.process is not None and self.process.pid:
             procs.suspend_tree(self.process.pid)
+            await self.emit(Paused(held=False))  # stopped: it uses no CPU until resumed
 
     async def resume(self) -> None:
         self.paused = False

@@ -237,6 +237,10 @@ class TranscribeParams(BaseModel):
     #: On a GPU out of memory: fall back to a smaller compute type, then to the CPU (True), or
     #: ask for a pause with the reason (False: the user frees memory and resumes).
     allow_fallback: bool = False
+    #: While paused, unload the model (its memory freed; the engine lends the task's slot to
+    #: other work) and load it again on resume. None: on a GPU only — a paused job then frees
+    #: the GPU. On the CPU the model stays in memory (the CPU slot is lent all the same).
+    unload_on_pause: bool | None = None
     cpu_threads: int = Field(default=0, ge=0, le=256)
     #: Set by the engine from the task's checkpoint: continue from there.
     resume: TranscribeResume | None = None

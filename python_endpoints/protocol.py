@@ -97,6 +97,16 @@ class ResumeRequest(_Frame):
     type: Literal["resume_request"] = "resume_request"
 
 
+class Paused(_Frame):
+    """The job has stopped for the pause (it waits between two pieces of work, or its process
+    is suspended). ``held``: it still holds its resources (a model kept in GPU memory), so its
+    slot must stay taken; otherwise the engine lends the slot to other work until it
+    resumes."""
+
+    type: Literal["paused"] = "paused"
+    held: bool = False
+
+
 class Segment(_Frame):
     """A piece of streamed output (a transcript segment…), also a checkpoint."""
 
@@ -126,8 +136,11 @@ class Cancelled(_Frame):
     type: Literal["cancelled"] = "cancelled"
 
 
+#: What a running job sends (through the server) before its end.
+JobFrame = Progress | PauseRequest | ResumeRequest | Paused | Segment
+
 ServerFrame = Annotated[
-    Progress | PauseRequest | ResumeRequest | Segment | StatusReply | Result | Error | Cancelled,
+    JobFrame | StatusReply | Result | Error | Cancelled,
     Field(discriminator="type"),
 ]
 
@@ -160,7 +173,7 @@ def parse_client_frame(raw: str | bytes) -> InitParamAndRun | Cancel | Pause | R
 
 def parse_server_frame(
     raw: str | bytes,
-) -> Progress | PauseRequest | ResumeRequest | Segment | StatusReply | Result | Error | Cancelled:
+) -> JobFrame | StatusReply | Result | Error | Cancelled:
     data = _load(raw)
     try:
         return _server.validate_python(data)

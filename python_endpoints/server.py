@@ -37,14 +37,12 @@ from python_endpoints.protocol import (
     Cancelled,
     Error,
     InitParamAndRun,
+    JobFrame,
     Pause,
-    PauseRequest,
     Progress,
     ProtocolError,
     Result,
     Resume,
-    ResumeRequest,
-    Segment,
     Status,
     StatusReply,
     dump,
@@ -155,7 +153,7 @@ class Session:
             with contextlib.suppress(ConnectionClosed):
                 await self.connection.send(dump(frame))
 
-    async def _emit(self, frame: Progress | PauseRequest | ResumeRequest | Segment) -> None:
+    async def _emit(self, frame: JobFrame) -> None:
         if isinstance(frame, Progress):
             self.percent = frame.percent
         await self._send(frame)

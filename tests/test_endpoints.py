@@ -219,7 +219,9 @@ async def test_a_child_that_pauses_and_resumes_by_itself(
         await start(ws, seconds=0.4, pause_after=0.1, resume_after=0.3)
         frames = await frames_until(ws, "result")
     kinds = [f["type"] for f in frames if f["type"] != "progress"]
-    assert kinds == ["pause_request", "resume_request", "result"]
+    # "paused": stopped, holding nothing (the engine may lend its slot meanwhile).
+    assert kinds == ["pause_request", "paused", "resume_request", "result"]
+    assert next(f for f in frames if f["type"] == "paused") == {"type": "paused", "held": False}
 
 
 @pytest.mark.parametrize(

@@ -362,6 +362,33 @@ async def test_a_cancel_written_by_another_process_reaches_the_executor(
     assert (await store.get_task(created.task_ids["s"])).status is TaskStatus.CANCELLED
 
 
+@pytest.mark.parametrize("action", ["pause", "cancel"])
+async def test_another_process_reaches_a_running_task_before_the_next_heartbeat(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Any, action: str
+) -> None:
+    # The engine sees another connection's commit within its watch interval (0.5 s) and reads
+    # the state of its running tasks then: no waiting for the heartbeat (an hour here).
+    created = await submit(
+        store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 60}}]
+    )
+    task_id = created.task_ids["s"]
+    engine = engine_for(store, heartbeat_interval=3600)
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    await wait_until(lambda: bool(engine.running_ids))
+    other = TaskStore(create_sqlite_engine(db_path))  # as the CLI would, on its own connection
+    if action == "pause":
+        await other.set_paused(task_id, True)
+        ctx = engine._running[task_id].ctx
+        assert ctx is not None
+        await wait_until(lambda: ctx.paused, within=2)
+        await other.set_paused(task_id, False)
+        await wait_until(lambda: not ctx.paused, within=2)
+    await other.cancel(task_id)
+    await other.close()
+    await asyncio.wait_for(runner, 3)
+    assert (await store.get_task(task_id)).status is TaskStatus.CANCELLED
+
+
 async def test_priority_then_fifo_through_the_engine(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:

@@ -143,3 +143,82 @@ def test_kill_9_mid_transcription_resumes_after_the_last_checkpointed_segment(
     heard = " ".join(line.plaintext for line in subs).lower()
     assert 12 <= heard.count("fox") <= 16, heard
     assert all(a.end <= b.start for a, b in itertools.pairwise(subs))
+
+
+def test_a_paused_transcription_unloads_its_model_and_lends_the_gpu_slot(tmp_path: Path) -> None:
+    # "gpu" is the tasks' resource class (one slot); the decoding itself runs on the CPU, as
+    # there is no GPU here. unload_on_pause asks for what a GPU does by default.
+    data = tmp_path / "data"
+    clip = tmp_path / "talk.mkv"
+    code, _, err = run_cli(data, "sample", str(clip), "--seconds", "60")
+    assert code == 0, err
+    out = data / "library" / "talk"
+    audio, transcript = out / "talk.16k.wav", out / "talk.transcript.json"
+    payload = {
+        "input": str(audio),
+        "output": str(transcript),
+        "chunk_seconds": 30,
+        "overlap_seconds": 5,
+        "language": "en",
+        "unload_on_pause": True,
+    }
+    extract = {"input": str(clip), "output": str(audio)}
+    submit(
+        data,
+        {
+            "tasks": [
+                {"key": "audio", "type": "EXTRACT_AUDIO", "payload": extract},
+                # Both ready when the audio is: the transcription (higher priority) takes the
+                # one GPU slot, the other GPU task waits.
+                {
+                    "key": "transcribe",
+                    "type": "TRANSCRIBE",
+                    "depends_on": ["audio"],
+                    "resource": "gpu",
+                    "priority": 1,
+                    "payload": payload,
+                },
+                {
+                    "key": "other",
+                    "type": "SLEEP",
+                    "depends_on": ["audio"],
+                    "resource": "gpu",
+                    "payload": {"seconds": 6},
+                },
+            ]
+        },
+    )
+
+    def row(key: str) -> tuple[str, int, str | None, str | None, str]:
+        status, paused, text, result, task_id = query(
+            data, "SELECT status, is_paused, status_text, result, id FROM task WHERE key = ?", key
+        )[-1]
+        return status, paused, text, result, task_id
+
+    worker = fredica(data, "worker")
+    try:
+        wait_for(lambda: (row("transcribe")[2] or "").startswith(("loading", "transcribing")), 120)
+        assert row("other")[0] == "pending"  # the one GPU slot is the transcription's
+        code, _, err = run_cli(data, "pause", row("transcribe")[4])
+        assert code == 0, err
+        # Once its model is unloaded the paused job holds nothing: the other GPU task runs.
+        wait_for(lambda: row("other")[0] == "running", within=60)
+        status, paused, text, *_ = row("transcribe")
+        assert (status, paused, text) == ("running", 1, "paused; the model tiny.en is unloaded")
+        code, _, err = run_cli(data, "resume", row("transcribe")[4])
+        assert code == 0, err
+        # Resumed while the slot is lent: it waits for the other task to finish.
+        wait_for(lambda: row("transcribe")[2] == "waiting for a free GPU slot", within=15)
+        assert row("other")[0] == "running"
+        wait_for(lambda: row("transcribe")[0] == "completed", within=300)
+        assert row("other")[0] == "completed"
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.communicate(timeout=60)
+    result = json.loads(row("transcribe")[3] or "{}")
+    assert result["model_loads"] == 2  # loaded, unloaded for the pause, loaded again
+    segments = json.loads(transcript.read_text())["segments"]
+    assert all(a["end"] <= b["start"] + 0.01 for a, b in itertools.pairwise(segments))
+    assert segments[-1]["end"] > 50  # decoding went on to the end after the pause
+    heard = " ".join(s["text"] for s in segments).lower()
+    assert 4 <= heard.count("fox") <= 8, heard  # 6.25 loops: no window lost nor decoded twice

@@ -329,21 +329,23 @@ async def test_a_cancelled_transcription_resumes_from_its_checkpoint(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("unload", [None, True])
 async def test_pause_holds_the_job_between_segments_and_resume_completes(
-    server: tuple[EndpointServer, int], voices: SpeechCache, tmp_path: Path
+    server: tuple[EndpointServer, int], voices: SpeechCache, tmp_path: Path, unload: bool | None
 ) -> None:
+    # unload None: on the CPU the model stays loaded while paused. True: unloaded (what a GPU
+    # does by default), so the paused job holds nothing, then loaded again on resume.
     output = tmp_path / "medium.transcript.json"
     seen: list[dict[str, Any]] = []
+    job = params(voices.speech(MEDIUM), output, chunk_seconds=10, overlap_seconds=2, **FAST)
     async with open_task(server[1], name="transcribe") as ws:
-        await start(
-            ws, **params(voices.speech(MEDIUM), output, chunk_seconds=10, overlap_seconds=2, **FAST)
-        )
+        await start(ws, **job, unload_on_pause=unload)
         await until(ws, seen, lambda f: f["type"] == "segment")
         await ws.send(dump(Pause()))
-        with pytest.raises(TimeoutError):  # what was decoded before the pause arrives
-            async with asyncio.timeout(1.0):
-                while True:
-                    seen.append(json.loads(await ws.recv()))
+        await until(ws, seen, lambda f: f["type"] == "paused", within=30)
+        assert seen[-1] == {"type": "paused", "held": False}  # nothing held: the slot is lent
+        texts = [f.get("status_text") for f in seen]
+        assert ("paused; the model tiny.en is unloaded" in texts) is bool(unload)
         quiet: list[str] = []
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(1.5):
@@ -352,8 +354,14 @@ async def test_pause_holds_the_job_between_segments_and_resume_completes(
         await ws.send(dump(Resume()))
         seen += await frames_until(ws, "result", "error", within=120)
     assert seen[-1]["type"] == "result", seen[-1]
-    assert_well_formed(seen, segments_of(seen))
-    assert transcript(output)["segments"] == segments_of(seen)
+    result = seen[-1]["result"]
+    reloaded = "loading the model tiny.en again" in [f.get("status_text") for f in seen]
+    assert (result["model_loads"], reloaded) == ((2, True) if unload else (1, False))
+    streamed = segments_of(seen)
+    assert_well_formed(seen, streamed)
+    assert repeated_runs(words_of(streamed)) == []  # the window decoded again: no duplicate
+    assert recognised(streamed, MEDIUM_WORDS) >= 0.6, words_of(streamed)
+    assert transcript(output)["segments"] == streamed
 
 
 # --- GPU out of memory (a named fake: there is no GPU here) --------------------------------------

@@ -37,6 +37,7 @@ from workers.records import (
     Completion,
     FailOutcome,
     Failure,
+    HeartbeatOutcome,
     RecoveryReport,
     RunRecord,
     TaskRecord,
@@ -65,6 +66,10 @@ class _Running:
     new_tasks: tuple[PreparedTask, ...] = ()  # validated fan-out to add with the completion
     forced: bool = False  # cancelled from outside after the grace period
     shutdown: bool = False  # stopped by an engine shutdown: left to recovery
+    #: Counts against the slots. False while paused with nothing held (the slot is lent).
+    slot_held: bool = True
+    #: Resumed while its slot was lent: waits (still paused) for a free slot since then.
+    waiting_since: float | None = None
 
     @property
     def resource(self) -> str:
@@ -143,6 +148,7 @@ class WorkerEngine:
         self.bus.bind(loop)
         self.store.run_listeners.append(self._on_run_changes)
         self._started = True
+        await self.store.data_changed()  # the baseline: later commits of others are seen
         if recover:
             resumable = [name for name, e in self.executors.items() if e.resumable]
             self.recovery = await self.store.recover(self.session_id, resumable)
@@ -227,8 +233,13 @@ class WorkerEngine:
             except TimeoutError:
                 pass
             if await self.store.data_changed():
-                # Another process wrote: what is claimable or due may have changed.
+                # Another process wrote: what is claimable or due may have changed, and a
+                # pause, resume or cancel of a running task may have come (a read, no write).
                 self._probe, self._due_known = True, False
+                if self._running:
+                    self._apply_control(
+                        await self.store.control_state(self.worker_id, list(self._running))
+                    )
                 return True
 
     def wake(self) -> None:
@@ -237,9 +248,10 @@ class WorkerEngine:
         self._wake.set()
 
     def _free_slots(self) -> tuple[int, dict[str, int]]:
-        free_total = self.max_workers - len(self._running)
+        holding = [r for r in self._running.values() if r.slot_held]
+        free_total = self.max_workers - len(holding)
         used: dict[str, int] = {}
-        for r in self._running.values():
+        for r in holding:
             used[r.resource] = used.get(r.resource, 0) + 1
         per_class = {k: min(v - used.get(k, 0), free_total) for k, v in self.slots.items()}
         return free_total, {k: v for k, v in per_class.items() if v > 0}
@@ -252,6 +264,18 @@ class WorkerEngine:
             self._running.pop(r.claimed.id, None)  # their slots are free for this claim
         if finished:
             self._claim_hint = True  # a completion may have unblocked its dependents
+        # Resumed attempts waiting for a slot take free ones before new claims; they go on
+        # once what freed the slots is recorded.
+        granted = self._grant_waiting()
+        try:
+            return await self._record_and_claim(finished) or bool(granted)
+        finally:
+            for r in granted:
+                self._go_on(r)
+
+    async def _record_and_claim(
+        self, finished: list[tuple[_Running, ExecuteResult | None]]
+    ) -> bool:
         limit, slots = 0, dict[str, int]()
         if self._claim_hint and not self._queue_paused and not self._stopping:
             limit, slots = self._free_slots()
@@ -449,6 +473,8 @@ class WorkerEngine:
                 return await self.store.report_progress(task.id, token, **values)  # type: ignore[arg-type]
 
             async def pause_sink(paused: bool, reason: str | None) -> None:
+                if not paused:  # the job resumed by itself: it runs, so it holds its slot
+                    running.slot_held, running.waiting_since = True, None
                 with contextlib.suppress(FredicaError):  # finished meanwhile: nothing to mark
                     await self.store.set_paused(task.id, paused, reason)
                 kind: TaskEventKind = "paused" if paused else "resumed"
@@ -456,7 +482,14 @@ class WorkerEngine:
                     TaskChanged(task.id, task.workflow_run_id, kind, status_text=reason)
                 )
 
-            ctx = running.ctx = ExecutionContext(task, payload, upstream, sink, pause_sink)
+            ctx = running.ctx = ExecutionContext(
+                task,
+                payload,
+                upstream,
+                sink,
+                pause_sink,
+                _park_sink=lambda held: self._parked(running, held),
+            )
             if payload.check_skip and await executor.can_skip(task):
                 result = ExecuteResult(result={"skipped": True})
                 return
@@ -518,7 +551,11 @@ class WorkerEngine:
     async def heartbeat(self) -> None:
         """Extend our leases; learn of cancels and pauses made by other processes; fail
         attempts that stalled."""
-        beat = await self.store.heartbeat(self.worker_id, list(self._running))
+        self._apply_control(await self.store.heartbeat(self.worker_id, list(self._running)))
+        self._check_stalls()
+
+    def _apply_control(self, beat: HeartbeatOutcome) -> None:
+        """Bring running attempts in line with what the queue says of them."""
         for task_id in beat.lost:  # cancelled by another process, or taken over
             if (r := self._running.get(task_id)) is not None:
                 self._signal_cancel(r)
@@ -527,10 +564,9 @@ class WorkerEngine:
             if r is None or r.ctx is None:
                 continue
             if task_id in beat.paused:
-                r.ctx.resume_event.clear()
+                self._pause_running(r)
             else:
-                r.ctx.resume_event.set()
-        self._check_stalls()
+                self._resume_running(r)
 
     def _check_stalls(self) -> None:
         now = time.monotonic()
@@ -599,13 +635,81 @@ class WorkerEngine:
             r = self._running.get(task_id)
             if r is not None and r.ctx is not None:
                 if paused:
-                    r.ctx.resume_event.clear()
+                    self._pause_running(r)
                 else:
-                    r.ctx.resume_event.set()
+                    self._resume_running(r)
             run_id = r.claimed.task.workflow_run_id if r else None
             self.bus.publish(TaskChanged(task_id, run_id, "paused" if paused else "resumed"))
         self.wake()
         return changed
+
+    # --- slots of paused attempts (DESIGN §4) ----------------------------------------------
+
+    def _pause_running(self, r: _Running) -> None:
+        assert r.ctx is not None
+        r.ctx.resume_event.clear()
+        r.waiting_since = None
+
+    def _parked(self, r: _Running, held: bool) -> None:
+        """The attempt has stopped for its pause; unless it holds its resources, lend its
+        slot to other work."""
+        ctx = r.ctx
+        if held or not r.slot_held or ctx is None or not ctx.paused or ctx.cancelled:
+            return
+        if r.waiting_since is not None or self._stopping:
+            return
+        r.slot_held = False
+        task = r.claimed.task
+        name = RESOURCE_NAMES.get(r.resource, r.resource)
+        log.info("task %s paused: its %s slot is free meanwhile", task.id, name)
+        self.bus.publish(
+            TaskChanged(
+                task.id, task.workflow_run_id, "paused", status_text=f"paused ({name} slot freed)"
+            )
+        )
+        self.wake()
+
+    def _resume_running(self, r: _Running) -> None:
+        """Resume at once when the attempt kept its slot or a slot is free; otherwise it stays
+        stopped, waiting for a slot ("waiting for a free GPU slot"), ahead of new claims."""
+        assert r.ctx is not None
+        if r.slot_held or self._take_slot(r):
+            r.waiting_since = None
+            r.ctx.resume_event.set()
+            return
+        if r.waiting_since is None:
+            r.waiting_since = time.monotonic()
+            text = f"waiting for a free {RESOURCE_NAMES.get(r.resource, r.resource)} slot"
+            self._background_call(r.ctx.report(status_text=text, force=True))
+        self.wake()
+
+    def _take_slot(self, r: _Running) -> bool:
+        free_total, per_class = self._free_slots()
+        if free_total > 0 and per_class.get(r.resource, 0) > 0:
+            r.slot_held = True
+            return True
+        return False
+
+    def _grant_waiting(self) -> list[_Running]:
+        """Free slots for resumed attempts that wait for one, longest waiting first."""
+        waiting = [r for r in self._running.values() if r.waiting_since is not None]
+        granted = []
+        for r in sorted(waiting, key=lambda r: r.waiting_since or 0.0):
+            if r.ctx is None or r.ctx.cancelled:
+                r.waiting_since = None
+            elif self._take_slot(r):
+                r.waiting_since = None
+                granted.append(r)
+        return granted
+
+    def _go_on(self, r: _Running) -> None:
+        """A resumed attempt got its slot back."""
+        if r.ctx is None or r.ctx.cancelled or r.waiting_since is not None or not r.slot_held:
+            return
+        r.ctx.resume_event.set()
+        task = r.claimed.task
+        self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "resumed"))
+        self._background_call(r.ctx.report(status_text="resumed", force=True))
 
     def pause_queue(self) -> None:
         """Stop claiming; what runs goes on ("pause after current")."""

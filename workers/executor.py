@@ -94,7 +94,15 @@ ProgressSink = Callable[..., Awaitable[bool]]
 PauseSink = Callable[[bool, str | None], Awaitable[None]]
 
 
+#: ``(held)``: the attempt has stopped for its pause (see :meth:`ExecutionContext.parked`).
+ParkSink = Callable[[bool], None]
+
+
 async def _no_pause_sink(paused: bool, reason: str | None) -> None:
+    return None
+
+
+def _no_park_sink(held: bool) -> None:
     return None
 
 
@@ -107,6 +115,7 @@ class ExecutionContext:
     upstream: dict[str, dict[str, Any] | None]
     _sink: ProgressSink
     _pause_sink: PauseSink = _no_pause_sink
+    _park_sink: ParkSink = _no_park_sink
     cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
     resume_event: asyncio.Event = field(default_factory=asyncio.Event)
     #: Minimum seconds between two progress writes to the database.
@@ -137,9 +146,20 @@ class ExecutionContext:
         if self.cancel_event.is_set():
             raise Cancelled(self.task.id)
 
+    def parked(self, held: bool = False) -> None:
+        """The attempt has stopped for its pause. Unless ``held`` (it still holds its
+        resources: a model in GPU memory), the engine lends its slot to other work until it is
+        resumed — when it may have to wait for a free slot first (DESIGN §4: nothing holds a
+        slot while paused unless its executor says its resources are still held)."""
+        if self.paused:
+            self._park_sink(held)
+
     async def wait_if_paused(self) -> None:
-        """Return at once when running; while paused, wait for resume (or raise on cancel)."""
+        """Return at once when running; while paused, wait for resume (or raise on cancel).
+        Waiting here holds nothing: the slot is lent meanwhile (:meth:`parked`)."""
         self.check_cancelled()
+        if not self.resume_event.is_set():
+            self.parked()
         while not self.resume_event.is_set():
             waiter = asyncio.ensure_future(self.resume_event.wait())
             canceller = asyncio.ensure_future(self.cancel_event.wait())

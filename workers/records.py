@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Self
 
@@ -145,6 +145,17 @@ class HeartbeatOutcome:
     held: frozenset[str]  # still ours
     paused: frozenset[str]  # still ours, and a pause was asked for
     lost: frozenset[str]  # no longer ours: cancelled or taken over; stop working on them
+
+    @classmethod
+    def of(cls, asked: Iterable[str], ours: Iterable[tuple[str, bool]]) -> HeartbeatOutcome:
+        """From the ids asked about and the ``(id, is_paused)`` of those still ours."""
+        rows = list(ours)
+        held = frozenset(task_id for task_id, _ in rows)
+        return cls(
+            held=held,
+            paused=frozenset(task_id for task_id, paused in rows if paused),
+            lost=frozenset(asked) - held,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,13 @@ verified (speech after its last segment is an error, never a silently short tran
 the transcript is written to a temporary name, flushed and renamed into place.
 
 Pause is cooperative: the job waits between segments (``pausable: always``; the endpoint does
-not suspend the process). Cancel is seen between segments too. A GPU out of memory reloads the
-model with a smaller compute type, then on the CPU (``allow_fallback``), or asks the user to
-free memory (a pause request), then decodes the window again from the last merged segment.
+not suspend the process), and says so with a ``paused`` frame. On a GPU (or with
+``unload_on_pause``) it first unloads the model, so that the paused job holds no GPU memory and
+the engine can give the GPU slot to other work; on resume the model is loaded again and the
+window decoded again from its last merged segment. Cancel is seen between segments too. A GPU
+out of memory reloads the model with a smaller compute type, then on the CPU
+(``allow_fallback``), or asks the user to free memory (a pause request), then decodes the
+window again from the last merged segment.
 
 Child side: the standard library, numpy, PyAV, faster-whisper and CTranslate2 — the heavy ones
 imported where used (and ahead of time by :func:`warm_up` in a warm spare), so that the
@@ -213,7 +217,8 @@ class Model:
 
     def load(self, candidates: list[tuple[str, str]] | None = None) -> None:
         """Load the model with the first candidate that works (all of :attr:`candidates` for
-        the first load)."""
+        the first load). ``loads`` counts every load: one for a job that was neither paused
+        with its model unloaded nor short of memory."""
         from faster_whisper import WhisperModel
 
         first = candidates is None
@@ -248,6 +253,19 @@ class Model:
             ),
             "OUT_OF_MEMORY" if memory else "MODEL_LOAD_FAILED",
         )
+
+    def unload(self) -> None:
+        """Free the model's memory (a pause); :meth:`reload` loads it as it was."""
+        self.whisper = None
+        gc.collect()
+
+    def reload(self) -> None:
+        self.load([(self.device, self.compute_type)])
+
+    @property
+    def on_gpu(self) -> bool:
+        """Loaded in GPU memory: a pause that keeps it holds the GPU."""
+        return self.whisper is not None and self.device == "cuda"
 
     @property
     def multilingual(self) -> bool:
@@ -380,6 +398,11 @@ def _raw_segment(raw: Any) -> speech.RawSegment:
     )
 
 
+class _Unload(Exception):
+    """Paused part-way through a window, with a model to unload: the window's decoder lets
+    go of the model, the pause is held in :meth:`Transcription._hold`."""
+
+
 class Transcription:
     """One run of the job: what it decoded, where it is, what it reports."""
 
@@ -396,6 +419,7 @@ class Transcription:
         self.started = time.monotonic()
         self.windows = 0
         self.attempts = 0
+        self.unload_on_pause: bool | None = params.get("unload_on_pause")
 
     def run(self) -> dict[str, Any] | None:
         _openmp_waits_passively()  # (warm_up did, in a spare)
@@ -421,12 +445,16 @@ class Transcription:
         self.started = time.monotonic()
         while plan:
             window = plan.popleft()
-            self.ctx.wait_if_paused()
-            if self.ctx.cancelled:
+            if not self._hold(model, merger):
                 return None
             try:
                 if not self._decode(model, audio, merger, window):
                     return None
+            except _Unload:
+                merger.abandon()
+                if not self._hold(model, merger):
+                    return None
+                plan = collections.deque(self._plan(merger, window.index))
             except RuntimeError as exc:
                 if not speech.is_out_of_memory(str(exc)):
                     raise
@@ -506,7 +534,9 @@ class Transcription:
             merger.begin(window, info.language, float(info.language_probability))
             kept = 0
             for raw in _fake_out_of_memory(segments, self.attempts):
-                self.ctx.wait_if_paused()
+                if self._unloads(model) and not self.ctx.resume_event.is_set():
+                    raise _Unload  # the segments' generator holds the model: leave it first
+                self.ctx.wait_if_paused(held=model.on_gpu)
                 if self.ctx.cancelled:
                     return False
                 verdict, segment = merger.offer(_raw_segment(raw))
@@ -537,11 +567,35 @@ class Transcription:
         self._progress(merger, force=True)
         return True
 
+    def _unloads(self, model: Model) -> bool:
+        return model.on_gpu if self.unload_on_pause is None else self.unload_on_pause
+
+    def _hold(self, model: Model, merger: speech.Merger) -> bool:
+        """Wait while paused. When the model is to be unloaded, it is unloaded meanwhile (the
+        ``paused`` frame then says nothing is held) and loaded again on resume. False:
+        cancelled."""
+        while not self.ctx.resume_event.is_set() and not self.ctx.cancelled:
+            if model.whisper is not None and self._unloads(model):
+                model.unload()
+                self._report(merger, f"paused; the model {self.name} is unloaded")
+            self.ctx.wait_if_paused(held=model.on_gpu)
+        if self.ctx.cancelled:
+            return False
+        if model.whisper is None and model.loads:
+            self._report(merger, f"loading the model {self.name} again")
+            model.reload()
+        return True
+
     def _out_of_memory(self, model: Model, merger: speech.Merger, exc: RuntimeError) -> bool:
         """Make room to decode again: a smaller model, or the user's help. False: cancelled."""
         if not self.params.get("allow_fallback"):
             self._report(merger, "GPU out of memory: waiting to be resumed")
-            self.ctx.request_pause(OOM_PAUSE_REASON)
+            unload = self._unloads(model)
+            if unload:
+                model.unload()  # the user may need that memory to make room
+            self.ctx.request_pause(OOM_PAUSE_REASON, held=model.on_gpu)
+            if unload and not self.ctx.cancelled:
+                model.reload()
             return not self.ctx.cancelled
         chain = model.fallbacks()
         if not chain:

@@ -3,10 +3,12 @@
 The base opens the connection with the bearer token, sends ``init_param_and_run``, forwards
 the task's cancel and pause/resume channels as commands, and turns frames into the task's
 state: ``progress`` into progress and pausability, ``pause_request``/``resume_request`` into
-``is_paused`` (with the reason in ``status_text``), ``result`` into completion, ``error`` into
-a failed attempt with its error type, ``cancelled`` into a cancel. A progress frame's
-``extras.checkpoint`` becomes the task's checkpoint (what the next attempt resumes from). A
-connection that cannot be made or is lost is a retryable failure (``CONNECTION_LOST``).
+``is_paused`` (with the reason in ``status_text``), ``paused`` (the job has stopped for the
+pause, holding its resources or not) into lending the task's slot, ``result`` into
+completion, ``error`` into a failed attempt with its error type, ``cancelled`` into a cancel.
+A progress frame's ``extras.checkpoint`` becomes the task's checkpoint (what the next attempt
+resumes from). A connection that cannot be made or is lost is a retryable failure
+(``CONNECTION_LOST``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from python_endpoints.protocol import (
     InitData,
     InitParamAndRun,
     Pause,
+    Paused,
     PauseRequest,
     Progress,
     ProtocolError,
@@ -151,6 +154,8 @@ class WebSocketExecutor(BaseExecutor):
                 await ctx.request_pause(frame.reason)
             elif isinstance(frame, ResumeRequest):
                 await ctx.request_resume()
+            elif isinstance(frame, Paused):
+                ctx.parked(frame.held)
             elif isinstance(frame, Segment):
                 await self.on_segment(ctx, frame.data)
             elif isinstance(frame, Result):

@@ -327,12 +327,7 @@ class AttemptsMixin(StoreBase):
             .values(heartbeat_at=now, lease_until=now + lease_seconds)
             .returning(task_t.c.id, task_t.c.is_paused)
         ).all()
-        held = frozenset(r.id for r in rows)
-        return HeartbeatOutcome(
-            held=held,
-            paused=frozenset(r.id for r in rows if r.is_paused),
-            lost=frozenset(task_ids) - held,
-        )
+        return HeartbeatOutcome.of(task_ids, ((r.id, bool(r.is_paused)) for r in rows))
 
     # --- finishing attempts ---------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -10,10 +10,12 @@ import sqlalchemy as sa
 from workers.errors import NotFound
 from workers.records import (
     EventRecord,
+    HeartbeatOutcome,
     RunRecord,
     TaskRecord,
 )
 from workers.store._base import (
+    HELD,
     NEXT_RETRY_SQL,
     S,
     StoreBase,
@@ -150,6 +152,26 @@ class ReadsMixin(StoreBase):
             sql += " AND resource IN (" + ", ".join(f":r{i}" for i in range(len(resources))) + ")"
             params.update({f"r{i}": r for i, r in enumerate(resources)})
         return conn.execute(sa.text(sql + " LIMIT 1"), params).first() is not None
+
+    async def control_state(self, worker_id: str, task_ids: Collection[str]) -> HeartbeatOutcome:
+        """What a heartbeat would say of the tasks ``worker_id`` holds (still ours, asked to
+        pause, lost), as a read: how an engine learns at once of a pause, resume or cancel
+        that another process wrote."""
+        if not task_ids:
+            return HeartbeatOutcome(frozenset(), frozenset(), frozenset())
+        return await self._read(self._control_tx, worker_id, list(task_ids))
+
+    def _control_tx(
+        self, conn: sa.Connection, worker_id: str, task_ids: list[str]
+    ) -> HeartbeatOutcome:
+        rows = conn.execute(
+            sa.select(task_t.c.id, task_t.c.is_paused).where(
+                task_t.c.id.in_(task_ids),
+                task_t.c.worker_id == worker_id,
+                task_t.c.status.in_(HELD),
+            )
+        ).all()
+        return HeartbeatOutcome.of(task_ids, ((r.id, bool(r.is_paused)) for r in rows))
 
     async def busy_resources(self) -> dict[str, int]:
         """How many tasks of each resource class are claimed or running, all workers together."""
