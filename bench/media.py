@@ -27,19 +27,24 @@ when a job takes the previous one, may still be importing).
    the ratio of each lane's best run, less sensitive to other tenants' load.
 2. Remux against re-encode: TRANSCODE_MP4 of an ``mp4`` sample (H.264 + AAC) with
    ``mode="remux"`` and ``mode="reencode"``, both through the chain, interleaved.
-3. Download: a DOWNLOAD task through the chain (the endpoint streams the body with httpx in the
-   server's event loop, fsyncs the ``.part`` once a second and at the end, then renames it)
-   against ``curl -s -o FILE URL``, both from ``tests/httpserver.py``'s ``HTTPTestServer`` on
-   127.0.0.1 (a Python threaded server, in this process), serving ``--download-mb`` MB of
-   random bytes. Both files are compared with the served bytes (sha256). curl does not fsync:
-   the time an fsync of its file takes afterwards is reported apart (untimed), and
-   ``os.sync()`` runs between lanes so that one lane's dirty pages are not written back
-   during the next. CPU: this process (the HTTP server, and in the Fredica lane the engine
-   too), the endpoints server, curl. Two more lanes (info) show what the client library allows
-   here: a bare ``httpx.AsyncClient`` (the endpoint's own path: ``aiter_raw`` in an event
-   loop) and a bare blocking ``httpx.Client``, each in a child process, timed from the
-   request to the file closed. In the Fredica lane the ``.part``'s size is polled (every
-   20 ms) to split the body from the final fsync and rename.
+3. Download: a DOWNLOAD task through the chain (the endpoint reads the body in a thread with
+   a blocking httpx client, fsyncs the ``.part`` in the background every 32 MB and at the end,
+   then renames it) against ``curl -s -o FILE URL``, both from ``tests/httpserver.py``'s
+   ``HTTPTestServer`` on 127.0.0.1 (a Python threaded server, in this process), serving
+   ``--download-mb`` MB of random bytes. Both files are compared with the served bytes
+   (sha256). curl does not fsync: the time an fsync of its file takes afterwards is measured
+   apart, and the target compares Fredica with curl + that fsync (both durable); ``os.sync()``
+   runs between lanes so that one lane's dirty pages are not written back during the next.
+   Against curl alone the ratio is shown with its bound: the "disk alone" lane writes the same
+   bytes and fsyncs them, no network, and no downloader that fsyncs can beat it. Then Fredica
+   and curl again at a link rate (``--link-mb-s``, default 125 MB/s = 1 Gbit/s: the server
+   throttles), where the disk is not the limit; target there: Fredica / curl. CPU: this
+   process (the HTTP server, and in the Fredica lane the engine too), the endpoints server,
+   curl. Two more lanes (info) show what the client library allows here: a bare
+   ``httpx.AsyncClient`` (64 KiB reads in an event loop) and a bare blocking ``httpx.Client``
+   with 1 MiB reads, each in a child process, timed from the request to the file closed. In
+   the Fredica lane the ``.part``'s size is polled (every 20 ms) to split the body from the
+   final fsync and rename.
 4. Progress writes: a ``TaskStore`` subclass counts the ``report_progress`` calls that write
    (an UPDATE of the task row; one with nothing to write is not counted) during the chain
    transcodes of (1): writes per second over the task's running time (``started_at`` ->
@@ -50,7 +55,7 @@ process started here is stopped; at the end no child process of the bench may be
 any process seen under the endpoints server.
 
     .venv/bin/python bench/media.py [--quick] [--json] [--rounds 3] [--seconds 60]
-        [--download-mb 200]
+        [--download-mb 200] [--link-mb-s 125]
 """
 
 from __future__ import annotations
