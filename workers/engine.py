@@ -674,8 +674,11 @@ class WorkerEngine:
         stopped, waiting for a slot ("waiting for a free GPU slot"), ahead of new claims."""
         assert r.ctx is not None
         if r.slot_held or self._take_slot(r):
-            r.waiting_since = None
-            r.ctx.resume_event.set()
+            waited, r.waiting_since = r.waiting_since is not None, None
+            if waited:
+                self._go_on(r)  # says so: it was "waiting for a free … slot"
+            else:
+                r.ctx.resume_event.set()
             return
         if r.waiting_since is None:
             r.waiting_since = time.monotonic()
