@@ -26,6 +26,12 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
+def loops_heard(text: str) -> int:
+    """How many times the looped sample sentence was heard: counted by "lazy", which tiny.en
+    gets right every time ("fox" comes out as "fork" or "fark" now and then)."""
+    return text.count("lazy")
+
+
 def test_process_sample_subtitles_writes_srt_with_the_spoken_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,7 +147,7 @@ def test_kill_9_mid_transcription_resumes_after_the_last_checkpointed_segment(
     assert segments[-1]["end"] > 140
     subs = pysubs2.load(str(out / "talk.srt"))
     heard = " ".join(line.plaintext for line in subs).lower()
-    assert 12 <= heard.count("fox") <= 16, heard
+    assert 14 <= loops_heard(heard) <= 16, heard
     assert all(a.end <= b.start for a, b in itertools.pairwise(subs))
 
 
@@ -221,4 +227,4 @@ def test_a_paused_transcription_unloads_its_model_and_lends_the_gpu_slot(tmp_pat
     assert all(a["end"] <= b["start"] + 0.01 for a, b in itertools.pairwise(segments))
     assert segments[-1]["end"] > 50  # decoding went on to the end after the pause
     heard = " ".join(s["text"] for s in segments).lower()
-    assert 4 <= heard.count("fox") <= 8, heard  # 6.25 loops: no window lost nor decoded twice
+    assert 5 <= loops_heard(heard) <= 7, heard  # 6.25 loops: no window lost nor decoded twice
