@@ -277,7 +277,7 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
 def _write(output: Path, document: dict[str, Any]) -> None:
     """Through the temporary name, read back, then put in place."""
     content = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
-    with textio.writing(output.parent):
+    with outputs.writing(output.parent):
         output.parent.mkdir(parents=True, exist_ok=True)
     temp = outputs.temp_path(output)
     try:
@@ -288,7 +288,7 @@ def _write(output: Path, document: dict[str, Any]) -> None:
             ok = False
         if not ok:
             raise textio.verify_failed(output, "it does not hold what was written")
-        with textio.writing(output):
+        with outputs.writing(output):
             outputs.commit(temp, output)
     finally:
         outputs.remove_quietly(temp)

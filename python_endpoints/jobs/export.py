@@ -105,7 +105,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
     cues = captions.build_cues(transcript.segments, rules, transcript.duration)
     if ctx.cancelled:
         return None
-    with textio.writing(output_dir):
+    with outputs.writing(output_dir):
         output_dir.mkdir(parents=True, exist_ok=True)
     temps = {fmt: outputs.temp_path(final) for fmt, final in finals.items()}
     try:
@@ -123,7 +123,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
                 return None
         # Verified all, then moved all: a failure above leaves no final file behind.
         for fmt in formats:
-            with textio.writing(finals[fmt]):
+            with outputs.writing(finals[fmt]):
                 outputs.commit(temps[fmt], finals[fmt])
     finally:
         for temp in temps.values():

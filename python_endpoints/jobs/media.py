@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import errno
 import os
 import queue
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -348,23 +347,6 @@ def check_space(directory: Path, needed: int, keep_free: int) -> None:
         )
 
 
-@contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
-    """Translate a file system error while writing outputs, once, here."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise JobFailed(
-                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
-            ) from exc
-        raise JobFailed(
-            f"cannot write {path}: {_reason(exc)}; check that the folder exists and is "
-            "writable, then retry",
-            "IO_ERROR",
-        ) from exc
-
-
 def _verify_failed(path: Path, why: str) -> JobFailed:
     return JobFailed(f"the output {path.name} failed verification: {why}", "VERIFY_FAILED")
 
@@ -434,7 +416,7 @@ def _distinct(input: Path, output: Path) -> None:
 
 
 def _make_dir(directory: Path) -> None:
-    with _writing(directory):
+    with outputs.writing(directory):
         directory.mkdir(parents=True, exist_ok=True)
 
 
@@ -510,11 +492,11 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             raise _ffmpeg_failed(run, f"{verb} {input.name}")
         streams = {kind: plan.count(kind) for kind in ("video", "audio", "subtitle")}
         duration = verify_media(temp, "mp4", duration=info.duration, streams=streams)
-        with _writing(output):
+        with outputs.writing(output):
             outputs.commit(temp, output)
     finally:
         outputs.remove_quietly(temp)
-    with _writing(output):
+    with outputs.writing(output):
         outputs.write_sidecar(output, input, TRANSCODE_MP4, params)
     ctx.progress(100.0, "done")
     return {
@@ -587,11 +569,11 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
             sample_rate=rate,
             channels=channels,
         )
-        with _writing(output):
+        with outputs.writing(output):
             outputs.commit(temp, output)
     finally:
         outputs.remove_quietly(temp)
-    with _writing(output):
+    with outputs.writing(output):
         outputs.write_sidecar(output, input, EXTRACT_AUDIO, params)
     ctx.progress(100.0, "done")
     return {
@@ -673,13 +655,13 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
             )
         # Verified all, then moved all: a failure above leaves no final file behind.
         for temp, final in keep:
-            with _writing(final):
+            with outputs.writing(final):
                 outputs.commit(temp, final)
     finally:
         for temp in temps.values():
             outputs.remove_quietly(temp)
     for _, final in keep:
-        with _writing(final):
+        with outputs.writing(final):
             outputs.write_sidecar(final, input, EXTRACT_SUBTITLES, params)
     ctx.progress(100.0, "done")
     return {

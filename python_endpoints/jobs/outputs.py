@@ -15,12 +15,15 @@ Standard library only: the endpoint (in the server) and the job (in its child) b
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from python_endpoints.child import JobFailed
 
 PART_MARK = ".fredica-part"
 SIDECAR_SUFFIX = ".fredica.json"
@@ -205,3 +208,21 @@ def output_is_current(
         )
     except (OSError, ValueError, AttributeError):
         return False
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Translate a file system error while writing ``path`` (an output or its folder), once,
+    here: ``NO_SPACE`` for a full disk, ``IO_ERROR`` otherwise."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise JobFailed(
+                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
+            ) from exc
+        raise JobFailed(
+            f"cannot write {path}: {exc.strerror or exc}; check that the folder exists and is "
+            "writable, then retry",
+            "IO_ERROR",
+        ) from exc

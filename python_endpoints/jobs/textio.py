@@ -13,17 +13,15 @@ Standard library only. A transcript is JSON::
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import math
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from python_endpoints.child import JobFailed
+from python_endpoints.jobs import outputs
 from python_endpoints.jobs.captions import Segment
 
 TRANSCRIPT_VERSION = 1
@@ -138,32 +136,15 @@ def distinct(input: Path, output: Path) -> None:
         )
 
 
-@contextlib.contextmanager
-def writing(path: Path) -> Iterator[None]:
-    """Translate a file system error while writing ``path``, once, here."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise JobFailed(
-                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
-            ) from exc
-        raise JobFailed(
-            f"cannot write {path}: {exc.strerror or exc}; check that the folder is writable, "
-            "then retry",
-            "IO_ERROR",
-        ) from exc
-
-
 def write_text(path: Path, content: str) -> None:
     """Write ``content`` as UTF-8, newlines as they are (``\\n``)."""
-    with writing(path), open(path, "w", encoding="utf-8", newline="") as f:
+    with outputs.writing(path), open(path, "w", encoding="utf-8", newline="") as f:
         f.write(content)
 
 
 def read_text(path: Path) -> str:
     """Read back what :func:`write_text` wrote."""
-    with writing(path), open(path, encoding="utf-8", newline="") as f:
+    with outputs.writing(path), open(path, encoding="utf-8", newline="") as f:
         return f.read()
 
 

@@ -29,8 +29,6 @@ out-of-memory error.
 from __future__ import annotations
 
 import collections
-import contextlib
-import errno
 import gc
 import json
 import os
@@ -331,28 +329,11 @@ def speech_after(audio: Audio, start: float) -> list[tuple[float, float]]:
 # --- writing ----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
-    """Translate a file system error while writing the transcript, once, here."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise JobFailed(
-                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
-            ) from exc
-        raise JobFailed(
-            f"cannot write {path}: {exc.strerror or exc}; check that the folder exists and is "
-            "writable, then retry",
-            "IO_ERROR",
-        ) from exc
-
-
 def write_transcript(output: Path, document: dict[str, Any]) -> None:
     """Write to the temporary name, read it back, flush, rename into place."""
     temp = outputs.temp_path(output)
     try:
-        with _writing(output):
+        with outputs.writing(output):
             output.parent.mkdir(parents=True, exist_ok=True)
             with open(temp, "w", encoding="utf-8") as f:
                 json.dump(document, f, ensure_ascii=False, indent=1)
