@@ -206,6 +206,8 @@ class TranscribeResume(BaseModel):
     position: float = Field(default=0.0, ge=0)
     #: Language votes so far: language -> seconds of speech decoded in it.
     languages: dict[str, float] = Field(default_factory=dict)
+    #: Stretches ``[start, end]`` with speech that decoding twice did not make out.
+    unheard: list[tuple[float, float]] = Field(default_factory=list)
 
 
 class TranscribeParams(BaseModel):

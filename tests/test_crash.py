@@ -31,9 +31,11 @@ def fredica(data: Path, *args: str, env: dict[str, str] | None = None) -> subpro
     )
 
 
-def run_cli(data: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+def run_cli(
+    data: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[int, str, str]:
     proc = fredica(data, *args, env=env)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
 
 

@@ -184,6 +184,47 @@ def test_an_abandoned_window_keeps_what_it_merged_and_the_position() -> None:
     assert speech.plan_windows(61.0, 20.0, 4.0, m.position, m.next_chunk)[0].start == 4.0
 
 
+def test_decoding_again_starts_with_the_last_merged_phrase_when_it_is_near() -> None:
+    # A lead-in from the start of the last merged segment, if within the overlap.
+    (first, *_) = speech.plan_from(61.0, 20.0, 4.0, 30.0, 3, lead_in=27.5)
+    assert (first.index, first.start, first.end, first.cut) == (3, 27.5, 47.5, 45.5)
+    assert speech.plan_from(61.0, 20.0, 4.0, 30.0, lead_in=25.0)[0].start == 30.0  # too far
+    assert speech.plan_from(61.0, 20.0, 4.0, 30.0, lead_in=30.0)[0].start == 30.0
+    assert speech.plan_from(61.0, 20.0, 4.0, 30.0)[0].start == 30.0
+    assert speech.plan_from(61.0, 20.0, 4.0, 61.0, lead_in=60.0) == []  # nothing left
+    m = Merger(61.0)
+    assert m.lead_in is None
+    m.begin(speech.plan_windows(61.0, 20.0, 4.0)[0], "en", 1.0)
+    m.offer(seg(1.0, 4.0))
+    assert m.lead_in == 1.0
+
+
+def test_where_the_next_words_start_and_where_the_window_reaches() -> None:
+    m = Merger(61.0, [{"start": 0.0, "end": 3.0, "text": "a b", "chunk": 0}])
+    window = Window(1, 0.0, 20.0, 18.0, False)
+    with pytest.raises(RuntimeError, match="begin"):
+        m.first_kept(seg(4.0, 5.0))
+    m.begin(window, "en", 1.0)
+    assert m.reach() == 18.0  # the cut, as nothing was seen past it
+    assert m.first_kept(words((1.0, 1.5, "a"), (2.0, 2.5, "b"))) is None  # merged already
+    assert m.first_kept(words((2.5, 3.7, "b"), (9.0, 9.5, "c"))) == 3.0  # clipped to it
+    assert m.first_kept(seg(9.0, 10.0)) == 9.0
+    assert m.first_kept(seg(18.5, 19.0)) is None  # past the cut
+    assert m.offer(words((9.0, 9.5, "c"), (18.5, 19.0, "d")))[0] is Verdict.STOP
+    assert m.reach() == 18.0 and m.finish() == 18.0
+    m.begin(Window(2, 16.0, 61.0, 61.0, True), "en", 1.0)
+    assert m.reach() == 61.0 and m.first_kept(seg(40.0, 45.0)) == 56.0  # the last: all of it
+    m.offer(words((9.0, 9.5, "c"), (12.0, 14.0, "e")))
+    assert m.reach() == 61.0
+
+
+def test_a_stretch_no_decoding_made_out_is_kept_in_the_checkpoint() -> None:
+    m = Merger(61.0)
+    m.mark_unheard(3.0004, 9.5)
+    assert m.unheard == [(3.0, 9.5)] and m.extras()["unheard"] == [[3.0, 9.5]]
+    assert Merger.resume(61.0, {"position": 10.0, **m.extras()}).unheard == [(3.0, 9.5)]
+
+
 def test_a_checkpoint_resumes_after_its_last_segment() -> None:
     checkpoint = {
         "segments": [
@@ -195,7 +236,9 @@ def test_a_checkpoint_resumes_after_its_last_segment() -> None:
     }
     m = Merger.resume(60.0, checkpoint)
     assert (m.position, m.resumed_from, m.next_chunk) == (9.5, 9.5, 3)
-    assert m.languages == {"en": 9.0} and m.extras() == {"position": 9.5, "languages": {"en": 9.0}}
+    assert m.extras() == {"position": 9.5, "languages": {"en": 9.0}, "unheard": []}
+    m = Merger.resume(60.0, {**checkpoint, "unheard": [[1, 2.5]]})
+    assert m.unheard == [(1.0, 2.5)] and m.extras()["unheard"] == [[1.0, 2.5]]
     assert Merger.resume(60.0, {**checkpoint, "position": 30.0}).position == 30.0
     assert Merger.resume(20.0, {"position": 30.0}).position == 20.0  # clamped to the media
     fresh = Merger.resume(60.0, None)

@@ -26,10 +26,17 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
-def loops_heard(text: str) -> int:
-    """How many times the looped sample sentence was heard: counted by "lazy", which tiny.en
-    gets right every time ("fox" comes out as "fork" or "fark" now and then)."""
-    return text.count("lazy")
+ANCHORS = ("lazy", "second", "titles", "quick")
+
+
+def loops_heard(text: str) -> tuple[int, int]:
+    """How many times the looped sample sentence was heard, counted by each of its words
+    that tiny.en gets right most often: the fewest and the most. It garbles one word or
+    another now and then ("fox" as "fork", "lazy dog" as "lady nog"), and decoding without
+    the temperature fallback can repeat a phrase; a window lost takes away every word of a
+    loop (the most drops), a window merged twice adds every word of one (the fewest grows)."""
+    counts = [text.count(word) for word in ANCHORS]
+    return min(counts), max(counts)
 
 
 def test_process_sample_subtitles_writes_srt_with_the_spoken_words(
@@ -123,7 +130,8 @@ def test_kill_9_mid_transcription_resumes_after_the_last_checkpointed_segment(
     assert saved_segments > 0 and 40 < saved_position < 150
     assert not transcript.exists()
 
-    code, _, err = run_cli(data, "worker", "--until-idle")
+    # About 110 s of speech left; a window decoded again costs a few seconds more.
+    code, _, err = run_cli(data, "worker", "--until-idle", timeout=400)
     assert code == 0, err
     assert "recovered: 1 requeued" in err
     status, attempt, result = query(
@@ -147,7 +155,8 @@ def test_kill_9_mid_transcription_resumes_after_the_last_checkpointed_segment(
     assert segments[-1]["end"] > 140
     subs = pysubs2.load(str(out / "talk.srt"))
     heard = " ".join(line.plaintext for line in subs).lower()
-    assert 14 <= loops_heard(heard) <= 16, heard
+    fewest, most = loops_heard(heard)
+    assert most >= 14 and fewest <= 16, heard
     assert all(a.end <= b.start for a, b in itertools.pairwise(subs))
 
 
@@ -227,4 +236,5 @@ def test_a_paused_transcription_unloads_its_model_and_lends_the_gpu_slot(tmp_pat
     assert all(a["end"] <= b["start"] + 0.01 for a, b in itertools.pairwise(segments))
     assert segments[-1]["end"] > 50  # decoding went on to the end after the pause
     heard = " ".join(s["text"] for s in segments).lower()
-    assert 5 <= loops_heard(heard) <= 7, heard  # 6.25 loops: no window lost nor decoded twice
+    fewest, most = loops_heard(heard)
+    assert most >= 5 and fewest <= 7, heard  # 6.25 loops: no window lost nor decoded twice

@@ -54,6 +54,7 @@ RESULT_KEYS = {
     "model_loads",
     "resumed_from",
     "windows",
+    "unheard",
 }
 
 
@@ -103,6 +104,7 @@ class Engine:
         self.segments: list[dict[str, Any]] = []
         self.position = 0.0
         self.languages: dict[str, float] = {}
+        self.unheard: list[list[float]] = []
 
     def feed(self, frames: list[dict[str, Any]]) -> None:
         for frame in frames:
@@ -112,9 +114,15 @@ class Engine:
                 extras = frame.get("extras") or {}
                 self.position = max(self.position, extras.get("position", 0.0))
                 self.languages = extras.get("languages", self.languages)
+                self.unheard = extras.get("unheard", self.unheard)
 
     def checkpoint(self) -> dict[str, Any]:
-        return {"segments": self.segments, "position": self.position, "languages": self.languages}
+        return {
+            "segments": self.segments,
+            "position": self.position,
+            "languages": self.languages,
+            "unheard": self.unheard,
+        }
 
 
 def segments_of(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -314,7 +322,9 @@ async def test_a_cancelled_transcription_resumes_from_its_checkpoint(
     frames = await run(port, **job, resume=checkpoint)
     result = frames[-1]["result"]
     assert result["resumed_from"] == resume_at
-    assert result["windows"] == len(speech.plan_windows(result["duration"], 10, 2, resume_at))
+    lead_in = checkpoint["segments"][-1]["start"]
+    planned = speech.plan_from(result["duration"], 10, 2, resume_at, lead_in=lead_in)
+    assert result["windows"] == len(planned)
     positions = [f["extras"]["position"] for f in frames if "position" in f.get("extras", {})]
     assert positions[0] == resume_at  # from its first report on
     second = segments_of(frames)
@@ -362,6 +372,45 @@ async def test_pause_holds_the_job_between_segments_and_resume_completes(
     assert repeated_runs(words_of(streamed)) == []  # the window decoded again: no duplicate
     assert recognised(streamed, MEDIUM_WORDS) >= 0.6, words_of(streamed)
     assert transcript(output)["segments"] == streamed
+
+
+# --- a stretch the decoder skips (a named fake: Whisper does it now and then, not on cue) --------
+
+
+@pytest.mark.parametrize("times", [1, 2])
+async def test_a_skipped_stretch_is_decoded_again_or_reported_unheard(
+    server: tuple[EndpointServer, int],
+    voices: SpeechCache,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    times: int,
+) -> None:
+    # The second window (8 s to 18 s) loses what it hears from 12 s to 16 s: once, and the
+    # decoding again from where the stretch starts hears it; twice, and it is reported.
+    monkeypatch.setenv(transcribe.FAKE_SKIP_ENV, f"12-16x{times}")
+    output = tmp_path / "medium.transcript.json"
+    job = params(voices.speech(MEDIUM), output, chunk_seconds=10, overlap_seconds=2, **FAST)
+    frames = await run(server[1], **job)
+    assert frames[-1]["type"] == "result", frames[-1]
+    result = frames[-1]["result"]
+    streamed = segments_of(frames)
+    assert_well_formed(frames, streamed)
+    assert repeated_runs(words_of(streamed)) == []
+    assert transcript(output)["segments"] == streamed
+    in_stretch = [s for s in streamed if 12 <= (s["start"] + s["end"]) / 2 < 16]
+    texts = [f.get("status_text") or "" for f in frames]
+    if times == 1:
+        assert result["unheard"] == [] and in_stretch, streamed
+        assert recognised(streamed, MEDIUM_WORDS) >= 0.6, words_of(streamed)
+    else:
+        assert in_stretch == [], in_stretch
+        ((start, end),) = result["unheard"]
+        # From the last word heard before it to the next one heard after it.
+        assert start < 16 and end > 12 and end - start >= speech.MISSED_SPEECH, (start, end)
+        assert any(t.endswith("could not be made out") for t in texts), texts
+        checkpoint = Engine()
+        checkpoint.feed(frames)
+        assert checkpoint.unheard == [[start, end]]  # kept across a resume
 
 
 # --- GPU out of memory (a named fake: there is no GPU here) --------------------------------------

@@ -31,9 +31,10 @@ What is final, and when
     early: the rest belongs to the next window.
 
 Resuming
-    A checkpoint is ``{"segments", "position", "languages"}``. Decoding resumes at the later
-    of its position and its last segment's end (a progress report may have been throttled
-    away after the last segment), with its segments already merged.
+    A checkpoint is ``{"segments", "position", "languages", "unheard"}``. Decoding resumes at
+    the later of its position and its last segment's end (a progress report may have been
+    throttled away after the last segment), with its segments already merged; the first
+    window starts a little earlier, with the last merged phrase (:func:`plan_from`).
 
 Also here: the language vote, the transcript's coverage check, the compute-type orders to
 load a model with and to fall back to after a GPU out of memory, and the status line.
@@ -90,6 +91,29 @@ def plan_windows(
             windows.append(Window(first_index + i, begin, duration, duration, True))
             return windows
         windows.append(Window(first_index + i, begin, end, end - overlap_seconds / 2, False))
+
+
+def plan_from(
+    duration: float,
+    chunk_seconds: float,
+    overlap_seconds: float,
+    position: float,
+    first_index: int = 0,
+    lead_in: float | None = None,
+) -> list[Window]:
+    """The windows that decode what is left after ``position``, where decoding stopped
+    part-way (a pause, a crash, a stretch to decode again). With ``lead_in`` (the start of the
+    last merged segment: where a phrase begins) at most ``overlap_seconds`` before the
+    position, the first window starts there: a window that starts in the middle of a
+    sentence often loses what follows (the decoder skips what it cannot place), one that
+    starts with a whole phrase goes on from it; the merge drops what it decodes again before
+    the position."""
+    if position + _EPSILON >= duration:
+        return []
+    start = position
+    if lead_in is not None and position - overlap_seconds <= lead_in < position:
+        start = lead_in
+    return plan_windows(duration, chunk_seconds, overlap_seconds, start, first_index)
 
 
 # --- segments and the merge ---------------------------------------------------------------------
@@ -152,6 +176,7 @@ class Merger:
         segments: Iterable[Mapping[str, Any]] = (),
         position: float = 0.0,
         languages: Mapping[str, float] | None = None,
+        unheard: Iterable[Sequence[float]] = (),
     ) -> None:
         self.duration = duration
         self.segments: list[dict[str, Any]] = [dict(s) for s in segments]
@@ -163,9 +188,16 @@ class Merger:
         #: detector gave each in this run (the tie-break).
         self.languages: dict[str, float] = {k: float(v) for k, v in (languages or {}).items()}
         self.probabilities: dict[str, float] = {}
+        #: Stretches with speech that no decoding made out, even on a second try.
+        self.unheard: list[tuple[float, float]] = [(float(a), float(b)) for a, b in unheard]
         self._window: Window | None = None
         self._beyond: float | None = None
         self._language: str | None = None
+
+    @property
+    def lead_in(self) -> float | None:
+        """Where the last merged segment starts (a phrase's beginning), if any."""
+        return float(self.segments[-1]["start"]) if self.segments else None
 
     @classmethod
     def resume(cls, duration: float, checkpoint: Mapping[str, Any] | None) -> Merger:
@@ -177,6 +209,7 @@ class Merger:
             checkpoint.get("segments") or (),
             float(checkpoint.get("position") or 0.0),
             checkpoint.get("languages") or {},
+            checkpoint.get("unheard") or (),
         )
 
     @property
@@ -185,8 +218,13 @@ class Merger:
         return max((int(s.get("chunk", -1)) for s in self.segments), default=-1) + 1
 
     def extras(self) -> dict[str, Any]:
-        """What a progress frame carries for the checkpoint: ``position`` and ``languages``."""
-        return {"position": round(self.position, 3), "languages": dict(self.languages)}
+        """What a progress frame carries for the checkpoint: ``position``, ``languages`` and
+        ``unheard``."""
+        return {
+            "position": round(self.position, 3),
+            "languages": dict(self.languages),
+            "unheard": [[a, b] for a, b in self.unheard],
+        }
 
     def begin(self, window: Window, language: str | None, probability: float) -> None:
         """Start merging ``window``, decoded as ``language`` (detected with ``probability``)."""
@@ -206,23 +244,19 @@ class Merger:
         The unit judged by its midpoint is the word when the segment has timed words, else
         the whole segment: a segment that straddles the cut keeps its words before the cut
         and leaves the rest to the next window."""
-        window = self._window
-        if window is None:
-            raise RuntimeError("offer() outside a window: call begin() first")
-        units = raw.words or (RawWord(raw.start, raw.end, raw.text),)
+        window = self._current("offer")
+        units = self._placed(window, raw)
         kept: list[tuple[float, float, str]] = []
         floor = self.position
         beyond: float | None = None
-        for unit in units:
-            end = min(window.end, window.start + max(0.0, unit.end))
-            start = min(end, window.start + max(0.0, unit.start))
+        for start, end, text in units:
             middle = (start + end) / 2
             if middle >= window.cut and not window.last:
                 beyond = start
                 break
             if middle < floor:
                 continue
-            kept.append((max(start, floor), end, unit.text))
+            kept.append((max(start, floor), end, text))
             floor = end
         if beyond is not None and self._beyond is None:
             self._beyond = beyond
@@ -239,22 +273,51 @@ class Merger:
             self.languages[self._language] += segment["end"] - segment["start"]
         return (Verdict.KEEP if beyond is None else Verdict.STOP), segment
 
-    def finish(self) -> float:
-        """The window is decoded: move the position to where its territory ends (or to the
-        start of the first word it saw past the cut). Returns the new position."""
-        window = self._window
-        if window is None:
-            raise RuntimeError("finish() outside a window: call begin() first")
+    def first_kept(self, raw: RawSegment) -> float | None:
+        """Where the part of ``raw`` that :meth:`offer` would merge starts (None: nothing of
+        it would be). The job looks there for a stretch the decoder skipped."""
+        window = self._current("first_kept")
+        for start, end, _ in self._placed(window, raw):
+            middle = (start + end) / 2
+            if middle >= window.cut and not window.last:
+                return None
+            if middle >= self.position:
+                return max(start, self.position)
+        return None
+
+    def reach(self) -> float:
+        """Where :meth:`finish` moves the position: the end of the window's territory, or the
+        start of the first word it saw past the cut when that is earlier."""
+        window = self._current("reach")
         if window.last:
-            reached = self.duration
-        else:
-            # To the millisecond, as segments are: nothing kept later can start before it.
-            reached = round(
-                window.cut if self._beyond is None else min(window.cut, self._beyond), 3
-            )
-        self.position = max(self.position, reached)
+            return self.duration
+        # To the millisecond, as segments are: nothing kept later can start before it.
+        return round(window.cut if self._beyond is None else min(window.cut, self._beyond), 3)
+
+    def finish(self) -> float:
+        """The window is decoded: move the position to :meth:`reach`. Returns it."""
+        self.position = max(self.position, self.reach())
         self._window = None
         return self.position
+
+    def mark_unheard(self, start: float, end: float) -> None:
+        """Record a stretch with speech that decoding again did not make out either."""
+        self.unheard.append((round(start, 3), round(end, 3)))
+
+    def _current(self, method: str) -> Window:
+        if self._window is None:
+            raise RuntimeError(f"{method}() outside a window: call begin() first")
+        return self._window
+
+    @staticmethod
+    def _placed(window: Window, raw: RawSegment) -> list[tuple[float, float, str]]:
+        """The units judged by their midpoint (the words, or the whole segment), in seconds
+        of the media, clipped to the window."""
+        placed = []
+        for unit in raw.words or (RawWord(raw.start, raw.end, raw.text),):
+            end = min(window.end, window.start + max(0.0, unit.end))
+            placed.append((min(end, window.start + max(0.0, unit.start)), end, unit.text))
+        return placed
 
     def abandon(self) -> None:
         """The window failed part-way (out of memory): what was merged stays, and so does the

@@ -23,12 +23,15 @@ endpoints server, which imports this module for its name only, stays light.
 
 Fault injection: ``FREDICA_FAKE_CUDA_OOM=N`` in the child's environment makes the N-th window
 (counting every attempt of this run) fail after its first segment with CTranslate2's CUDA
-out-of-memory error.
+out-of-memory error. ``FREDICA_FAKE_SKIP=A-B`` (or ``A-BxN``) makes the first decoding (or N
+decodings) that reach the stretch from A to B seconds of the media drop the segments whose
+middle lies in it, as Whisper does now and then on its own.
 """
 
 from __future__ import annotations
 
 import collections
+import enum
 import gc
 import json
 import os
@@ -56,6 +59,7 @@ EMBEDDED_MODEL = "tiny.en"
 #: In ``models_dir``: the compute type that loaded last time, per device.
 COMPUTE_TYPES_FILE = "compute_types.json"
 FAKE_OOM_ENV = "FREDICA_FAKE_CUDA_OOM"
+FAKE_SKIP_ENV = "FREDICA_FAKE_SKIP"
 OOM_PAUSE_REASON = (
     "GPU out of memory: free GPU memory (close other GPU programs) or allow the CPU fallback, "
     "then resume"
@@ -368,6 +372,26 @@ def _fake_out_of_memory(segments: Iterable[Any], attempt: int) -> Iterator[Any]:
     raise RuntimeError(speech.CUDA_OOM_MESSAGE)
 
 
+class _FakeSkip:
+    """``FREDICA_FAKE_SKIP``: the decoder does not hear a stretch, the first N times."""
+
+    def __init__(self) -> None:
+        match = re.fullmatch(r"([\d.]+)-([\d.]+)(?:x(\d+))?", os.environ.get(FAKE_SKIP_ENV, ""))
+        self.stretch = (float(match[1]), float(match[2])) if match else None
+        self.left = int(match[3] or 1) if match else 0
+
+    def filter(self, segments: Iterable[Any], window: speech.Window) -> Iterator[Any]:
+        counted = False
+        for raw in segments:
+            middle = window.start + (raw.start + raw.end) / 2
+            within = self.stretch and self.stretch[0] <= middle < self.stretch[1]
+            if within and (counted or self.left):
+                if not counted:
+                    self.left, counted = self.left - 1, True
+                continue
+            yield raw
+
+
 def _raw_segment(raw: Any) -> speech.RawSegment:
     return speech.RawSegment(
         float(raw.start),
@@ -377,6 +401,13 @@ def _raw_segment(raw: Any) -> speech.RawSegment:
         float(raw.no_speech_prob),
         tuple(speech.RawWord(float(w.start), float(w.end), str(w.word)) for w in raw.words or ()),
     )
+
+
+class _Outcome(enum.Enum):
+    DONE = "done"
+    CANCELLED = "cancelled"
+    #: The decoder skipped a stretch of speech: decode again from the position.
+    SKIPPED = "skipped"
 
 
 class _Unload(Exception):
@@ -401,6 +432,7 @@ class Transcription:
         self.windows = 0
         self.attempts = 0
         self.unload_on_pause: bool | None = params.get("unload_on_pause")
+        self.fake_skip = _FakeSkip()
 
     def run(self) -> dict[str, Any] | None:
         _openmp_waits_passively()  # (warm_up did, in a spare)
@@ -424,18 +456,23 @@ class Transcription:
                     "PAYLOAD_ERROR",
                 )
         self.started = time.monotonic()
+        #: Where decoding skipped speech; tries: 1 while it is decoded again from there.
+        again_at: float | None = None
+        tries = 0
         while plan:
             window = plan.popleft()
             if not self._hold(model, merger):
                 return None
+            if again_at is not None and merger.position > again_at:
+                again_at, tries = None, 0
             try:
-                if not self._decode(model, audio, merger, window):
-                    return None
+                outcome = self._decode(model, audio, merger, window, tries)
             except _Unload:
                 merger.abandon()
                 if not self._hold(model, merger):
                     return None
                 plan = collections.deque(self._plan(merger, window.index))
+                continue
             except RuntimeError as exc:
                 if not speech.is_out_of_memory(str(exc)):
                     raise
@@ -443,6 +480,12 @@ class Transcription:
                 if not self._out_of_memory(model, merger, exc):
                     return None
                 plan = collections.deque(self._plan(merger, window.index))
+                continue
+            if outcome is _Outcome.CANCELLED:
+                return None
+            if outcome is _Outcome.SKIPPED:
+                again_at, tries = merger.position, 1
+                plan = collections.deque(self._plan(merger, window.index + 1))
         segments = merger.segments
         last_end = float(segments[-1]["end"]) if segments else None
         if speech.needs_tail_check(last_end, duration):
@@ -470,83 +513,122 @@ class Transcription:
             "model_loads": model.loads,
             "resumed_from": round(merger.resumed_from, 3),
             "windows": self.windows,
+            "unheard": [[a, b] for a, b in merger.unheard],
         }
 
     def _plan(self, merger: speech.Merger, index: int | None = None) -> list[speech.Window]:
-        return speech.plan_windows(
+        return speech.plan_from(
             merger.duration,
             self.chunk,
             self.overlap,
             merger.position,
             merger.next_chunk if index is None else index,
+            merger.lead_in,
         )
 
     def _decode(
-        self, model: Model, audio: Audio, merger: speech.Merger, window: speech.Window
-    ) -> bool:
-        """Decode one window and merge it, streaming its final segments. False: cancelled.
+        self,
+        model: Model,
+        audio: Audio,
+        merger: speech.Merger,
+        window: speech.Window,
+        tries: int = 0,
+    ) -> _Outcome:
+        """Decode one window and merge it, streaming its final segments.
 
-        A window that yields nothing although the voice detector hears speech in its territory
-        is decoded once more, greedily (Whisper's temperature fallback samples at random, and
-        on repetitive speech it can give up on a whole window); if that yields nothing either,
-        the job fails with the position left before the window — never a silent gap."""
+        Whisper sometimes skips a stretch: on repetitive speech its temperature fallback
+        samples at random and can give up on seconds, or a whole window; a window that starts
+        mid-sentence can lose the sentence. So where the next words start
+        :data:`~speech.MISSED_SPEECH` or more after the position, or the window ends that far
+        before its territory does, the voice detector is asked; if it hears that much speech
+        there, the window stops at the position (SKIPPED) and the job decodes from there
+        again (``tries``: 1), without the fallback: temperature 0 and no thresholds, which
+        does not give up (but can loop on a phrase, so it is not the first choice). What
+        that second decoding skips too is kept in ``unheard`` (in the result): never a
+        silent gap; if it makes out no word at all in a window with speech, the job fails."""
         clip = audio[round(window.start * SAMPLE_RATE) : round(window.end * SAMPLE_RATE)]
-        for greedy in (False, True):
-            self.attempts += 1
-            options: dict[str, Any] = {}
-            if greedy:
-                options = {
-                    "temperature": 0.0,
-                    "compression_ratio_threshold": None,
-                    "log_prob_threshold": None,
-                    "no_speech_threshold": None,
-                    "condition_on_previous_text": False,
-                }
-            segments, info = model.whisper.transcribe(
-                clip,
-                language=self.fixed,
-                beam_size=int(self.params.get("beam_size") or 5),
-                vad_filter=bool(self.params.get("vad", True)),
-                initial_prompt=self.params.get("initial_prompt") or None,
-                # Timed words let the merge split a segment at a cut (see speech's docstring).
-                word_timestamps=True,
-                **options,
-            )
-            merger.begin(window, info.language, float(info.language_probability))
-            kept = 0
-            for raw in _fake_out_of_memory(segments, self.attempts):
-                if self._unloads(model) and not self.ctx.resume_event.is_set():
-                    raise _Unload  # the segments' generator holds the model: leave it first
-                self.ctx.wait_if_paused(held=model.on_gpu)
-                if self.ctx.cancelled:
-                    return False
-                verdict, segment = merger.offer(_raw_segment(raw))
-                if segment is not None:
-                    kept += 1
-                    self.ctx.segment(segment)  # before any progress whose position passes it
-                    self._progress(merger)
-                if verdict is speech.Verdict.STOP:
-                    break
-            if kept:
-                break
-            territory_end = merger.duration if window.last else window.cut
-            heard = speech.speech_seconds(
-                speech_after(audio[: round(territory_end * SAMPLE_RATE)], merger.position)
-            )
-            if heard < speech.MISSED_SPEECH:
-                break  # silence (or music): nothing to transcribe here
-            if greedy:
+        self.attempts += 1
+        options: dict[str, Any] = {}
+        if tries:
+            options = {
+                "temperature": 0.0,
+                "compression_ratio_threshold": None,
+                "log_prob_threshold": None,
+                "no_speech_threshold": None,
+                "condition_on_previous_text": False,
+            }
+        segments, info = model.whisper.transcribe(
+            clip,
+            language=self.fixed,
+            beam_size=int(self.params.get("beam_size") or 5),
+            vad_filter=bool(self.params.get("vad", True)),
+            initial_prompt=self.params.get("initial_prompt") or None,
+            # Timed words let the merge split a segment at a cut (see speech's docstring).
+            word_timestamps=True,
+            **options,
+        )
+        merger.begin(window, info.language, float(info.language_probability))
+        kept = 0
+        decoded = self.fake_skip.filter(segments, window)
+        for raw in _fake_out_of_memory(decoded, self.attempts):
+            if self._unloads(model) and not self.ctx.resume_event.is_set():
+                raise _Unload  # the segments' generator holds the model: leave it first
+            self.ctx.wait_if_paused(held=model.on_gpu)
+            if self.ctx.cancelled:
+                return _Outcome.CANCELLED
+            segment_ = _raw_segment(raw)
+            starts = merger.first_kept(segment_)
+            if starts is not None and self._skipped(audio, merger, starts, kept, tries):
                 merger.abandon()
-                raise JobFailed(
-                    f"no words could be made out between {speech.clock(merger.position)} and "
-                    f"{speech.clock(territory_end)}, although there are {heard:.0f} s of speech "
-                    "there; retry (decoding is partly random), or try a larger model",
-                    "VERIFY_FAILED",
-                )
+                return _Outcome.SKIPPED
+            verdict, segment = merger.offer(segment_)
+            if segment is not None:
+                kept += 1
+                self.ctx.segment(segment)  # before any progress whose position passes it
+                self._progress(merger)
+            if verdict is speech.Verdict.STOP:
+                break
+        # The rest of the territory. After the last window, once decoded again, speech there
+        # is for the tail check: a transcript that stops short fails.
+        reach = merger.reach()
+        if not (window.last and tries and kept) and self._skipped(
+            audio, merger, reach, kept, tries
+        ):
+            merger.abandon()
+            return _Outcome.SKIPPED
         merger.finish()
         self.windows += 1
         self._progress(merger, force=True)
-        return True
+        return _Outcome.DONE
+
+    def _skipped(
+        self, audio: Audio, merger: speech.Merger, until: float, kept: int, tries: int
+    ) -> bool:
+        """Whether decoding skipped speech between the position and ``until``: True when it
+        is to be decoded again (see :meth:`_decode`), else it is recorded as unheard, or the
+        job fails."""
+        start = merger.position
+        if until - start < speech.MISSED_SPEECH:
+            return False
+        heard = speech.speech_seconds(speech_after(audio[: round(until * SAMPLE_RATE)], start))
+        if heard < speech.MISSED_SPEECH:
+            return False  # silence (or music): nothing to transcribe here
+        if not tries:
+            return True
+        if not kept and until >= merger.reach():  # no word at all in the window
+            merger.abandon()
+            raise JobFailed(
+                f"no words could be made out between {speech.clock(start)} and "
+                f"{speech.clock(until)}, although there are {heard:.0f} s of speech there; "
+                "retry (decoding is partly random), or try a larger model",
+                "VERIFY_FAILED",
+            )
+        merger.mark_unheard(start, until)
+        self._report(
+            merger,
+            f"{heard:.0f} s of speech from {speech.clock(start)} could not be made out",
+        )
+        return False
 
     def _unloads(self, model: Model) -> bool:
         return model.on_gpu if self.unload_on_pause is None else self.unload_on_pause

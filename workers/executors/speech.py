@@ -3,7 +3,8 @@ task endpoint of the same name.
 
 TRANSCRIBE's checkpoint is built here from what the job streams: every ``segment`` frame is a
 merged, final segment (appended), and progress ``extras`` carry how far decoding got
-(``position``) and the language votes so far. The job sends a segment before any position past
+(``position``), the language votes so far and the stretches no decoding made out
+(``unheard``). The job sends a segment before any position past
 its end, so a checkpoint never claims more than the segments it holds. The next attempt gets
 it back as ``params["resume"]`` and decodes from ``position`` on: a paused, crashed or
 cancelled-then-retried transcription resumes at its last checkpointed segment.
@@ -30,6 +31,7 @@ class TranscribeExecutor(ResumingExecutor):
             "segments": list(checkpoint.get("segments", [])),
             "position": float(checkpoint.get("position", 0.0)),
             "languages": dict(checkpoint.get("languages", {})),
+            "unheard": list(checkpoint.get("unheard", [])),
         }
 
     async def on_segment(self, ctx: ExecutionContext, data: dict[str, Any]) -> None:
@@ -42,6 +44,7 @@ class TranscribeExecutor(ResumingExecutor):
         self, ctx: ExecutionContext, extras: dict[str, Any]
     ) -> dict[str, Any] | None:
         position, languages = extras.get("position"), extras.get("languages")
+        unheard = extras.get("unheard")
         if not isinstance(position, int | float) and not isinstance(languages, dict):
             return None
         checkpoint = self._current(ctx)
@@ -49,6 +52,8 @@ class TranscribeExecutor(ResumingExecutor):
             checkpoint["position"] = max(checkpoint["position"], float(position))
         if isinstance(languages, dict):
             checkpoint["languages"] = languages
+        if isinstance(unheard, list):
+            checkpoint["unheard"] = unheard
         return checkpoint
 
 
