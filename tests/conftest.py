@@ -14,6 +14,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fredica_app.database import open_database
+from python_endpoints.registry import ENDPOINTS
+from python_endpoints.server import EndpointServer
+from tests.httpserver import HTTPTestServer
+from tests.test_endpoints import TOKEN
 from workers.db import create_sqlite_engine
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry, builtin_registry
@@ -51,3 +55,19 @@ async def store(db_path: Path) -> AsyncIterator[TaskStore]:
 @pytest.fixture
 def registry() -> TaskTypeRegistry:
     return builtin_registry()
+
+
+@pytest.fixture
+def http() -> Iterator[HTTPTestServer]:
+    """A local HTTP server on 127.0.0.1 that tests fill with routes."""
+    with HTTPTestServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def endpoints() -> AsyncIterator[int]:
+    """A real endpoints server on 127.0.0.1:0; its port."""
+    srv = EndpointServer(ENDPOINTS, TOKEN)
+    port = await srv.start()
+    yield port
+    await srv.close()

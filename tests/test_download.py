@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -39,20 +38,6 @@ from tests.test_endpoints import TOKEN, frames_until, open_task, start
 
 BODY = make_body(3_000_000)
 LAST_MODIFIED = Route().last_modified
-
-
-@pytest.fixture
-def http() -> Iterator[HTTPTestServer]:
-    with HTTPTestServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def endpoints() -> AsyncIterator[int]:
-    srv = EndpointServer(ENDPOINTS, TOKEN)
-    port = await srv.start()
-    yield port
-    await srv.close()
 
 
 def part(output: Path) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +42,6 @@ def fake_model(seed: int = 0, size: int = 2_000_000) -> dict[str, bytes]:
         "vocabulary.txt": b"a\nb\n" * 100,
         "model.bin": make_body(size, seed),
     }
-
-
-@pytest.fixture
-def http() -> Iterator[HTTPTestServer]:
-    with HTTPTestServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def endpoints() -> AsyncIterator[int]:
-    srv = EndpointServer(ENDPOINTS, TOKEN)
-    port = await srv.start()
-    yield port
-    await srv.close()
 
 
 def params(http: HTTPTestServer, models: Path, **more: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import itertools
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +82,6 @@ def hls(tmp_path_factory: pytest.TempPathFactory, clip: bytes) -> dict[str, byte
         "video.m3u8\n"
     )
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.suffix in (".m3u8", ".ts")}
-
-
-@pytest.fixture
-def http() -> Iterator[HTTPTestServer]:
-    with HTTPTestServer() as server:
-        yield server
 
 
 Served = tuple[EndpointServer, int]
