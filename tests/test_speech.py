@@ -552,8 +552,11 @@ def test_the_transcript_document() -> None:
         "duration": 12.346,
         "model": "tiny.en",
         "segments": segments,
+        "unheard": [],
     }
     assert document["segments"][0] is not segments[0]
+    with_gap = speech.transcript_document("en", 12.0, "tiny.en", segments, [(3.0, 6.5)])
+    assert with_gap["unheard"] == [[3.0, 6.5]]
 
 
 def test_speech_seconds_adds_the_spans_and_ignores_reversed_ones() -> None:

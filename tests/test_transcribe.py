@@ -215,6 +215,7 @@ async def test_a_short_clip_is_transcribed_streamed_and_written(
         "duration": result["duration"],
         "model": "tiny.en",
         "segments": streamed,
+        "unheard": [],
     }
     assert names(output.parent) == [output.name]  # no temporary
     # The compute type that loaded is remembered for the next job.
@@ -411,6 +412,7 @@ async def test_a_skipped_stretch_is_decoded_again_or_reported_unheard(
         checkpoint = Engine()
         checkpoint.feed(frames)
         assert checkpoint.unheard == [[start, end]]  # kept across a resume
+        assert transcript(output)["unheard"] == [[start, end]]  # and in the transcript file
 
 
 # --- GPU out of memory (a named fake: there is no GPU here) --------------------------------------

@@ -522,13 +522,19 @@ def status_text(position: float, duration: float, speed: float | None) -> str:
 
 
 def transcript_document(
-    language: str | None, duration: float, model: str, segments: Sequence[Mapping[str, Any]]
+    language: str | None,
+    duration: float,
+    model: str,
+    segments: Sequence[Mapping[str, Any]],
+    unheard: Sequence[tuple[float, float]] = (),
 ) -> dict[str, Any]:
-    """The transcript file's content (version 1; read by EXPORT_SUBTITLES and ANALYZE)."""
+    """The transcript file's content (version 1; read by EXPORT_SUBTITLES and ANALYZE):
+    ``unheard`` lists the stretches with speech that no decoding made out."""
     return {
         "version": 1,
         "language": language,
         "duration": round(duration, 3),
         "model": model,
         "segments": [dict(s) for s in segments],
+        "unheard": [[a, b] for a, b in unheard],
     }

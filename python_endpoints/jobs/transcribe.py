@@ -497,7 +497,8 @@ class Transcription:
         if self.ctx.cancelled:
             return None
         write_transcript(
-            self.output, speech.transcript_document(language, duration, self.name, segments)
+            self.output,
+            speech.transcript_document(language, duration, self.name, segments, merger.unheard),
         )
         self.ctx.progress(100.0, "done", extras=merger.extras())
         return {
