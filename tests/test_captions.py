@@ -8,6 +8,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from python_endpoints.jobs import captions
 from python_endpoints.jobs.captions import (
     CaptionRules,
     Cue,
@@ -222,3 +223,10 @@ def test_wrap_properties(words: list[str], width: int) -> None:
     assert " ".join(lines).split() == words
     assert len(lines) == count_lines(words, width)
     assert all(len(line) <= width or " " not in line for line in lines)
+
+
+def test_unheard_speech_takes_its_place_among_the_segments() -> None:
+    said = [Segment(0.0, 2.0, "Hello."), Segment(9.0, 10.0, "Bye.")]
+    shown = captions.with_unheard(said, [(2.5, 8.0)])
+    assert shown == [said[0], Segment(2.5, 8.0, captions.INAUDIBLE), said[1]]
+    assert captions.with_unheard(said, []) == said

@@ -69,9 +69,10 @@ def transcript_file(
     segments: list[dict[str, Any]],
     language: str | None = "en",
     duration: float | None = 12.0,
+    unheard: list[list[float]] | None = None,
 ) -> Path:
     """A transcript as TRANSCRIBE writes it (with the decoder's extras per segment)."""
-    document = {
+    document: dict[str, Any] = {
         "version": 1,
         "language": language,
         "duration": duration,
@@ -80,6 +81,8 @@ def transcript_file(
             {"avg_logprob": -0.3, "no_speech_prob": 0.01, "chunk": 0, **s} for s in segments
         ],
     }
+    if unheard is not None:
+        document["unheard"] = unheard
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document), encoding="utf-8")
     return path
@@ -97,6 +100,8 @@ def test_a_transcript_is_checked_and_what_is_wrong_is_said() -> None:
     transcript = textio.parse_transcript(good)
     assert transcript.language == "en" and transcript.duration == 3.0
     assert transcript.segments[0] == Segment(0.0, 2.5, "Hello there.")
+    assert transcript.unheard == ()  # none said
+    assert textio.parse_transcript({**good, "unheard": [[5.5, 8]]}).unheard == ((5.5, 8.0),)
     for data, says in [
         ([], "not an object"),
         ({**good, "version": 2}, "version is 2"),
@@ -108,6 +113,10 @@ def test_a_transcript_is_checked_and_what_is_wrong_is_said() -> None:
         ({**good, "segments": [{"start": True, "end": 1, "text": "x"}]}, "not a number"),
         ({**good, "segments": [{"start": -1, "end": 1, "text": "x"}]}, "negative"),
         ({**good, "language": 3}, '"language" is 3'),
+        ({**good, "unheard": {}}, '"unheard" is {}, not a list'),
+        ({**good, "unheard": [[1.0]]}, '"unheard" 0 is [1.0], not [start, end]'),
+        ({**good, "unheard": [[3, 1]]}, '"unheard" 0 ends (1.0 s) before it starts (3.0 s)'),
+        ({**good, "unheard": [[0, "x"]]}, '"unheard" 0: end is "x", not a number'),
     ]:
         with pytest.raises(ValueError) as info:
             textio.parse_transcript(data)
@@ -404,10 +413,33 @@ async def test_export_writes_srt_vtt_text_and_json(
             {"start": 3.0, "end": 5.25, "text": SIMPLE[1]["text"].strip()},
             {"start": 9.0, "end": 9.4, "text": "Fine."},
         ],
+        "unheard": [],
     }
     progress = [f["percent"] for f in frames if f["type"] == "progress"]
     assert progress[-1] == 100 and progress == sorted(progress)
     assert all(f["pausable"] == "never" for f in frames if f["type"] == "progress")
+
+
+async def test_speech_that_could_not_be_made_out_is_captioned_inaudible(
+    server: tuple[EndpointServer, int], tmp_path: Path
+) -> None:
+    transcript = transcript_file(tmp_path / "t.transcript.json", SIMPLE, unheard=[[5.5, 8.5]])
+    frames = await run_job(
+        server[1],
+        "export_subtitles",
+        transcript=str(transcript),
+        output_dir=str(tmp_path),
+        stem="t",
+    )
+    assert frames[-1]["result"]["cues"] == 4
+    srt = (tmp_path / "t.srt").read_text(encoding="utf-8")
+    assert "\n3\n00:00:05,500 --> 00:00:08,500\n[inaudible]\n\n4\n00:00:09,000" in srt
+    assert "00:00:05.500 --> 00:00:08.500\n[inaudible]" in (tmp_path / "t.vtt").read_text()
+    text = (tmp_path / "t.transcript.txt").read_text(encoding="utf-8")
+    assert text.endswith("for you & yours. [inaudible] Fine.\n"), text
+    segments = json.loads((tmp_path / "t.segments.json").read_text(encoding="utf-8"))
+    assert segments["unheard"] == [[5.5, 8.5]]
+    assert [s["text"] for s in segments["segments"]] == [s["text"].strip() for s in SIMPLE]
 
 
 async def test_export_with_other_rules_and_some_formats(

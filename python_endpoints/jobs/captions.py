@@ -32,6 +32,8 @@ CLAUSE_ENDS = (".", ",", "!", "?", ";", ":", "…", "。", "，", "！", "？", 
 _CLOSERS = "\"')]}»”’」』"  # noqa: RUF001
 #: Plain text: a new paragraph where speech pauses longer than this (seconds).
 PARAGRAPH_PAUSE = 2.0
+#: The caption of a stretch with speech that no decoding made out.
+INAUDIBLE = "[inaudible]"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,14 @@ def to_ms(seconds: float) -> int:
 
 def ends_clause(word: str) -> bool:
     return word.rstrip(_CLOSERS).endswith(CLAUSE_ENDS)
+
+
+def with_unheard(
+    segments: Iterable[Segment], unheard: Iterable[tuple[float, float]]
+) -> list[Segment]:
+    """``segments`` and, where speech could not be made out, an :data:`INAUDIBLE` segment:
+    a reader of the captions sees that something was said there."""
+    return ordered([*segments, *(Segment(a, b, INAUDIBLE) for a, b in unheard)])
 
 
 def ordered(segments: Iterable[Segment]) -> list[Segment]:

@@ -7,7 +7,9 @@ lengths, cue durations, no overlap) are pure functions in
 
 Files (:func:`python_endpoints.jobs.outputs.export_path`): ``<stem>.srt``, ``<stem>.vtt``,
 ``<stem>.transcript.txt`` (paragraphs where speech pauses) and ``<stem>.segments.json``
-(``{"version", "language", "duration", "segments": [{"start", "end", "text"}]}``). Each is
+(``{"version", "language", "duration", "segments": [{"start", "end", "text"}], "unheard"}``).
+Where the transcript says speech could not be made out, the captions and the text say
+``[inaudible]``. Each is
 written to its temporary name and read back (SRT and WebVTT re-parsed with pysubs2: the same
 cues at the same times; the JSON re-loaded; the text compared); only once every one passed are
 they renamed into place, so a failed or cancelled export leaves no final file of this run.
@@ -58,6 +60,7 @@ def render_json(transcript: textio.Transcript) -> str:
         "language": transcript.language,
         "duration": transcript.duration,
         "segments": segments,
+        "unheard": [[a, b] for a, b in transcript.unheard],
     }
     return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
 
@@ -102,7 +105,8 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
         max_cue_seconds=float(params.get("max_cue_seconds", 7.0)),
         min_cue_seconds=float(params.get("min_cue_seconds", 1.0)),
     )
-    cues = captions.build_cues(transcript.segments, rules, transcript.duration)
+    shown = captions.with_unheard(transcript.segments, transcript.unheard)
+    cues = captions.build_cues(shown, rules, transcript.duration)
     if ctx.cancelled:
         return None
     with outputs.writing(output_dir):
@@ -114,7 +118,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
             if fmt in ("srt", "vtt"):
                 content = render_subtitles(cues, fmt)
             elif fmt == "txt":
-                content = captions.plain_text(transcript.segments)
+                content = captions.plain_text(shown)
             else:
                 content = render_json(transcript)
             textio.write_text(temps[fmt], content)

@@ -4,9 +4,11 @@ transcript read and checked, text outputs written to their temporary names.
 Standard library only. A transcript is JSON::
 
     {"version": 1, "language": "en", "duration": 61.2, "model": "tiny.en",
-     "segments": [{"start": 0.0, "end": 2.5, "text": "Hello there.", ...}, ...]}
+     "segments": [{"start": 0.0, "end": 2.5, "text": "Hello there.", ...}, ...],
+     "unheard": [[30.0, 34.5]]}
 
-``language``, ``duration`` and ``model`` may be null; a segment's other keys (the decoder's
+``language``, ``duration`` and ``model`` may be null; ``unheard`` (stretches with speech that
+no decoding made out) may be missing; a segment's other keys (the decoder's
 ``avg_logprob``, ``no_speech_prob``, ``chunk``) are not read. Anything else is a
 ``BAD_TRANSCRIPT`` that says what is wrong.
 """
@@ -34,6 +36,7 @@ class Transcript:
     duration: float | None
     model: str | None
     segments: tuple[Segment, ...]
+    unheard: tuple[tuple[float, float], ...] = ()
 
 
 def _number(value: Any, what: str) -> float:
@@ -84,7 +87,23 @@ def parse_transcript(data: Any) -> Transcript:
         duration=duration,
         model=_optional_str(data, "model"),
         segments=tuple(segments),
+        unheard=_stretches(data.get("unheard", [])),
     )
+
+
+def _stretches(raw: Any) -> tuple[tuple[float, float], ...]:
+    if not isinstance(raw, list):
+        raise ValueError(f'"unheard" is {json.dumps(raw)}, not a list')
+    out = []
+    for index, item in enumerate(raw):
+        where = f'"unheard" {index}'
+        if not isinstance(item, list) or len(item) != 2:
+            raise ValueError(f"{where} is {json.dumps(item)}, not [start, end]")
+        start, end = _number(item[0], f"{where}: start"), _number(item[1], f"{where}: end")
+        if end < start:
+            raise ValueError(f"{where} ends ({end} s) before it starts ({start} s)")
+        out.append((start, end))
+    return tuple(out)
 
 
 def load_transcript(path: str | Path) -> Transcript:
