@@ -424,14 +424,8 @@ async def test_speech_that_could_not_be_made_out_is_captioned_inaudible(
     server: tuple[EndpointServer, int], tmp_path: Path
 ) -> None:
     transcript = transcript_file(tmp_path / "t.transcript.json", SIMPLE, unheard=[[5.5, 8.5]])
-    frames = await run_job(
-        server[1],
-        "export_subtitles",
-        transcript=str(transcript),
-        output_dir=str(tmp_path),
-        stem="t",
-    )
-    assert frames[-1]["result"]["cues"] == 4
+    job = {"transcript": str(transcript), "output_dir": str(tmp_path), "stem": "t"}
+    assert (await result_of(server[1], "export_subtitles", **job))["cues"] == 4
     srt = (tmp_path / "t.srt").read_text(encoding="utf-8")
     assert "\n3\n00:00:05,500 --> 00:00:08,500\n[inaudible]\n\n4\n00:00:09,000" in srt
     assert "00:00:05.500 --> 00:00:08.500\n[inaudible]" in (tmp_path / "t.vtt").read_text()
