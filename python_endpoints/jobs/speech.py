@@ -246,18 +246,7 @@ class Merger:
         and leaves the rest to the next window."""
         window = self._current("offer")
         units = self._placed(window, raw)
-        kept: list[tuple[float, float, str]] = []
-        floor = self.position
-        beyond: float | None = None
-        for start, end, text in units:
-            middle = (start + end) / 2
-            if middle >= window.cut and not window.last:
-                beyond = start
-                break
-            if middle < floor:
-                continue
-            kept.append((max(start, floor), end, text))
-            floor = end
+        kept, beyond = self._judge(window, units)
         if beyond is not None and self._beyond is None:
             self._beyond = beyond
         whole = len(kept) == len(units)
@@ -277,13 +266,8 @@ class Merger:
         """Where the part of ``raw`` that :meth:`offer` would merge starts (None: nothing of
         it would be). The job looks there for a stretch the decoder skipped."""
         window = self._current("first_kept")
-        for start, end, _ in self._placed(window, raw):
-            middle = (start + end) / 2
-            if middle >= window.cut and not window.last:
-                return None
-            if middle >= self.position:
-                return max(start, self.position)
-        return None
+        kept, _ = self._judge(window, self._placed(window, raw))
+        return kept[0][0] if kept else None
 
     def reach(self) -> float:
         """Where :meth:`finish` moves the position: the end of the window's territory, or the
@@ -308,6 +292,23 @@ class Merger:
         if self._window is None:
             raise RuntimeError(f"{method}() outside a window: call begin() first")
         return self._window
+
+    def _judge(
+        self, window: Window, units: Sequence[tuple[float, float, str]]
+    ) -> tuple[list[tuple[float, float, str]], float | None]:
+        """The units merged (clipped to the position, then to each other), and the start of
+        the first one past the cut (None: none is)."""
+        kept: list[tuple[float, float, str]] = []
+        floor = self.position
+        for start, end, text in units:
+            middle = (start + end) / 2
+            if middle >= window.cut and not window.last:
+                return kept, start
+            if middle < floor:
+                continue
+            kept.append((max(start, floor), end, text))
+            floor = end
+        return kept, None
 
     @staticmethod
     def _placed(window: Window, raw: RawSegment) -> list[tuple[float, float, str]]:

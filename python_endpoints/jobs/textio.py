@@ -47,6 +47,16 @@ def _number(value: Any, what: str) -> float:
     return float(value)
 
 
+def _span(
+    start: Any, end: Any, where: str, first: str = "start", second: str = "end"
+) -> tuple[float, float]:
+    """Two times in seconds, the second not before the first."""
+    a, b = _number(start, f"{where}: {first}"), _number(end, f"{where}: {second}")
+    if b < a:
+        raise ValueError(f"{where} ends ({b} s) before it starts ({a} s)")
+    return a, b
+
+
 def _optional_str(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
@@ -74,13 +84,10 @@ def parse_transcript(data: Any) -> Transcript:
         where = f"segment {index}"
         if not isinstance(item, dict):
             raise ValueError(f"{where} is not an object")
-        start = _number(item.get("start"), f'{where}: "start"')
-        end = _number(item.get("end"), f'{where}: "end"')
         text = item.get("text")
+        start, end = _span(item.get("start"), item.get("end"), where, '"start"', '"end"')
         if not isinstance(text, str):
             raise ValueError(f'{where}: "text" is {json.dumps(text)}, not a string')
-        if end < start:
-            raise ValueError(f"{where} ends ({end} s) before it starts ({start} s)")
         segments.append(Segment(start, end, text.strip()))
     return Transcript(
         language=_optional_str(data, "language"),
@@ -99,10 +106,7 @@ def _stretches(raw: Any) -> tuple[tuple[float, float], ...]:
         where = f'"unheard" {index}'
         if not isinstance(item, list) or len(item) != 2:
             raise ValueError(f"{where} is {json.dumps(item)}, not [start, end]")
-        start, end = _number(item[0], f"{where}: start"), _number(item[1], f"{where}: end")
-        if end < start:
-            raise ValueError(f"{where} ends ({end} s) before it starts ({start} s)")
-        out.append((start, end))
+        out.append(_span(item[0], item[1], where))
     return tuple(out)
 
 
