@@ -415,6 +415,21 @@ async def test_a_skipped_stretch_is_decoded_again_or_reported_unheard(
         assert transcript(output)["unheard"] == [[start, end]]  # and in the transcript file
 
 
+async def test_a_window_of_speech_with_no_word_made_out_twice_fails_clearly(
+    server: tuple[EndpointServer, int],
+    voices: SpeechCache,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(transcribe.FAKE_SKIP_ENV, "0-999x2")  # nothing heard, twice
+    output = tmp_path / "short.transcript.json"
+    frames = await run(server[1], **params(voices.speech(SHORT), output, **FAST))
+    error = frames[-1]
+    assert error["type"] == "error" and error["error_type"] == "VERIFY_FAILED", error
+    assert "no words could be made out between 0:00 and 0:1" in error["error"], error
+    assert segments_of(frames) == [] and names(tmp_path) == []  # no transcript, no temporary
+
+
 # --- GPU out of memory (a named fake: there is no GPU here) --------------------------------------
 
 
