@@ -145,6 +145,8 @@ class Task(Base):
     resource: Mapped[str] = mapped_column(sa.String(16), server_default="cpu")
     status_text: Mapped[str | None] = mapped_column(sa.String(512))
     checkpoint: Mapped[dict[str, Any] | None]
+    #: Times the app stopped while this task ran (not failures: they use no retry).
+    interruptions: Mapped[int] = mapped_column(server_default="0")
 
 
 class TaskDependency(Base):

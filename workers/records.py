@@ -56,6 +56,7 @@ class TaskRecord(_FromRow):
     heartbeat_at: float | None
     unmet_deps: int
     attempt: int
+    interruptions: int
     lease_token: str | None
     worker_id: str | None
     lease_until: float | None
