@@ -378,7 +378,7 @@ async def test_another_process_reaches_a_running_task_before_the_next_heartbeat(
     other = TaskStore(create_sqlite_engine(db_path))  # as the CLI would, on its own connection
     if action == "pause":
         await other.set_paused(task_id, True)
-        ctx = engine._running[task_id].ctx
+        ctx = engine._current[task_id].ctx
         assert ctx is not None
         await wait_until(lambda: ctx.paused, within=2)
         await other.set_paused(task_id, False)

@@ -70,10 +70,21 @@ class _Running:
     slot_held: bool = True
     #: Resumed while its slot was lent: waits (still paused) for a free slot since then.
     waiting_since: float | None = None
+    #: An earlier attempt of the same task that still winds down in this engine: this one
+    #: starts only once that one has stopped (two attempts of a task never run at once).
+    previous: _Running | None = None
+    #: Failed by the stall watchdog (already recorded): its end is not a cancel.
+    stalled: bool = False
+    #: Its end has been handed to the loop (``_finished``, or dropped for recovery).
+    ended: bool = False
 
     @property
     def resource(self) -> str:
         return self.claimed.task.resource
+
+    @property
+    def token(self) -> str:
+        return self.claimed.lease_token
 
 
 @dataclass
@@ -126,7 +137,11 @@ class WorkerEngine:
         self.stats = EngineStats()
         self.session_id = str(uuid.uuid4())
         self.recovery: RecoveryReport | None = None
+        #: Attempts this engine runs, by lease token: a task may have two at once (the one
+        #: winding down after a stall or a cancel, and the next, which waits for it).
         self._running: dict[str, _Running] = {}
+        #: The latest attempt of each task, by task id.
+        self._current: dict[str, _Running] = {}
         self._finished: list[tuple[_Running, ExecuteResult | None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
@@ -238,7 +253,7 @@ class WorkerEngine:
                 self._probe, self._due_known = True, False
                 if self._running:
                     self._apply_control(
-                        await self.store.control_state(self.worker_id, list(self._running))
+                        await self.store.control_state(self.worker_id, self.running_ids)
                     )
                 return True
 
@@ -261,7 +276,7 @@ class WorkerEngine:
         did anything."""
         finished, self._finished = self._finished, []
         for r, _ in finished:
-            self._running.pop(r.claimed.id, None)  # their slots are free for this claim
+            self._forget(r)  # their slots are free for this claim
         if finished:
             self._claim_hint = True  # a completion may have unblocked its dependents
         # Resumed attempts waiting for a slot take free ones before new claims; they go on
@@ -410,6 +425,8 @@ class WorkerEngine:
                 self._background_call(r.executor.on_task_failed(task, res))
 
     def _after_cancel(self, r: _Running) -> None:
+        if r.stalled:
+            return  # recorded and reported as a failed attempt already
         self.stats.cancelled += 1
         task = r.claimed.task
         self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "cancelled"))
@@ -435,16 +452,44 @@ class WorkerEngine:
 
     def _start(self, claimed: ClaimedTask) -> None:
         running = _Running(claimed, self.executors.get(claimed.task.type))
-        self._running[claimed.id] = running
+        previous = self._current.get(claimed.id)
+        if previous is not None and previous.job is not None and not previous.job.done():
+            running.previous = previous
+        self._running[claimed.lease_token] = running
+        self._current[claimed.id] = running
         running.job = asyncio.create_task(self._execute(running), name=f"task-{claimed.id}")
+        running.job.add_done_callback(lambda _: self._ended(running, None))
         task = claimed.task
         self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "started", task.progress))
+
+    def _forget(self, r: _Running) -> None:
+        self._running.pop(r.token, None)
+        if self._current.get(r.claimed.id) is r:
+            del self._current[r.claimed.id]
+
+    def _ended(self, r: _Running, result: ExecuteResult | None) -> None:
+        """Hand an attempt's end to the loop, once (also when its job was cancelled before
+        it began to run, so that its ``finally`` never ran)."""
+        if r.ended:
+            return
+        r.ended = True
+        if r.shutdown:
+            self._forget(r)  # nothing to write: recovery takes it over
+        else:
+            self._finished.append((r, result))
+        self._wake.set()
 
     async def _execute(self, running: _Running) -> None:
         claimed, executor = running.claimed, running.executor
         task, token = claimed.task, claimed.lease_token
         result: ExecuteResult | None = None
         try:
+            if running.previous is not None and running.previous.job is not None:
+                # The earlier attempt still winds down (a stall retry, a cancel then a retry):
+                # it may still write its outputs. Start once it has stopped.
+                log.info("task %s: waiting for its previous attempt to stop", task.id)
+                await asyncio.wait({running.previous.job})
+                running.previous = None
             if executor is None:
                 result = ExecuteResult(
                     error=f"no executor for task type {task.type!r} in this worker",
@@ -513,11 +558,7 @@ class WorkerEngine:
                 error=f"{type(exc).__name__}: {exc}", error_type=ErrorType.EXECUTOR_ERROR
             )
         finally:
-            if running.shutdown:
-                self._running.pop(task.id, None)  # nothing to write: recovery takes it over
-            else:
-                self._finished.append((running, result))
-            self._wake.set()
+            self._ended(running, result)
 
     def _prepare_fan_out(
         self, task: TaskRecord, result: ExecuteResult
@@ -551,22 +592,23 @@ class WorkerEngine:
     async def heartbeat(self) -> None:
         """Extend our leases; learn of cancels and pauses made by other processes; fail
         attempts that stalled."""
-        self._apply_control(await self.store.heartbeat(self.worker_id, list(self._running)))
+        self._apply_control(await self.store.heartbeat(self.worker_id, self.running_ids))
         self._check_stalls()
 
     def _apply_control(self, beat: HeartbeatOutcome) -> None:
-        """Bring running attempts in line with what the queue says of them."""
-        for task_id in beat.lost:  # cancelled by another process, or taken over
-            if (r := self._running.get(task_id)) is not None:
-                self._signal_cancel(r)
-        for task_id in beat.held:
-            r = self._running.get(task_id)
-            if r is None or r.ctx is None:
-                continue
-            if task_id in beat.paused:
-                self._pause_running(r)
-            else:
-                self._resume_running(r)
+        """Bring running attempts in line with what the queue says of them. An attempt whose
+        lease token is no longer the task's has lost it (cancelled by another process,
+        perhaps retried and claimed again since: the task id alone would not tell)."""
+        for r in list(self._running.values()):
+            task_id = r.claimed.id
+            if task_id not in beat.held or beat.tokens.get(task_id, r.token) != r.token:
+                if not (r.ctx is not None and r.ctx.cancelled):
+                    self._signal_cancel(r)
+            elif r.ctx is not None:
+                if task_id in beat.paused:
+                    self._pause_running(r)
+                else:
+                    self._resume_running(r)
 
     def _check_stalls(self) -> None:
         now = time.monotonic()
@@ -575,28 +617,37 @@ class WorkerEngine:
                 continue
             if now - r.ctx.last_report > r.executor.stall_timeout:
                 log.warning("task %s stalled; failing the attempt", r.claimed.id)
+                r.stalled = True
                 r.ctx.cancel_event.set()
                 self._background_call(self._fail_stalled(r))
 
     async def _fail_stalled(self, r: _Running) -> None:
+        """A stall is a failed attempt, recorded and reported as one (retried per policy);
+        the executor is stopped like a cancel, but its end is not reported as a cancel."""
         timeout = r.executor.stall_timeout if r.executor else 0
-        await self.store.fail(
-            r.claimed.id,
-            r.claimed.lease_token,
-            f"stalled: no progress for {timeout:.0f} s",
-            ErrorType.STALLED,
+        res = ExecuteResult(
+            error=f"stalled: no progress for {timeout:.0f} s", error_type=ErrorType.STALLED
+        )
+        outcome = await self.store.fail(
+            r.claimed.id, r.token, res.error or "stalled", ErrorType.STALLED
         )
         self._signal_cancel(r)
+        self._report([], (), [(r, res)], (outcome,))
         self.wake()
 
     # --- control -------------------------------------------------------------------------
 
     def _signal_cancel(self, r: _Running) -> None:
-        if r.ctx is not None:
-            r.ctx.cancel_event.set()
-            r.ctx.resume_event.set()
-        if r.job is not None and not r.job.done():
-            asyncio.get_running_loop().call_later(self.cancel_grace, self._force_cancel, r)
+        if r.job is None or r.job.done():
+            return
+        if r.ctx is None:
+            # Not begun (it waits for its previous attempt to stop): nothing to wind down.
+            r.forced = True
+            r.job.cancel()
+            return
+        r.ctx.cancel_event.set()
+        r.ctx.resume_event.set()
+        asyncio.get_running_loop().call_later(self.cancel_grace, self._force_cancel, r)
 
     def _force_cancel(self, r: _Running) -> None:
         if r.job is not None and not r.job.done():
@@ -614,7 +665,7 @@ class WorkerEngine:
         else:
             outcome = await self.store.cancel(target.id)
         for task_id in outcome.was_running:
-            if (r := self._running.get(task_id)) is not None:
+            for r in self._attempts_of(task_id):
                 self._signal_cancel(r)
         self.wake()
         return list(outcome.cancelled)
@@ -632,7 +683,7 @@ class WorkerEngine:
         else:
             changed = [target.id] if await self.store.set_paused(target.id, paused) else []
         for task_id in changed:
-            r = self._running.get(task_id)
+            r = self._current.get(task_id)
             if r is not None and r.ctx is not None:
                 if paused:
                     self._pause_running(r)
@@ -728,7 +779,11 @@ class WorkerEngine:
 
     @property
     def running_ids(self) -> list[str]:
-        return list(self._running)
+        """The ids of the tasks this engine runs an attempt of."""
+        return list(dict.fromkeys(r.claimed.id for r in self._running.values()))
+
+    def _attempts_of(self, task_id: str) -> list[_Running]:
+        return [r for r in self._running.values() if r.claimed.id == task_id]
 
     async def stop(self, drain_timeout: float = 10.0) -> None:
         """Stop claiming; let running tasks checkpoint and finish for ``drain_timeout`` (paused

@@ -146,16 +146,23 @@ class HeartbeatOutcome:
     held: frozenset[str]  # still ours
     paused: frozenset[str]  # still ours, and a pause was asked for
     lost: frozenset[str]  # no longer ours: cancelled or taken over; stop working on them
+    #: The lease token each held task has now: an attempt with another token lost its lease
+    #: (the task was cancelled, retried and claimed again since).
+    tokens: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, asked: Iterable[str], ours: Iterable[tuple[str, bool]]) -> HeartbeatOutcome:
-        """From the ids asked about and the ``(id, is_paused)`` of those still ours."""
+    def of(
+        cls, asked: Iterable[str], ours: Iterable[tuple[str, bool, str | None]]
+    ) -> HeartbeatOutcome:
+        """From the ids asked about and the ``(id, is_paused, lease_token)`` of those still
+        ours."""
         rows = list(ours)
-        held = frozenset(task_id for task_id, _ in rows)
+        held = frozenset(task_id for task_id, _, _ in rows)
         return cls(
             held=held,
-            paused=frozenset(task_id for task_id, paused in rows if paused),
+            paused=frozenset(task_id for task_id, paused, _ in rows if paused),
             lost=frozenset(asked) - held,
+            tokens={task_id: token for task_id, _, token in rows if token is not None},
         )
 
 

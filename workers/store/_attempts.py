@@ -325,9 +325,11 @@ class AttemptsMixin(StoreBase):
                 task_t.c.status.in_(HELD),
             )
             .values(heartbeat_at=now, lease_until=now + lease_seconds)
-            .returning(task_t.c.id, task_t.c.is_paused)
+            .returning(task_t.c.id, task_t.c.is_paused, task_t.c.lease_token)
         ).all()
-        return HeartbeatOutcome.of(task_ids, ((r.id, bool(r.is_paused)) for r in rows))
+        return HeartbeatOutcome.of(
+            task_ids, ((r.id, bool(r.is_paused), r.lease_token) for r in rows)
+        )
 
     # --- finishing attempts ---------------------------------------------------------------
 

@@ -165,13 +165,15 @@ class ReadsMixin(StoreBase):
         self, conn: sa.Connection, worker_id: str, task_ids: list[str]
     ) -> HeartbeatOutcome:
         rows = conn.execute(
-            sa.select(task_t.c.id, task_t.c.is_paused).where(
+            sa.select(task_t.c.id, task_t.c.is_paused, task_t.c.lease_token).where(
                 task_t.c.id.in_(task_ids),
                 task_t.c.worker_id == worker_id,
                 task_t.c.status.in_(HELD),
             )
         ).all()
-        return HeartbeatOutcome.of(task_ids, ((r.id, bool(r.is_paused)) for r in rows))
+        return HeartbeatOutcome.of(
+            task_ids, ((r.id, bool(r.is_paused), r.lease_token) for r in rows)
+        )
 
     async def busy_resources(self) -> dict[str, int]:
         """How many tasks of each resource class are claimed or running, all workers together."""
