@@ -9,7 +9,9 @@ it measures:
 - the same cycle with raw ``sqlite3`` on a copy of the same database - same pragmas (WAL,
   ``synchronous=FULL``), ``BEGIN IMMEDIATE``, the same statements as ``_claim_tx`` /
   ``_complete_tx`` / ``_apply_run_delta`` - as the physical reference, and the store/raw ratio;
-- whether the claim's query plan uses the partial index ``ix_task_claimable``.
+- whether the claim's query plan uses the partial index ``ix_task_claimable``;
+- then claims for a free slot of one class behind 200k queued ``cpu`` tasks and 10k waiting
+  retries, against the same claims on an empty queue (``bench/_classes.py``).
 
 The tables are filled with bulk INSERTs through ``sqlite3`` (``synchronous=OFF`` during the fill
 only), in runs of 1,000 tasks with consistent counters; the fill is not measured. All the
@@ -21,7 +23,7 @@ cycles / time spent inside the cycles.
 The targets are printed as PASS/FAIL lines; a miss does not change the exit status.
 
     .venv/bin/python bench/claim.py [--sizes 1000,100000,1000000] [--cycles 2000] [--quick]
-                                    [--json] [--profile]
+                                    [--class-claims 300] [--json] [--profile]
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ from pathlib import Path
 from typing import Any
 
 try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
+    import _classes  # type: ignore[import-not-found]
     from _common import Ids, fmt_int, inconsistent_runs, pct, profile_location  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
+    from bench import _classes
     from bench._common import Ids, fmt_int, inconsistent_runs, pct, profile_location
 from fredica_app.database import open_database
 from workers.db import BUSY_TIMEOUT_MS, create_sqlite_engine
@@ -62,26 +66,29 @@ BLOCKED_PRIORITY = 1_000  # blocked tasks rank ahead of every claimable one
 FLAT_LIMIT = 2.0
 RATIO_TARGET = 0.25
 
-# The store's claim (workers/store.py, CLAIM_SQL, no resource filter), for the raw reference.
+# The store's claim (workers/store/_hot.py, claim_sql(None): no resource filter), for the raw
+# reference; it runs after PROMOTE_DUE_SQL, as the store's.
 CLAIM_SQL = """
 UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_at,
        heartbeat_at = :now, lease_token = :token, attempt = attempt + 1,
        worker_id = :worker_id, lease_until = :lease_until, next_run_at = NULL
 WHERE id = (
     SELECT id FROM task INDEXED BY ix_task_claimable
-    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused
-      AND (next_run_at IS NULL OR next_run_at <= :now)
+    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL
     ORDER BY priority DESC, created_at
     LIMIT 1
 )
 RETURNING *
 """
+PROMOTE_DUE_SQL = (
+    "UPDATE task INDEXED BY ix_task_retry_due SET next_run_at = NULL "
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL AND next_run_at <= :now"
+)
 
 # The same inner SELECT without the INDEXED BY hint: would the planner pick the index anyway?
 UNHINTED_SELECT = """
 SELECT id FROM task
-WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused
-  AND (next_run_at IS NULL OR next_run_at <= :now)
+WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL
 ORDER BY priority DESC, created_at
 LIMIT 1
 """
@@ -280,6 +287,7 @@ class RawQueue:
         }
         conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.execute(PROMOTE_DUE_SQL, {"now": now})
             cur = conn.execute(CLAIM_SQL, params)
             rows = cur.fetchall()
             if not rows:
@@ -354,10 +362,17 @@ def store_claim_sql() -> tuple[str, str]:
     or else the bench's copy; and where it came from."""
     for name in ("workers.store", "workers.store._hot"):
         try:
-            sql = getattr(importlib.import_module(name), "CLAIM_SQL", None)
+            module = importlib.import_module(name)
         except ImportError:
             continue
-        if isinstance(sql, str):
+        build = getattr(module, "claim_sql", None)
+        if callable(build):
+            try:
+                return build(None), name
+            except TypeError:
+                pass
+        sql = getattr(module, "CLAIM_SQL", None)
+        if isinstance(sql, str) and "{resource_filter}" in sql:
             return sql.format(resource_filter=""), name
     return CLAIM_SQL, "bench copy"
 
@@ -770,6 +785,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="then cProfile the store cycle on the first table",
     )
+    p.add_argument(
+        "--class-claims",
+        type=int,
+        help="claims per lane of the free-class case (default 300; --quick: 100; 0: skip it)",
+    )
+    p.add_argument(
+        "--class-cpu",
+        type=int,
+        default=200_000,
+        help="claimable cpu tasks in the free-class case (default 200000)",
+    )
+    p.add_argument(
+        "--class-backoff",
+        type=int,
+        default=10_000,
+        help="tasks waiting for a retry timer in the free-class case (default 10000)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tmpdir", help="where to make the temporary directory")
     args = p.parse_args(argv)
@@ -781,6 +813,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.cycles = 500 if args.quick else 2_000
     if args.warmup is None:
         args.warmup = max(50, args.cycles // 10)
+    if args.class_claims is None:
+        args.class_claims = 100 if args.quick else 300
     return args
 
 
@@ -818,6 +852,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="fredica-bench-", dir=args.tmpdir))
     profile = ""
+    classes: dict[str, Any] | None = None
     try:
         configs, build_note = build(work, args.sizes, args.blocked, args.seed)
         build_s = time.perf_counter() - started
@@ -828,6 +863,17 @@ def main(argv: list[str] | None = None) -> int:
         for cfg in configs:
             cfg.problems += [f"store: {p}" for p in check_consistency(cfg.store_path, events)]
             cfg.problems += [f"raw: {p}" for p in check_consistency(cfg.raw_path, events)]
+        if args.class_claims > 0:
+            classes = asyncio.run(
+                _classes.measure_classes(
+                    work,
+                    work / "template.db",
+                    args.class_cpu,
+                    args.class_backoff,
+                    args.class_claims,
+                    args.seed,
+                )
+            )
         if args.profile:
             cfg = configs[0]
             print(f"# profiling the store on {cfg.label}", file=sys.stderr)
@@ -864,7 +910,10 @@ def main(argv: list[str] | None = None) -> int:
     problems = [f"{fmt_int(r.size)}/{fmt_int(r.blocked)}: {p}" for r in results for p in r.problems]
     print("consistency after the cycles: " + ("ok" if not problems else "; ".join(problems)))
     print()
-    found = checks(results, args.blocked)
+    if classes is not None:
+        print(_classes.report(classes))
+        print()
+    found = checks(results, args.blocked) + (_classes.checks(classes) if classes else [])
     for c in found:
         print(f"{'PASS' if c['ok'] else 'FAIL'}  {c['name']}: {c['detail']}")
     if profile:
@@ -878,6 +927,7 @@ def main(argv: list[str] | None = None) -> int:
                     "cycles": args.cycles,
                     "warmup": args.warmup,
                     "results": [asdict(r) for r in results],
+                    "classes": classes,
                     "checks": found,
                     "elapsed_s": elapsed,
                 },

@@ -497,28 +497,28 @@ async def measure_recovery(work: Path, n: int, seed: int) -> dict[str, Any]:
     problems = []
     if bad_before:
         problems.append(f"the fill left {bad_before} runs with inconsistent counters")
-    if report is None or report.requeued != n or report.total != n:
-        problems.append(f"recovery report {report}, expected {n} requeued")
+    if report is None or report.resumed != n or report.total != n:
+        problems.append(f"recovery report {report}, expected {n} resumed")
     conn = sqlite3.connect(path)
     try:
         statuses = dict(
             conn.execute("SELECT status, COUNT(*) FROM task GROUP BY status").fetchall()
         )
         log_rows = conn.execute(
-            "SELECT COUNT(*) FROM restart_task_log WHERE session_id = ? AND action = 'requeued'",
+            "SELECT COUNT(*) FROM restart_task_log WHERE session_id = ? AND action = 'resumed'",
             (engine.session_id,),
         ).fetchone()[0]
         log_all = conn.execute("SELECT COUNT(*) FROM restart_task_log").fetchone()[0]
         still_leased = conn.execute(
             "SELECT COUNT(*) FROM task WHERE lease_token IS NOT NULL OR worker_id IS NOT NULL"
         ).fetchone()[0]
-        retried = conn.execute(
-            "SELECT COUNT(*) FROM task WHERE type = 'SLEEP' AND retry_count = 1 "
-            "AND checkpoint IS NOT NULL"
+        interrupted = conn.execute(
+            "SELECT COUNT(*) FROM task WHERE type = 'SLEEP' AND retry_count = 0 "
+            "AND interruptions = 1 AND checkpoint IS NOT NULL"
         ).fetchone()[0]
         claimable = conn.execute(
             "SELECT COUNT(*) FROM task INDEXED BY ix_task_claimable "
-            "WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused"
+            "WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL"
         ).fetchone()[0]
         run_status = dict(
             conn.execute("SELECT status, COUNT(*) FROM workflow_run GROUP BY status").fetchall()
@@ -529,11 +529,14 @@ async def measure_recovery(work: Path, n: int, seed: int) -> dict[str, Any]:
     if statuses != {"pending": total}:
         problems.append(f"task statuses after recovery: {statuses}, expected all {total} pending")
     if log_rows != n or log_all != n:
-        problems.append(f"restart_task_log has {log_all} rows ({log_rows} requeued), expected {n}")
+        problems.append(f"restart_task_log has {log_all} rows ({log_rows} resumed), expected {n}")
     if still_leased:
         problems.append(f"{still_leased} tasks still carry a lease or a worker id")
-    if retried != n:
-        problems.append(f"{retried} SLEEP tasks with retry_count 1 and a checkpoint, expected {n}")
+    if interrupted != n:
+        problems.append(
+            f"{interrupted} SLEEP tasks with a checkpoint, one interruption and no retry used, "
+            f"expected {n}"
+        )
     if claimable != n:
         problems.append(f"{claimable} claimable tasks, expected {n} (dependents stay blocked)")
     if bad_after:
@@ -546,7 +549,7 @@ async def measure_recovery(work: Path, n: int, seed: int) -> dict[str, Any]:
         "fill_s": fill_s,
         "open_s": open_s,
         "recover_s": recover_s,
-        "requeued": report.requeued if report else None,
+        "resumed": report.resumed if report else None,
         "restart_log_rows": log_all,
         "statuses_after": statuses,
         "problems": problems,

@@ -16,11 +16,12 @@ when a job takes the previous one, may still be importing).
    the chain, timed from ``create_run`` to ``engine.run(until_idle=True)`` returning, against
    the same ffmpeg argv run directly (asyncio subprocess, both pipes read, stdin closed). The
    argv is the job's own, built with ``python_endpoints.jobs.ffmpeg.transcode_args`` from the
-   same probe and plan, down to the output path (the job's temporary ``.*.fredica-part.mp4``
-   name); during the warm-up the job's real ffmpeg command line is read with psutil and
-   compared. Where the chain's time goes comes from the frames the executor receives (probe
-   done, ffmpeg started, ffmpeg's last ``-progress`` block, the job's "done" after PyAV
-   verification and the fsync'd rename) and from the task's own timestamps (``claimed_at``,
+   same probe and plan, down to the output path (the job's temporary
+   ``.*.<part id>.fredica-part.mp4`` name); during the warm-up the job's real ffmpeg command
+   line is read with psutil and compared (but for the part id, unique to each run). Where the
+   chain's time goes comes from the frames the executor receives (probe done, ffmpeg
+   started, ffmpeg's last ``-progress`` block, the job's "done" after PyAV verification and
+   the fsync'd rename) and from the task's own timestamps (``claimed_at``,
    ``completed_at``; ``started_at`` is stamped with the claim). CPU seconds of both lanes (the
    direct ffmpeg; the server tree with its reaped job child and ffmpeg, the warm spare the
    server starts meanwhile, and this process) show what competes with ffmpeg. Also shown:
@@ -171,16 +172,16 @@ def media_executors(address: Address, timeline: Timeline) -> list[TaskExecutor]:
 # --- 1 + 4. the chain against the direct ffmpeg ------------------------------------------------
 
 
-def job_argv(source: Path, output: Path, payload: dict[str, Any]) -> list[str]:
-    """The ffmpeg argv ``transcode_job`` runs for this payload (``hardware=False``), built with
-    its own pure builder from the same probe and plan."""
+def job_argv(source: Path, output: Path, payload: dict[str, Any], part: str) -> list[str]:
+    """The ffmpeg argv ``transcode_job`` runs for this payload (``hardware=False``) as the run
+    of part id ``part``, built with its own pure builder from the same probe and plan."""
     info = media.probe(str(source))
     plan = ff.plan_transcode(info.streams, payload.get("mode", "auto"))
     encoder = ff.CPU_H264_ENCODER if plan.encodes_video else "copy"
     return ff.transcode_args(
         media.ffmpeg_binary(payload),
         str(source),
-        str(outputs.temp_path(output)),
+        str(outputs.temp_path(output, part)),
         plan,
         encoder=encoder,
         crf=int(payload.get("crf", 23)),
@@ -213,6 +214,18 @@ async def run_direct(argv: list[str], written: Path) -> dict[str, Any]:
         "progress_blocks": out.count(b"progress="),
         "problems": problems,
     }
+
+
+def without_part_id(argv: list[str] | None) -> list[str] | None:
+    """``argv`` with the part id of its temporary output (unique to each run) blanked out."""
+    if argv is None:
+        return None
+    out = []
+    for arg in argv:
+        parsed = outputs.parse_temp(Path(arg).name)
+        final = Path(arg).with_name(parsed[0]) if parsed else None
+        out.append(str(outputs.temp_path(final, "0" * 8)) if final else arg)
+    return out
 
 
 async def capture_ffmpeg(server_pid: int, binary: str, done: asyncio.Event) -> list[str] | None:
@@ -268,7 +281,8 @@ def check_transcode(
         result.get("mode") != mode or result.get("video_encoder") != encoder or not output.is_file()
     ):
         chain.problems.append(f"transcode {task.id}: unexpected result {result}")
-    remove(output, outputs.sidecar_path(output), outputs.temp_path(output))
+    leftovers = outputs.leftover_parts("TRANSCODE_MP4", {"output": str(output)})
+    remove(output, outputs.sidecar_path(output), *leftovers)
 
 
 async def measure_chain(
@@ -276,8 +290,9 @@ async def measure_chain(
 ) -> dict[str, Any]:
     output = out_dir / "transcode.mp4"
     payload = {"input": str(source), "output": str(output), "hardware": False}
-    argv = job_argv(source, output, payload)
-    temp = outputs.temp_path(output)
+    part = outputs.new_part_id()
+    argv = job_argv(source, output, payload, part)
+    temp = outputs.temp_path(output, part)
     out: dict[str, Any] = {"argv_builder": argv}
 
     # Warm-up, untimed: page cache, the endpoint's first job, the first warm spare. The job's
@@ -290,7 +305,7 @@ async def measure_chain(
     warm = await chain.run("TRANSCODE_MP4", payload)
     seen.set()
     out["argv_job"] = await catcher
-    out["argv_identical"] = out["argv_job"] == argv
+    out["argv_identical"] = without_part_id(out["argv_job"]) == without_part_id(argv)
     out["warmup_chain_s"] = warm["wall_s"]
     check_transcode(chain, warm, output, "reencode", ff.CPU_H264_ENCODER)
 

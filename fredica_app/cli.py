@@ -26,6 +26,7 @@ from fredica_app.services import (
 )
 from fredica_app.templates import BUILTIN, get_template
 from workers.records import RunRecord, TaskRecord
+from workers.retention import RetentionPolicy
 from workers.states import RunStatus
 
 Handler = Callable[[Fredica, argparse.Namespace], Awaitable[int]]
@@ -88,6 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--json", action="store_true")
     rl.add_argument("--dismiss", metavar="ENTRY_ID|all", help="mark an entry (or all) dismissed")
 
+    pn = sub.add_parser(
+        "prune", help="delete finished runs and timeline events older than the settings keep"
+    )
+    pn.add_argument(
+        "--runs-days",
+        type=float,
+        metavar="N",
+        help="finished runs that finished N days ago or more (default: keep_runs_days; 0: none)",
+    )
+    pn.add_argument(
+        "--events-days",
+        type=float,
+        metavar="M",
+        help="timeline events M days old or more (default: keep_events_days; 0: none)",
+    )
+    pn.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    pn.add_argument("--json", action="store_true")
+
     doc = sub.add_parser("doctor", help="check the environment and say how to fix what is missing")
     doc.add_argument("--json", action="store_true")
 
@@ -95,11 +114,29 @@ def build_parser() -> argparse.ArgumentParser:
         "endpoints",
         help="serve the task endpoints in the foreground (as `python -m python_endpoints`)",
     )
-    ep.add_argument("--host", default="127.0.0.1")
+    ep.add_argument(
+        "--host", default="127.0.0.1", help="address to bind; any but loopback needs TLS"
+    )
     ep.add_argument("--port", type=int, default=0)
-    ep.add_argument("--token-file", type=Path)
+    ep.add_argument("--token-file", type=Path, help="the bearer token (readable by you alone)")
     ep.add_argument("--certfile", type=Path)
     ep.add_argument("--keyfile", type=Path)
+    ep.add_argument(
+        "--allow-write",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="jobs may write only under DIR (repeatable; default: anywhere)",
+    )
+    ep.add_argument("--ffmpeg", help="the ffmpeg jobs run (default: the bundled one)")
+    ep.add_argument(
+        "--allow-key-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an environment variable ANALYZE may read its API key from (repeatable)",
+    )
 
     t = sub.add_parser("templates", help="list the workflow templates")
     t.add_argument("--json", action="store_true")
@@ -172,8 +209,7 @@ async def cmd_worker(app: Fredica, args: argparse.Namespace) -> int:
         report = engine.recovery
         if report is not None and report.total:
             print(
-                f"recovered: {report.requeued} requeued, {report.kept_paused} kept paused, "
-                f"{report.failed} failed, {report.orphaned} orphaned (see `fredica restart-log`)",
+                f"recovered: {report.summary} (see `fredica restart-log`)",
                 file=sys.stderr,
             )
         stopping: list[asyncio.Task[None]] = []
@@ -268,6 +304,7 @@ async def cmd_restart_log(app: Fredica, args: argparse.Namespace) -> int:
         print(
             f"#{e.id:<4} {e.action:<11} {e.disposition:<14} {e.task_type:<10} "
             f"{e.status_at_restart:<8} {e.progress:5.1f} %  task {e.task_id}"
+            + (f"  ({e.detail})" if e.detail else "")
         )
     return 0
 
@@ -277,6 +314,35 @@ def _int_id(text: str) -> int:
         return int(text)
     except ValueError:
         raise FredicaError(f"a restart-log entry id is a number, or 'all' (got {text!r})") from None
+
+
+async def cmd_prune(app: Fredica, args: argparse.Namespace) -> int:
+    for flag, given in (("--runs-days", args.runs_days), ("--events-days", args.events_days)):
+        if given is not None and not given >= 0:
+            raise FredicaError(f"{flag} is a number of days, 0 or more (got {given:g})")
+    settings = app.settings
+    runs_days = settings.keep_runs_days if args.runs_days is None else args.runs_days
+    events_days = settings.keep_events_days if args.events_days is None else args.events_days
+    policy = RetentionPolicy.from_days(runs_days, events_days)
+    report = await app.store.prune(policy, dry_run=args.dry_run)
+    if args.json:
+        days = {"runs_days": runs_days or None, "events_days": events_days or None}
+        _print_json({**days, **report.as_json()})
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    if policy.keep_runs is None:
+        print("runs: kept forever")
+    else:
+        print(
+            f"runs: {verb} {report.runs} that finished more than {runs_days:g} days ago, with "
+            f"{report.tasks} tasks, {report.dependencies} dependencies, {report.events} events "
+            f"and {report.restart_log} restart-log entries"
+        )
+    if policy.keep_events is None:
+        print("events: kept forever")
+    else:
+        print(f"events: {verb} {report.old_events} more, older than {events_days:g} days")
+    return 0
 
 
 async def cmd_doctor(app: Fredica, args: argparse.Namespace) -> int:
@@ -429,6 +495,7 @@ COMMANDS: dict[str, Handler] = {
     "pause-queue": cmd_pause_queue,
     "resume-queue": cmd_resume_queue,
     "restart-log": cmd_restart_log,
+    "prune": cmd_prune,
     "doctor": cmd_doctor,
     "templates": cmd_templates,
     "demo": cmd_demo,
@@ -480,10 +547,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from python_endpoints.__main__ import main as serve_endpoints
 
         forwarded = ["--host", args.host, "--port", str(args.port)]
-        for flag in ("token_file", "certfile", "keyfile"):
+        for flag in ("token_file", "certfile", "keyfile", "ffmpeg"):
             if getattr(args, flag) is not None:
                 forwarded += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-        return serve_endpoints(forwarded)
+        for root in args.allow_write:
+            forwarded += ["--allow-write", str(root)]
+        for name in args.allow_key_env:
+            forwarded += ["--allow-key-env", name]
+        return serve_endpoints(forwarded, prog="fredica")
     try:
         return asyncio.run(_main(args))
     except FredicaError as exc:

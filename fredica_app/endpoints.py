@@ -1,7 +1,11 @@
 """The endpoints server as a child process of the app.
 
-Started on first use with a fresh token (passed in the environment, never written to disk),
+Started on first use with a fresh token (passed in the environment, never written to disk;
+the server takes it out of its environment at once, so its jobs' processes do not inherit it),
 bound to 127.0.0.1 on a free port that it announces on its stdout; it exits when the app dies.
+What its jobs may do is the app's to decide, from its settings: where they write (the library
+and models folders), the ffmpeg they run, and the environment variable ANALYZE may read an API
+key from.
 If it dies, the next task that needs it starts a new one: the tasks that were running on it
 lost their connection and failed with the retryable ``CONNECTION_LOST``.
 """
@@ -31,10 +35,16 @@ class EndpointsProcess:
         host: str = "127.0.0.1",
         start_timeout: float = 60.0,
         write_roots: Sequence[Path] = (),
+        ffmpeg: Path | None = None,
+        api_key_envs: Sequence[str] = (),
     ) -> None:
         self.host = host
         #: Where its jobs may write (the library folder); nowhere else.
         self.write_roots = list(write_roots)
+        #: The ffmpeg its jobs run (None: the bundled one); a job cannot name another.
+        self.ffmpeg = ffmpeg
+        #: The environment variables a job may read an API key from.
+        self.api_key_envs = list(api_key_envs)
         self.start_timeout = start_timeout
         self.process: asyncio.subprocess.Process | None = None
         self._address: EndpointsAddress | None = None
@@ -57,21 +67,29 @@ class EndpointsProcess:
     async def _start(self) -> None:
         token = secrets.token_urlsafe(32)
         env = {**os.environ, TOKEN_ENV: token}
-        roots: list[str] = []
+        options: list[str] = []
         for root in self.write_roots:
             root.mkdir(parents=True, exist_ok=True)
-            roots += ["--allow-write", str(root)]
+            options += ["--allow-write", str(root)]
+        if self.ffmpeg is not None:
+            options += ["--ffmpeg", str(self.ffmpeg)]
+        for name in self.api_key_envs:
+            options += ["--allow-key-env", name]
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "python_endpoints",
             "--host",
             self.host,
-            *roots,
+            *options,
             "--parent-pid",
             str(os.getpid()),
             stdout=asyncio.subprocess.PIPE,
             env=env,
+            # Its own session: a terminal's Ctrl-C signals the whole foreground process group,
+            # and what a Ctrl-C does to jobs (pause them) is for the app to decide. Its job
+            # children and their ffmpeg are in this session too.
+            start_new_session=True,
         )
         assert self.process.stdout is not None
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -61,12 +62,33 @@ def _ffmpeg(app: Fredica) -> str | None:
 
 @dataclass
 class _Interrupts:
+    """Ctrl-C and SIGTERM. In a terminal the first Ctrl-C pauses the run in place and asks;
+    a second one, a SIGTERM, or a Ctrl-C without a terminal to ask on, quits."""
+
     count: int = 0
+    terminated: bool = False
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def __call__(self) -> None:
+    def __call__(self, sig: signal.Signals = signal.SIGINT) -> None:
         self.count += 1
+        self.terminated |= sig is not signal.SIGINT
         self.event.set()
+
+    @property
+    def may_ask(self) -> bool:
+        """Whether to pause in place and ask, rather than quit."""
+        return self.count == 1 and not self.terminated and _interactive()
+
+    def reset(self) -> None:
+        self.count = 0
+        self.event.clear()
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty() and sys.platform != "win32"
+    except ValueError:  # stdin closed
+        return False
 
 
 @contextlib.contextmanager
@@ -75,13 +97,42 @@ def _sigint(handler: _Interrupts) -> Iterator[None]:
     installed = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows, non-main thread
-            loop.add_signal_handler(sig, handler)
+            loop.add_signal_handler(sig, handler, sig)
             installed.append(sig)
     try:
         yield
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+async def _enter_or_interrupt(interrupts: _Interrupts) -> bool:
+    """Wait for Enter on the terminal (True) or another Ctrl-C / SIGTERM (False)."""
+    loop = asyncio.get_running_loop()
+    fd = sys.stdin.fileno()
+    enter = asyncio.Event()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b""
+        if b"\n" in data or b"\r" in data or not data:
+            enter.set()
+
+    interrupts.event.clear()
+    loop.add_reader(fd, readable)
+    try:
+        waiters = {
+            asyncio.ensure_future(enter.wait()),
+            asyncio.ensure_future(interrupts.event.wait()),
+        }
+        _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in pending:
+            waiter.cancel()
+    finally:
+        loop.remove_reader(fd)
+    return enter.is_set() and interrupts.count == 1
 
 
 async def process(
@@ -115,7 +166,9 @@ async def process(
             async with app.engine_session() as engine:
                 runner = asyncio.create_task(engine.run())
                 try:
-                    return await _follow_then_settle(app, run_ids, interrupts, console, engine)
+                    return await _follow_then_settle(
+                        app, run_ids, interrupts, console, engine, runner
+                    )
                 finally:
                     await engine.stop()
                     await runner
@@ -129,21 +182,50 @@ async def _follow_then_settle(
     interrupts: _Interrupts,
     console: Console,
     engine: WorkerEngine | None,
+    runner: asyncio.Task[None] | None = None,
 ) -> Outcome:
-    """Follow the runs; after a Ctrl-C, hold them (their running jobs are paused) and stop."""
-    ended_by = await _follow(app, run_ids, interrupts, console)
-    if ended_by == "paused":
-        console.print("[yellow]holding the run: its running jobs are paused[/]")
+    """Follow the runs. In a terminal, a first Ctrl-C pauses them in place (running jobs
+    are paused, ffmpeg suspended) and asks: Enter resumes them where they were, a second
+    Ctrl-C quits. Quitting (that, a SIGTERM, a Ctrl-C with no terminal to ask on) leaves the
+    runs held. When our own engine stops with an error (the database failed), raise it."""
+
+    async def hold(paused: bool) -> None:
         for rid in run_ids:
             # Through the engine when it is ours: its running jobs are told at once.
-            await (engine.pause(rid) if engine else app.store.set_run_paused(rid, True))
+            if engine is not None:
+                await (engine.pause(rid) if paused else engine.resume(rid))
+            else:
+                await app.store.set_run_paused(rid, paused)
+
+    while True:
+        ended_by = await _follow(app, run_ids, interrupts, console, runner)
+        if ended_by != "paused":
+            break
+        if not interrupts.may_ask:
+            console.print("[yellow]holding the run: its running jobs are paused[/]")
+            await hold(True)
+            break
+        await hold(True)
+        console.print(
+            "[yellow]paused — Enter resumes, Ctrl-C again leaves the run held and quits[/]"
+        )
+        if not await _enter_or_interrupt(interrupts):
+            console.print("[yellow]holding the run: its running jobs are paused[/]")
+            break
+        await hold(False)
+        console.print("resumed")
+        interrupts.reset()
     runs = [await app.store.get_run(rid) for rid in run_ids]
     tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
     return Outcome(runs, tasks, ended_by)
 
 
 async def _follow(
-    app: Fredica, run_ids: list[str], interrupts: _Interrupts, console: Console
+    app: Fredica,
+    run_ids: list[str],
+    interrupts: _Interrupts,
+    console: Console,
+    runner: asyncio.Task[None] | None = None,
 ) -> str:
     """Show the runs' tasks until every one has ended ("done") or Ctrl-C ("paused")."""
     display = Progress(
@@ -166,6 +248,9 @@ async def _follow(
                     _show(display, bars, seen, t, console)
             if interrupts.count:
                 ended_by = "paused"
+                break
+            if runner is not None and runner.done():
+                runner.result()  # the engine stopped under us: its error ends the command
                 break
             if all(is_terminal(t.status) for ts in tasks.values() for t in ts):
                 break

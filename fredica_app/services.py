@@ -33,6 +33,7 @@ from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubpr
 from workers.executors.media import MEDIA_EXECUTORS
 from workers.executors.speech import SPEECH_EXECUTORS
 from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
+from workers.retention import RetentionPolicy
 from workers.spec import TaskSpec, WorkflowSpec, parse_spec, prepare_run
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry, builtin_registry
@@ -62,6 +63,7 @@ class Fredica:
         )
         library_dir = loaded.settings.library_dir or paths.default_library_dir
         models_dir = loaded.settings.models_dir or paths.default_models_dir
+        key_env = loaded.settings.llm_api_key_env
         return cls(
             paths,
             loaded.settings,
@@ -69,7 +71,13 @@ class Fredica:
             TaskStore(engine),
             builtin_registry(),
             LibraryStore(engine),
-            EndpointsProcess(write_roots=[library_dir, models_dir]),
+            # The server runs only this ffmpeg and lets ANALYZE read only this variable:
+            # whoever holds its token cannot choose either.
+            EndpointsProcess(
+                write_roots=[library_dir, models_dir],
+                ffmpeg=loaded.settings.ffmpeg_path,
+                api_key_envs=[key_env] if key_env else [],
+            ),
         )
 
     async def close(self) -> None:
@@ -121,7 +129,8 @@ class Fredica:
 
     def spec_for_material(self, material: MaterialRecord, template_name: str) -> WorkflowSpec:
         """A template expanded for one material: its file, its output folder (created here,
-        under the library directory), and the settings that jobs take (ffmpeg, proxy)."""
+        under the library directory), and the settings that jobs take (proxy, speech, LLM).
+        The ffmpeg is not among them: the endpoints server runs the one it was started with."""
         template = get_template(template_name)
         if template.source == "url" and not material.is_url:
             raise TemplateError(
@@ -144,8 +153,6 @@ class Fredica:
         for task in spec.tasks:
             if task.type == "DOWNLOAD" and needs_site_download(material.source):
                 task.type = "DOWNLOAD_SITE"
-            if self.settings.ffmpeg_path and task.type in _FFMPEG_TYPES:
-                task.payload["ffmpeg"] = str(self.settings.ffmpeg_path)
             if self.settings.proxy and task.type in ("DOWNLOAD", "DOWNLOAD_SITE"):
                 task.payload["proxy"] = self.settings.proxy
             if task.type == "TRANSCRIBE":
@@ -240,9 +247,19 @@ class Fredica:
             max_workers=max_workers or self.settings.max_workers,
             slots=self.settings.slots,
             registry=self.registry,
+            max_interruptions=self.settings.max_interruptions,
+            hold_interrupted=self.settings.on_restart == "hold",
+            retention=self.retention,
         )
         engine.bus.subscribe(self._on_event)
         return engine
+
+    @property
+    def retention(self) -> RetentionPolicy:
+        """What the history keeps (the settings' ``keep_runs_days``, ``keep_events_days``)."""
+        return RetentionPolicy.from_days(
+            self.settings.keep_runs_days, self.settings.keep_events_days
+        )
 
     @property
     def lock(self) -> DataDirLock:
@@ -323,9 +340,6 @@ class Fredica:
         return await self.store.restart_log()
 
 
-_FFMPEG_TYPES = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "EXTRACT_SUBTITLES", "DOWNLOAD_SITE"})
-
-
 def uses_gpu(device: str) -> bool:
     """Whether TRANSCRIBE will run on a GPU: ``cuda``, or ``auto`` with a CUDA device."""
     if device == "cuda":
@@ -386,6 +400,7 @@ def task_json(task: TaskRecord, waiting: str | None = None) -> dict[str, Any]:
         "retry_count": task.retry_count,
         "max_retries": task.max_retries,
         "attempt": task.attempt,
+        "interruptions": task.interruptions,
         "priority": task.priority,
         "resource": task.resource,
         "depends_on": task.depends_on,

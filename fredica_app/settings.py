@@ -39,6 +39,12 @@ class Settings(BaseModel):
     ffmpeg_path: Path | None = None
     #: HTTP(S) proxy for downloads.
     proxy: str | None = None
+    #: What start-up does with work that was running when Fredica stopped: ``resume`` it (from
+    #: its checkpoint when it can, else from the start), or ``hold`` it (paused) for review.
+    on_restart: Literal["resume", "hold"] = "resume"
+    #: How many crashes of Fredica a running task may live through; at the next one it fails
+    #: ``INTERRUPTED`` (it may be what makes Fredica stop). A graceful stop does not count.
+    max_interruptions: int = Field(default=5, ge=1)
 
     # --- speech-to-text ---
     #: Where Whisper models are installed (None: ``<data dir>/models``).
@@ -68,6 +74,13 @@ class Settings(BaseModel):
     llm_model: str | None = None
     #: The name of an environment variable that holds the API key (never the key itself).
     llm_api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")
+
+    # --- history (what the engine prunes when idle, and `fredica prune`) ---
+    #: Days a finished run (completed, failed, cancelled) is kept after it finished, with its
+    #: tasks and their timeline. 0 or None: forever.
+    keep_runs_days: float | None = Field(default=30, ge=0)
+    #: Days a timeline event is kept, whatever its run. 0 or None: forever.
+    keep_events_days: float | None = Field(default=90, ge=0)
 
 
 @dataclass(frozen=True, slots=True)

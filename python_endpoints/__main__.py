@@ -3,12 +3,17 @@
 Prints the bound port as one JSON line on stdout (``{"port": 12345}``) so that a parent can
 read it, and exits when its parent process dies (or on SIGTERM/SIGINT), cancelling every
 running job and reaping its processes.
+
+It refuses to start (one line on stderr, exit 1) rather than serve unsafely: a token file
+that other users can read, or an address other than loopback without TLS. The token is taken
+out of the environment once read, so that no job child, ffmpeg or yt-dlp inherits it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import json
 import os
 import signal
@@ -22,10 +27,15 @@ from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
 
 TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
+PROG = "python -m python_endpoints"
+
+
+class StartError(Exception):
+    """Why the server will not start: one line for whoever started it."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m python_endpoints", description=__doc__)
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     p.add_argument(
@@ -41,6 +51,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="jobs may write only under DIR (repeatable; default: anywhere)",
     )
     p.add_argument(
+        "--ffmpeg",
+        help="the ffmpeg binary jobs run (default: the bundled one); params cannot name another",
+    )
+    p.add_argument(
+        "--allow-key-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an environment variable ANALYZE may read its API key from (repeatable; "
+        "default: none)",
+    )
+    p.add_argument(
         "--parent-pid",
         type=int,
         default=None,
@@ -50,22 +72,64 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def read_token(args: argparse.Namespace) -> str:
+    """The token, from ``--token-file`` or the environment; the environment's is removed
+    either way (a job's processes inherit the server's environment)."""
+    from_env = os.environ.pop(TOKEN_ENV, "").strip()
     token_file: Path | None = args.token_file
-    if token_file is not None:
-        token = token_file.read_text(encoding="utf-8").strip()
-    else:
-        token = os.environ.get(TOKEN_ENV, "").strip()
+    token = from_env if token_file is None else _read_token_file(token_file)
     if not token:
-        raise SystemExit(f"no token: pass --token-file or set {TOKEN_ENV}")
+        raise StartError(f"no token: pass --token-file or set {TOKEN_ENV}")
     return token
 
 
-async def serve(args: argparse.Namespace) -> int:
-    ssl_context = None
-    if args.certfile is not None:
-        ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ssl_context.load_cert_chain(args.certfile, args.keyfile)
-    server = EndpointServer(ENDPOINTS, read_token(args), write_roots=args.allow_write)
+def _read_token_file(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+        if os.name == "posix" and mode & 0o077:
+            raise StartError(
+                f"the token file {path} can be read by other users (mode {mode & 0o777:o}); "
+                f"run `chmod 600 {path}`"
+            )
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StartError(f"cannot read the token file {path}: {exc}") from None
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another name, or "" (every interface)
+        return False
+
+
+def tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The TLS context, or None on loopback; refuses any other address without TLS."""
+    if args.certfile is None:
+        if not is_loopback(args.host):
+            raise StartError(
+                f"refusing to serve on {args.host or 'every interface'} without TLS: the token "
+                "and every job would cross the network in clear; pass --certfile and "
+                "--keyfile, or bind 127.0.0.1"
+            )
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.certfile, args.keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise StartError(f"cannot load the TLS certificate {args.certfile}: {exc}") from None
+    return context
+
+
+async def serve(args: argparse.Namespace, token: str, ssl_context: ssl.SSLContext | None) -> int:
+    server = EndpointServer(
+        ENDPOINTS,
+        token,
+        write_roots=args.allow_write,
+        ffmpeg=args.ffmpeg,
+        api_key_envs=args.allow_key_env,
+    )
     port = await server.start(args.host, args.port, ssl_context)
     print(json.dumps({"port": port}), flush=True)
     stop = asyncio.Event()
@@ -94,8 +158,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> int:
-    return asyncio.run(serve(parse_args(argv)))
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    args = parse_args(argv)
+    try:
+        ssl_context = tls_context(args)
+        token = read_token(args)
+    except StartError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    return asyncio.run(serve(args, token, ssl_context))
 
 
 if __name__ == "__main__":

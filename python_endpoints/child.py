@@ -209,6 +209,19 @@ def start_process(
     return process
 
 
+def release_semaphores() -> None:
+    """Unlink the named semaphores this process created, as a normal exit would (``os._exit``
+    skips it). A library may create one in the job (tqdm's lock, under faster-whisper): left
+    registered, the server's resource tracker reports it "leaked" on the user's terminal when
+    the server exits. These are ``multiprocessing``'s own exit finalizers (the semaphores of
+    the events shared with the server are the server's: not registered here)."""
+    from multiprocessing import util
+
+    run_finalizers = getattr(util, "_run_finalizers", None)
+    if callable(run_finalizers):
+        run_finalizers(0)
+
+
 def _watch_parent(parent_pid: int) -> None:
     """Exit when the parent dies: a job never outlives its server, nor do its processes."""
     while True:
@@ -243,29 +256,30 @@ def _child_main(
     try:
         target, params = jobs.recv()
     except (EOFError, OSError):
+        release_semaphores()
         os._exit(0)  # a spare that was not needed
     jobs.close()
     status_queue = StatusChannel(conn)
     ctx = ChildContext(status_queue, cancel_event, resume_event)
-    code = 0
+    last: dict[str, Any] | None = None
     try:
         result = target(params, ctx)
     except JobFailed as exc:
-        status_queue.put({"type": "error", "error": str(exc), "error_type": exc.error_type})
-        code = 1
+        last = {"type": "error", "error": str(exc), "error_type": exc.error_type}
     except Exception as exc:
-        status_queue.put(
-            {
-                "type": "error",
-                "error": f"{type(exc).__name__}: {exc}",
-                "error_type": EXECUTOR_ERROR,
-            }
-        )
-        code = 1
+        last = {
+            "type": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "error_type": EXECUTOR_ERROR,
+        }
     else:
         if result is not None and not cancel_event.is_set():
-            status_queue.put({"type": "result", "result": result})
+            last = {"type": "result", "result": result}
     kill_tracked_processes()  # a job that returned without reaping what it started
+    # Before the last message: once the server has it, it may kill this process at any time.
+    release_semaphores()
+    if last is not None:
+        status_queue.put(last)
     status_queue.close()
     # Everything was sent synchronously: skip the interpreter's shutdown (~0.1 s).
-    os._exit(code)
+    os._exit(1 if last is not None and last["type"] == "error" else 0)

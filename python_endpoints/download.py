@@ -1,6 +1,9 @@
 """``/tasks/download``: one HTTP(S) URL to a file, resumable (:mod:`python_endpoints.transfer`).
 
-The job runs in the server's event loop (it is I/O-bound); the body is read in a thread.
+The job runs in the server's event loop (it is I/O-bound); the body is read in a thread. Its
+``.part`` is named after the output, so that a retry resumes it: two downloads to one output
+never run at once, the server locks the output for the job's duration
+(:mod:`python_endpoints.outputlocks`).
 """
 
 from __future__ import annotations

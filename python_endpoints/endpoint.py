@@ -301,6 +301,7 @@ class ProcessEndpoint(TaskEndpoint):
                 raise JobFailed(
                     f"invalid {cls.name} params: {where}: {err['msg']}", "PAYLOAD_ERROR"
                 ) from None
+        params = self.child_params(params)
         loop = asyncio.get_running_loop()
         child = _take_spare(cls) if cls.keep_spare else None
         if child is None:
@@ -319,6 +320,11 @@ class ProcessEndpoint(TaskEndpoint):
                 preparing = loop.run_in_executor(None, _prepare_spare, cls)
                 _preparing.add(preparing)
                 preparing.add_done_callback(_preparing.discard)
+
+    def child_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The validated params as the child gets them: a subclass adds what the server
+        decides for this run (its temporary files' part id)."""
+        return params
 
     async def _pump(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()

@@ -684,10 +684,6 @@ class _Install:
 
 # --- the endpoint ------------------------------------------------------------------------------
 
-#: The partial folders a job of this server is writing: a second job for the same model
-#: waits for no one, it fails (the engine retries it later).
-_active: set[str] = set()
-
 
 class ModelDownloadEndpoint(LoopEndpoint):
     """Fetch a Whisper model by name into ``models_dir/<name>``
@@ -717,15 +713,9 @@ class ModelDownloadEndpoint(LoopEndpoint):
         # The folder is removed once the job has stopped and closed its files.
 
     async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
+        # A second job for the same model waits in the server until this one has ended (its
+        # output lock: models_dir/<name>), so the partial folder is this job's alone.
         install = _Install(validated(ModelDownloadParams, params, "download_model"), ctx)
-        key = str(install.partial)
-        if key in _active:
-            raise JobFailed(
-                f"model {install.name} is already being downloaded to {install.final} by "
-                "another task; this one is retried later",
-                "IO_ERROR",
-            )
-        _active.add(key)
         self._partial = install.partial
         try:
             return await until_cancelled(ctx, install.run())
@@ -733,6 +723,4 @@ class ModelDownloadEndpoint(LoopEndpoint):
             self._discard = self._discard or exc.discard
             raise
         finally:
-            # Removed before another job may take the folder (the server asks again: no-op).
-            self.remove_partial_outputs()
-            _active.discard(key)
+            self.remove_partial_outputs()  # the server asks again: a no-op

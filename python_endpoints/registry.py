@@ -50,7 +50,11 @@ class SleepEndpoint(ProcessEndpoint):
 
 class MediaEndpoint(ProcessEndpoint):
     """A media job: it knows, from its params, the temporary files a run may leave, so that
-    they are removed after a cancel or a crash even though the child that wrote them is dead."""
+    they are removed after a cancel or a crash even though the child that wrote them is dead.
+
+    Each run gets a part id of its own, which its temporary names carry
+    (:func:`~python_endpoints.jobs.outputs.temp_path`): the cleanup removes this run's files
+    only, never those of another attempt at the same output."""
 
     #: The job's name in :mod:`python_endpoints.jobs.outputs` (the task type).
     job: ClassVar[str]
@@ -58,14 +62,20 @@ class MediaEndpoint(ProcessEndpoint):
     def __init__(self, emit: Emit) -> None:
         super().__init__(emit)
         self._params: dict[str, Any] = {}
+        self.part_id = outputs.new_part_id()
 
     async def run(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.params_model is not None:
             try:
-                self._params = self.params_model.model_validate(params).model_dump()
+                self._params = self.child_params(
+                    self.params_model.model_validate(params).model_dump()
+                )
             except ValidationError:
                 pass  # the base class reports it as a PAYLOAD_ERROR
         return await super().run(params)
+
+    def child_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {**params, outputs.PART_ID: self.part_id}
 
     def partial_outputs(self) -> list[Path]:
         return outputs.partial_outputs(self.job, self._params)
@@ -182,10 +192,6 @@ class TranscribeEndpoint(MediaEndpoint):
     params_model = TranscribeParams
     suspend_on_pause = False
     target = staticmethod(transcribe_job)
-
-    def partial_outputs(self) -> list[Path]:
-        output = self._params.get("output")
-        return [outputs.temp_path(Path(output))] if output else []
 
 
 ENDPOINTS: dict[str, type[TaskEndpoint]] = {

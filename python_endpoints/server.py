@@ -8,7 +8,11 @@ stops answering is treated as gone: its job is cancelled and its processes reape
 With ``write_roots``, a job may write only under those folders: params whose ``output``,
 ``output_dir`` or ``models_dir`` lies elsewhere are refused (``PAYLOAD_ERROR``) before the job
 starts. The app passes its library and models folders; a token holder cannot make the server
-write anywhere else.
+write anywhere else. Nor can they choose the binary a job runs or the environment variable it
+reads a key from (:mod:`python_endpoints.policy`: ``ffmpeg``, ``api_key_envs``).
+
+Two jobs never write one final path at the same time: a job waits for its outputs' lock
+before it starts (:mod:`python_endpoints.outputlocks`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from websockets.http11 import Request, Response
 
 from python_endpoints.child import JobCancelled, JobFailed
 from python_endpoints.endpoint import TaskEndpoint, close_spares
+from python_endpoints.jobs import outputs
+from python_endpoints.outputlocks import Claim, OutputLocks, take_turn
+from python_endpoints.policy import JobPolicy
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
@@ -63,6 +70,8 @@ class EndpointServer:
         ping_interval: float = 10.0,
         ping_timeout: float = 20.0,
         write_roots: Sequence[Path] | None = None,
+        ffmpeg: str | None = None,
+        api_key_envs: Sequence[str] = (),
     ) -> None:
         if not token:
             raise ValueError("an endpoints server needs a token")
@@ -70,10 +79,14 @@ class EndpointServer:
         self.write_roots = (
             None if write_roots is None else [Path(os.path.realpath(r)) for r in write_roots]
         )
+        #: The ffmpeg jobs run (None: the bundled one) and the variables they may read a key from.
+        self.policy = JobPolicy(ffmpeg, api_key_envs)
         self._token = token.encode()
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.sessions: set[Session] = set()
+        #: The final paths the running jobs write (one server per library is assumed).
+        self.output_locks = OutputLocks()
         self._server: Server | None = None
 
     async def start(
@@ -122,7 +135,9 @@ class EndpointServer:
 
     async def _handle(self, connection: ServerConnection) -> None:
         name = connection.request.path.removeprefix(PATH_PREFIX)  # type: ignore[union-attr]
-        session = Session(connection, self.endpoints[name], self.write_roots)
+        session = Session(
+            connection, self.endpoints[name], self.write_roots, self.output_locks, self.policy
+        )
         self.sessions.add(session)
         try:
             await session.serve()
@@ -138,9 +153,15 @@ class Session:
         connection: ServerConnection,
         endpoint_cls: type[TaskEndpoint],
         write_roots: list[Path] | None = None,
+        output_locks: OutputLocks | None = None,
+        policy: JobPolicy | None = None,
     ) -> None:
         self.connection = connection
         self.write_roots = write_roots
+        self.policy = policy or JobPolicy()
+        self.output_locks = output_locks or OutputLocks()
+        self.claim: Claim | None = None  # the job's outputs, once it was started
+        self._stop = asyncio.Event()  # cancelled or interrupted: a job still waiting stops
         self.endpoint = endpoint_cls(self._emit)
         self.job: asyncio.Task[None] | None = None
         self.percent = 0.0
@@ -168,7 +189,7 @@ class Session:
                 # The client went away mid-job: stop it and reap its processes (not a cancel
                 # of the user's: what the next attempt can resume from is kept).
                 self.endpoint.interrupted = True
-                await self.endpoint.cancel()
+                await self._cancel_job()
                 await self.job
 
     async def _receive(self) -> None:
@@ -210,7 +231,7 @@ class Session:
                 await self._send(Cancelled())  # cancelled before it started
                 await self.connection.close()
                 return True
-            await self.endpoint.cancel()
+            await self._cancel_job()
             return False
         if isinstance(frame, Pause):
             if self.job is not None and not self.job.done():
@@ -223,7 +244,7 @@ class Session:
         if isinstance(frame, Status):
             state = (
                 "waiting"
-                if self.job is None
+                if self.job is None or (self.claim is not None and not self.claim.granted.is_set())
                 else "finished"
                 if self.finished
                 else ("paused" if self.endpoint.paused else "running")
@@ -236,12 +257,31 @@ class Session:
 
     async def _run(self, params: dict[str, Any]) -> None:
         """Run the job and send exactly one final frame: result, error or cancelled."""
-        refused = outside_write_roots(params, self.write_roots)
+        refused = outside_write_roots(params, self.write_roots) or self.policy.refusal(params)
         if refused is not None:
             await self._finish(Error(error=refused, error_type="PAYLOAD_ERROR"))
             return
+        params = self.policy.fill(params, self.endpoint)
+        # The job's final paths are its own until it has ended and its partial outputs are
+        # removed: another job writing one of them waits.
+        self.claim = self.output_locks.claim(outputs.locked_paths(self.endpoint.name, params))
         try:
-            result = await self.endpoint.run(params)
+            frame = await self._run_job(params, self.claim)
+        finally:
+            self.output_locks.release(self.claim)
+        if frame is not None:
+            await self._finish(frame)
+
+    async def _run_job(
+        self, params: dict[str, Any], claim: Claim
+    ) -> Result | Error | Cancelled | None:
+        """Wait for the job's turn at its outputs, run it; its final frame, or None after a
+        shutdown (the connection is closed with 1001)."""
+        try:
+            skipped = await take_turn(
+                claim, self.output_locks, self.endpoint, params, self._emit, self._stop
+            )
+            result = skipped if skipped is not None else await self.endpoint.run(params)
         except JobCancelled:
             self.endpoint.remove_partial_outputs()
             if self.aborting:
@@ -250,19 +290,20 @@ class Session:
                 self.finished = True
                 with contextlib.suppress(ConnectionClosed):
                     await self.connection.close(1001, "server shutting down")
-                return
-            await self._finish(Cancelled())
-            return
+                return None
+            return Cancelled()
         except JobFailed as exc:
             self.endpoint.remove_partial_outputs()
-            await self._finish(Error(error=str(exc), error_type=exc.error_type))
-            return
+            return Error(error=str(exc), error_type=exc.error_type)
         except Exception as exc:
             log.exception("endpoint %s failed", self.endpoint.name)
             self.endpoint.remove_partial_outputs()
-            await self._finish(Error(error=f"{type(exc).__name__}: {exc}"))
-            return
-        await self._finish(Result(result=result))
+            return Error(error=f"{type(exc).__name__}: {exc}")
+        return Result(result=result)
+
+    async def _cancel_job(self) -> None:
+        self._stop.set()  # a job still waiting for its outputs stops waiting at once
+        await self.endpoint.cancel()
 
     async def _finish(self, frame: Result | Error | Cancelled) -> None:
         self.finished = True
@@ -274,7 +315,7 @@ class Session:
         self.aborting = True
         self.endpoint.interrupted = True
         if self.job is not None and not self.job.done():
-            await self.endpoint.cancel()
+            await self._cancel_job()
             with contextlib.suppress(Exception):
                 await self.job
         with contextlib.suppress(ConnectionClosed):

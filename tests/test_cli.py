@@ -158,6 +158,57 @@ def test_a_foreign_database_is_an_error_not_a_crash(
     assert code == 1 and "not a Fredica database" in err
 
 
+def test_prune_removes_old_finished_runs_and_says_what(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    spec = {
+        "tasks": [{"key": "a", "type": "NOOP"}, {"key": "b", "type": "NOOP", "depends_on": ["a"]}]
+    }
+    _, out, _ = fredica(capsys, data, "submit", write_spec(tmp_path, spec))
+    old_run = out.strip()
+    assert fredica(capsys, data, "worker", "--until-idle")[0] == 0
+    _, out, _ = fredica(capsys, data, "submit", write_spec(tmp_path, spec))
+    new_run = out.strip()  # pending: never pruned
+    day = 86_400
+    with sqlite3.connect(data / "fredica.db") as conn:  # the old run finished 40 days ago
+        conn.execute(
+            "UPDATE workflow_run SET completed_at = completed_at - ? WHERE id = ?",
+            (40 * day, old_run),
+        )
+        conn.execute(
+            "UPDATE task_event SET at = at - ? WHERE workflow_run_id = ?", (40 * day, old_run)
+        )
+
+    code, out, _ = fredica(capsys, data, "prune", "--dry-run", "--json")
+    dry = json.loads(out)
+    assert code == 0 and dry["dry_run"] is True
+    assert (dry["runs"], dry["tasks"], dry["dependencies"]) == (1, 2, 1)
+    assert (dry["runs_days"], dry["events_days"]) == (30, 90)
+    code, out, _ = fredica(capsys, data, "prune", "--runs-days", "50")
+    assert code == 0 and out.startswith("runs: removed 0 that finished more than 50 days ago")
+
+    code, out, _ = fredica(capsys, data, "prune")
+    assert code == 0
+    assert out.splitlines() == [
+        f"runs: removed 1 that finished more than 30 days ago, with 2 tasks, 1 dependencies, "
+        f"{dry['events']} events and 0 restart-log entries",
+        "events: removed 0 more, older than 90 days",
+    ]
+    _, out, _ = fredica(capsys, data, "runs", "--json")
+    assert [r["id"] for r in json.loads(out)] == [new_run]
+
+    (data / "settings.json").write_text(json.dumps({"keep_runs_days": 0, "keep_events_days": None}))
+    code, out, _ = fredica(capsys, data, "prune", "--json")
+    assert code == 0 and json.loads(out)["runs_days"] is None
+    _, out, _ = fredica(capsys, data, "prune")
+    assert out.splitlines() == ["runs: kept forever", "events: kept forever"]
+    code, _, err = fredica(capsys, data, "prune", "--runs-days", "-3")
+    assert (
+        code == 1 and err == "fredica: error: --runs-days is a number of days, 0 or more (got -3)\n"
+    )
+
+
 def test_templates_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = fredica(capsys, tmp_path, "templates", "--json")
     names = {t["name"] for t in json.loads(out)}
@@ -302,6 +353,7 @@ def test_fredica_endpoints_serves_with_a_token(tmp_path: Path) -> None:
     exe = str(Path(sys.executable).parent / "fredica")
     token = tmp_path / "token"
     token.write_text("secret-token")
+    token.chmod(0o600)  # readable by others, it would be refused
     server = subprocess.Popen(
         [exe, "endpoints", "--token-file", str(token)], stdout=subprocess.PIPE, text=True
     )

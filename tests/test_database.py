@@ -94,9 +94,10 @@ def test_migrations_give_exactly_the_models_schema(tmp_path: Path) -> None:
         warnings.simplefilter("ignore", UserWarning)  # "skipping expression-based index"
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     engine.dispose()
-    # ...and reflects ix_task_claimable without its DESC, so it reports it as changed; the
-    # schema comparison above has already checked that index exactly.
-    diff = [d for d in diff if not (d[0].endswith("_index") and d[1].name == "ix_task_claimable")]
+    # ...and reflects the claimable indexes without their DESC, so it reports them as changed;
+    # the schema comparison above has already checked those indexes exactly.
+    claimable = {"ix_task_claimable", "ix_task_claimable_by_resource"}
+    diff = [d for d in diff if not (d[0].endswith("_index") and d[1].name in claimable)]
     assert diff == []
 
 
@@ -132,17 +133,39 @@ def test_write_transactions_begin_immediate(db_path: Path) -> None:
     engine.dispose()
 
 
-def test_claim_uses_the_partial_index(db_path: Path) -> None:
+def _plan(db_path: Path, sql: str, params: dict[str, object]) -> list[str]:
     with sqlite3.connect(db_path) as conn:
-        plan = " ".join(
-            str(r[3])
-            for r in conn.execute(
-                "EXPLAIN QUERY PLAN SELECT id FROM task WHERE status = 'pending' "
-                "AND unmet_deps = 0 AND NOT is_paused AND (next_run_at IS NULL OR "
-                "next_run_at <= 1) ORDER BY priority DESC, created_at LIMIT 1"
-            )
-        )
-    assert "ix_task_claimable" in plan and "TEMP B-TREE" not in plan
+        return [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+
+
+CLAIM_PARAMS = {
+    "new_status": "claimed",
+    "now": 1.0,
+    "started_at": None,
+    "token": "t",
+    "worker_id": "w",
+    "lease_until": 2.0,
+}
+
+
+def test_claim_uses_the_partial_indexes(db_path: Path) -> None:
+    from workers.store import _hot
+
+    # Any class: a walk of ix_task_claimable in claim order, nothing sorted.
+    plan = _plan(db_path, _hot.claim_sql(None), CLAIM_PARAMS)
+    assert "SCAN task USING INDEX ix_task_claimable" in plan
+    assert not any("TEMP B-TREE" in p for p in plan), plan
+    # Some classes: one seek per class in ix_task_claimable_by_resource; only the classes'
+    # heads (one row each) are sorted.
+    params = {**CLAIM_PARAMS, "r0": "gpu", "r1": "io", "r2": "net"}
+    plan = _plan(db_path, _hot.claim_sql(3), params)
+    seeks = [p for p in plan if "ix_task_claimable_by_resource (resource=?)" in p]
+    assert len(seeks) == 3 and all(p.startswith("SEARCH") for p in seeks), plan
+    assert sum("TEMP B-TREE" in p for p in plan) == 1, plan
+    # Retries that came due are found in ix_task_retry_due, not by a scan of the table.
+    for sql in (_hot.PROMOTE_DUE_SQL, _hot.DUE_SQL, _hot.NEXT_RETRY_SQL):
+        plan = _plan(db_path, sql, {"now": 1.0})
+        assert all("ix_task_retry_due" in p for p in plan), (sql, plan)
 
 
 def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:

@@ -522,6 +522,30 @@ async def test_cancel_mid_download_leaves_nothing(
     assert not part(out).exists() and not out.exists()
 
 
+async def test_two_downloads_to_one_output_never_write_its_part_at_once(
+    endpoints: int, http: HTTPTestServer, tmp_path: Path
+) -> None:
+    other = make_body(1_000_000, seed=3)
+    http.routes["/f"] = Route(body=BODY, rate=3_000_000)
+    http.routes["/g"] = Route(body=other)
+    out = tmp_path / "f.bin"
+    async with (
+        open_task(endpoints, "download") as first,
+        open_task(endpoints, "download") as second,
+    ):
+        await start(first, url=http.url("/f"), output=str(out))
+        await progress_past(first, 50_000)
+        await start(second, url=http.url("/g"), output=str(out))
+        # The .part is named after the output (a retry resumes it): the second waits.
+        frame = (await frames_until(second, "progress"))[-1]
+        assert frame["status_text"] == "waiting: another task is writing f.bin"
+        done = await frames_until(first, "result", "error")
+        assert done[-1]["type"] == "result" and done[-1]["result"]["bytes"] == len(BODY)
+        after = await frames_until(second, "result", "error")
+    assert after[-1]["type"] == "result" and after[-1]["result"]["resumed_from"] == 0
+    assert out.read_bytes() == other and not part(out).exists()
+
+
 async def test_cancel_while_the_server_is_silent_is_prompt(
     endpoints: int, http: HTTPTestServer, tmp_path: Path
 ) -> None:

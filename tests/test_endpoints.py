@@ -293,6 +293,7 @@ def test_the_server_process_prints_its_port_and_exits_with_its_parent(tmp_path: 
     """`python -m python_endpoints` under a parent that dies: it must go too."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
+    token_file.chmod(0o600)  # readable by others, it would be refused
     script = (
         "import subprocess, sys, time\n"
         "p = subprocess.Popen([sys.executable, '-m', 'python_endpoints', '--token-file', "

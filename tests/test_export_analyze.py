@@ -304,10 +304,10 @@ def test_without_a_model_analyze_opens_no_socket_at_all(
 @pytest.fixture
 async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[EndpointServer, int]]:
     # The API key lives in the server's environment (set before it starts: a job's process
-    # inherits it).
+    # inherits it), in a variable the server was told its jobs may read.
     monkeypatch.setenv(KEY_ENV, KEY)
     monkeypatch.delenv(MISSING_ENV, raising=False)
-    srv = EndpointServer(ENDPOINTS, TOKEN)
+    srv = EndpointServer(ENDPOINTS, TOKEN, api_key_envs=[KEY_ENV, MISSING_ENV])
     port = await srv.start()
     yield srv, port
     await srv.close()
@@ -521,8 +521,11 @@ def _long_transcript(path: Path) -> Path:
 
 
 def _stale_parts(directory: Path, stem: str) -> list[Path]:
-    """What a crashed attempt left: every temporary name the export writes."""
-    parts = [outputs.temp_path(outputs.export_path(directory, stem, f)) for f in FORMATS]
+    """What a crashed attempt left: every temporary name the export writes (the next run
+    removes them)."""
+    parts = [
+        outputs.temp_path(outputs.export_path(directory, stem, f), "deadbeef") for f in FORMATS
+    ]
     for part in parts:
         part.write_text("partial", encoding="utf-8")
     return parts
@@ -722,6 +725,30 @@ async def test_the_api_key_comes_from_the_servers_environment(
     assert error["error_type"] == "AWAITING_CREDENTIAL"
     assert f"environment variable {MISSING_ENV}" in error["error"]
     assert names(tmp_path) == ["a.json", "talk.transcript.json"]
+
+
+async def test_a_variable_the_server_was_not_told_of_is_refused_unread(
+    server: tuple[EndpointServer, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A secret of the server's environment that a token holder would like sent to its URL.
+    monkeypatch.setenv("FREDICA_TEST_OTHER_SECRET", "do-not-send")
+    transcript = transcript_file(tmp_path / "talk.transcript.json", TALK, duration=24.0)
+    for name in ("FREDICA_TEST_OTHER_SECRET", "HOME"):
+        with FakeChatServer([Answer(GOOD)]) as llm:
+            error = await error_of(
+                server[1],
+                "analyze",
+                transcript=str(transcript),
+                output=str(tmp_path / "a.json"),
+                llm=_llm(llm.url, api_key_env=name),
+            )
+            assert llm.requests == []  # nothing sent anywhere
+        assert error["error_type"] == "PAYLOAD_ERROR", error
+        refusal = f"llm.api_key_env {name!r} is not a variable this server lets jobs read"
+        assert refusal in error["error"]
+        assert f"allowed: {KEY_ENV}, {MISSING_ENV}" in error["error"]
+        assert "llm_api_key_env" in error["error"] and "do-not-send" not in error["error"]
+    assert names(tmp_path) == ["talk.transcript.json"]
 
 
 async def test_an_answer_without_the_json_asked_for(

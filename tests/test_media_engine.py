@@ -78,7 +78,7 @@ def test_kill_9_mid_download_resumes_from_the_bytes_on_disk(tmp_path: Path) -> N
         http.routes["/clip.bin"].rate = None
         code, _, err = run_cli(data, "worker", "--until-idle")
         assert code == 0, err
-        assert "recovered: 1 requeued" in err
+        assert "recovered: 1 resumed, 0 restarted from the start, 0 held, 0 failed" in err
         ranges = [r.headers.get("range") for r in http.requests]
     task = query(
         data,

@@ -19,12 +19,12 @@ import psutil
 import pytest
 from websockets.asyncio.client import ClientConnection
 
-from python_endpoints import child
+from python_endpoints import child, outputlocks
 from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.sample import make_sample, sample_cues
 from python_endpoints.params import ExtractAudioParams, ExtractSubtitlesParams, TranscodeParams
-from python_endpoints.protocol import Cancel, Pause, Resume, dump
-from python_endpoints.registry import ENDPOINTS
+from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
+from python_endpoints.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.server import EndpointServer
 from tests.media import SampleCache, ffmpeg_processes, media_summary
 from tests.procs import assert_no_job_process_left, job_processes
@@ -95,6 +95,15 @@ def names(directory: Path) -> list[str]:
 
 def percents(frames: list[dict]) -> list[float]:
     return [f["percent"] for f in frames if f["type"] == "progress"]
+
+
+def temporaries(final: Path) -> list[str]:
+    """The temporary files of ``final`` in its folder, whatever their part id."""
+    return sorted(
+        p.name
+        for p in final.parent.iterdir()
+        if (outputs.parse_temp(p.name) or ("",))[0] == final.name
+    )
 
 
 # --- PROBE ------------------------------------------------------------------------------------
@@ -261,13 +270,16 @@ async def test_no_video_and_an_unusable_ffmpeg(
         server, "transcode_mp4", input=str(audio), output=str(tmp_path / "a.mp4")
     )
     assert error["error_type"] == "UNSUPPORTED_MEDIA" and "no video stream" in error["error"]
-    error = await error_of(
-        server,
-        "transcode_mp4",
-        input=str(samples.get("mkv")),
-        output=str(tmp_path / "b.mp4"),
-        ffmpeg=str(tmp_path / "no-such-ffmpeg"),
-    )
+    # The ffmpeg is the server's to choose (a job cannot name one): a server started with
+    # one that does not exist.
+    srv = EndpointServer(ENDPOINTS, TOKEN, ffmpeg=str(tmp_path / "no-such-ffmpeg"))
+    port = await srv.start()
+    try:
+        error = await error_of(
+            port, "transcode_mp4", input=str(samples.get("mkv")), output=str(tmp_path / "b.mp4")
+        )
+    finally:
+        await srv.close()
     assert error["error_type"] == "EXECUTOR_ERROR" and "ffmpeg path" in error["error"]
     assert not (tmp_path / "b.mp4").exists()
 
@@ -333,7 +345,7 @@ async def test_cancel_mid_transcode_leaves_no_file_and_no_ffmpeg(
     output = tmp_path / "movie.mp4"
     async with open_task(server, name="transcode_mp4") as ws:
         _, ffmpeg = await long_transcode(ws, samples, output)
-        assert outputs.temp_path(output).exists()
+        assert temporaries(output)
         await ws.send(dump(Cancel()))
         frames = await frames_until(ws, "cancelled", "error", "result", within=20)
     assert frames[-1] == {"type": "cancelled"}
@@ -350,7 +362,7 @@ async def test_a_killed_child_takes_its_ffmpeg_along(
         _, ffmpeg = await long_transcode(ws, samples, output)
         child_process = psutil.Process(ffmpeg.ppid())  # the job's child, ffmpeg's parent
         assert child_process in job_processes()
-        assert outputs.temp_path(output).exists()
+        assert temporaries(output)
         child_process.kill()
         frames = await frames_until(ws, "error", "result", "cancelled", within=20)
     assert frames[-1]["error_type"] == "SUBPROCESS_CRASHED"
@@ -359,6 +371,143 @@ async def test_a_killed_child_takes_its_ffmpeg_along(
     gone, _ = psutil.wait_procs([ffmpeg], timeout=5)
     assert gone or ffmpeg.status() == psutil.STATUS_ZOMBIE
     assert names(tmp_path) == []  # and the endpoint removed the temporary file
+
+
+# --- two tasks, one output -------------------------------------------------------------------
+
+
+def waiting(frames: list[dict]) -> list[dict]:
+    return [
+        f
+        for f in frames
+        if f["type"] == "progress" and (f["status_text"] or "").startswith("waiting: ")
+    ]
+
+
+def long_params(samples: SampleCache, output: Path, **more: Any) -> dict[str, Any]:
+    source = samples.get("mkv", 10.0, BIG)
+    slow = {"mode": "reencode", "preset": "slow", "hardware": False}
+    return {"input": str(source), "output": str(output), **slow, **more}
+
+
+@pytest.mark.slow
+async def test_two_transcodes_to_one_output_the_second_waits_then_skips_or_runs(
+    server: int, samples: SampleCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outputlocks, "REPORT_EVERY", 0.3)
+    output = tmp_path / "movie.mp4"
+    async with (
+        open_task(server, name="transcode_mp4") as first,
+        open_task(server, name="transcode_mp4") as same,
+        open_task(server, name="transcode_mp4") as other,
+    ):
+        await start(first, **long_params(samples, output))
+        await until_percent(first, 0.0)  # its ffmpeg writes
+        await start(same, **long_params(samples, output))  # another template, same file
+        await start(other, **long_params(samples, output, preset="veryfast", crf=30))
+        seen_same = await frames_for(same, 1.0)
+        seen_other = await frames_for(other, 0.2)
+        # They wait, saying why, again and again (the engine's stall watchdog sees them), and
+        # start nothing meanwhile.
+        assert len(waiting(seen_same)) >= 3 and seen_same == waiting(seen_same)
+        assert seen_same[0]["status_text"] == "waiting: another task is writing movie.mp4"
+        assert seen_same[0]["percent"] == 0 and waiting(seen_other)
+        assert len(ffmpeg_processes(str(tmp_path))) == 1
+        done = await frames_until(first, "result", "error", within=120)
+        assert done[-1]["type"] == "result", done[-1]
+        made = output.stat()
+        # Its output was made meanwhile from the same input with the same params: a skip.
+        seen_same += await frames_until(same, "result", "error", within=30)
+        assert seen_same[-1] == {
+            "type": "result",
+            "result": {"skipped": True, "outputs": [str(output)]},
+        }
+        assert "made meanwhile by another task" in seen_same[-2]["status_text"]
+        # Other params: it runs once the first is done, and its output replaces the first's.
+        seen_other += await frames_until(other, "result", "error", within=120)
+        assert seen_other[-1]["type"] == "result", seen_other[-1]
+        assert seen_other[-1]["result"]["mode"] == "reencode"
+    assert output.stat().st_mtime_ns > made.st_mtime_ns
+    assert media_summary(output)["duration"] == pytest.approx(10.0, abs=0.5)
+    checked = {"mode": "reencode", "hardware": False, "crf": 30, "preset": "veryfast"}
+    assert outputs.output_is_current(
+        output, long_params(samples, output)["input"], "TRANSCODE_MP4", checked
+    )
+    assert names(tmp_path) == [".movie.mp4.fredica.json", "movie.mp4"]  # no temporary left
+
+
+@pytest.mark.slow
+async def test_a_waiting_transcode_pauses_and_cancels_at_once(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    output = tmp_path / "movie.mp4"
+    async with (
+        open_task(server, name="transcode_mp4") as first,
+        open_task(server, name="transcode_mp4") as paused,
+        open_task(server, name="transcode_mp4") as cancelled,
+    ):
+        await start(first, **long_params(samples, output))
+        await until_percent(first, 0.0)
+        await start(paused, **long_params(samples, output))
+        await start(cancelled, **long_params(samples, output, crf=30))
+        assert waiting(await frames_until(paused, "progress"))
+        assert waiting(await frames_until(cancelled, "progress"))
+        await cancelled.send(dump(Status()))
+        assert (await frames_until(cancelled, "status"))[-1]["state"] == "waiting"
+        began = time.monotonic()
+        await cancelled.send(dump(Cancel()))
+        assert (await frames_until(cancelled, "cancelled", "error", "result"))[-1] == {
+            "type": "cancelled"
+        }
+        assert time.monotonic() - began < 1.0  # prompt: nothing to stop but a wait
+        await paused.send(dump(Pause()))
+        assert (await frames_until(paused, "paused"))[-1] == {"type": "paused", "held": False}
+        done = await frames_until(first, "result", "error", within=120)
+        assert done[-1]["type"] == "result", done[-1]
+        # Its turn came while paused: it holds back until resumed.
+        assert await frames_for(paused, 1.0) == []
+        assert ffmpeg_processes(str(tmp_path)) == []
+        await paused.send(dump(Resume()))
+        end = await frames_until(paused, "result", "error", within=30)
+    assert end[-1]["result"] == {"skipped": True, "outputs": [str(output)]}
+    assert names(tmp_path) == [".movie.mp4.fredica.json", "movie.mp4"]
+
+
+async def test_what_a_crashed_attempt_left_is_removed_by_the_next_run(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    source = samples.copy(tmp_path / "in", "mp4")
+    output = tmp_path / "out" / "movie.mp4"
+    output.parent.mkdir()
+    # A crashed attempt (its server killed with it) left its temporary files behind.
+    left = [
+        outputs.temp_path(output, "deadbeef"),
+        outputs.temp_path(outputs.sidecar_path(output), "deadbeef"),
+    ]
+    for path in left:
+        path.write_text("what a crashed attempt left")
+    keep = output.parent / ".movie.mp4.fredica-part.mp4.part"  # not a temporary of this job's
+    keep.write_text("a site download's .part")
+    result = await result_of(server, "transcode_mp4", input=str(source), output=str(output))
+    assert result["mode"] == "remux"
+    assert names(output.parent) == [keep.name, ".movie.mp4.fredica.json", "movie.mp4"]
+
+
+@pytest.mark.slow
+async def test_a_cancelled_attempt_removes_only_its_own_temporary_file(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    output = tmp_path / "movie.mp4"
+    async with open_task(server, name="transcode_mp4") as ws:
+        await long_transcode(ws, samples, output)
+        assert len(temporaries(output)) == 1  # its own
+        # Another attempt at the same output writes meanwhile (another server, an overlap).
+        other = outputs.temp_path(output, "89abcdef")
+        other.write_text("another attempt's file")
+        await ws.send(dump(Cancel()))
+        frames = await frames_until(ws, "cancelled", "error", "result", within=20)
+    assert frames[-1] == {"type": "cancelled"}
+    assert names(tmp_path) == [other.name]
 
 
 # --- EXTRACT_AUDIO ----------------------------------------------------------------------------
@@ -506,7 +655,16 @@ def test_probe_reads_what_make_sample_wrote(samples: SampleCache) -> None:
 
 def test_temporary_and_sidecar_names(tmp_path: Path) -> None:
     final = tmp_path / "movie.mp4"
-    assert outputs.temp_path(final) == tmp_path / ".movie.fredica-part.mp4"
+    assert outputs.temp_path(final, "0123abcd") == tmp_path / ".movie.0123abcd.fredica-part.mp4"
+    assert outputs.parse_temp(".movie.0123abcd.fredica-part.mp4") == ("movie.mp4", "0123abcd")
+    assert outputs.parse_temp(".a.b.0123abcd.fredica-part") == ("a.b", "0123abcd")
+    for name in ("movie.mp4", ".movie.fredica-part.mp4", ".movie.mp4.fredica-part.mp4.part"):
+        assert outputs.parse_temp(name) is None  # a download's own temporaries are not these
+    # Unique per run: each run gets its own part id (the server's, or a fresh one).
+    ids = {outputs.part_id({}) for _ in range(100)}
+    assert len(ids) == 100 and all(outputs.parse_temp(f".m.{i}.fredica-part") for i in ids)
+    assert outputs.part_id({"part_id": "0123abcd"}) == "0123abcd"
+    assert outputs.part_id({"part_id": "../../x"}) != "../../x"  # never a path
     assert outputs.sidecar_path(final) == tmp_path / ".movie.mp4.fredica.json"
     assert outputs.subtitle_path(tmp_path, "m", 2, "eng", "srt") == tmp_path / "m.2.eng.srt"
     assert outputs.subtitle_path(tmp_path, "m", 3, "und", "vtt") == tmp_path / "m.3.vtt"
@@ -514,27 +672,80 @@ def test_temporary_and_sidecar_names(tmp_path: Path) -> None:
     assert outputs.subtitle_path(tmp_path, "m", 4, "pt-BR", "srt") == tmp_path / "m.4.pt-BR.srt"
 
 
-def test_partial_outputs_are_known_from_the_params(tmp_path: Path) -> None:
-    out = str(tmp_path / "a.mp4")
-    assert outputs.partial_outputs("TRANSCODE_MP4", {"output": out}) == [
-        tmp_path / ".a.fredica-part.mp4"
+def test_partial_outputs_are_this_runs_own(tmp_path: Path) -> None:
+    out = tmp_path / "a.mp4"
+    mine, theirs = "0123abcd", "89abcdef"
+    files = [
+        outputs.temp_path(out, mine),
+        outputs.temp_path(outputs.sidecar_path(out), mine),
+        outputs.temp_path(out, theirs),  # another attempt at the same output
+        outputs.temp_path(tmp_path / "b.mp4", mine),  # another output
     ]
-    assert outputs.partial_outputs("PROBE", {"input": out}) == []
-    assert outputs.partial_outputs("EXTRACT_AUDIO", {}) == []  # invalid params: nothing
+    for path in files:
+        path.write_text("x")
+    params = {"output": str(out), "part_id": mine}
+    assert outputs.partial_outputs("TRANSCODE_MP4", params) == sorted(files[:2])
+    assert outputs.leftover_parts("TRANSCODE_MP4", params) == [files[2]]
+    assert outputs.leftover_parts("TRANSCODE_MP4", {"output": str(out)}) == sorted(files[:3])
+    assert outputs.partial_outputs("TRANSCODE_MP4", {"output": str(out)}) == []  # no id
+    assert outputs.partial_outputs("PROBE", {"input": str(out), "part_id": mine}) == []
+    assert outputs.partial_outputs("EXTRACT_AUDIO", {"part_id": mine}) == []  # invalid params
     names = [
-        ".m.2.eng.fredica-part.srt",
-        ".m.3.fredica-part.vtt",
+        f".m.2.eng.{mine}.fredica-part.srt",
+        f".m.3.{mine}.fredica-part.vtt",
+        f"..m.3.vtt.fredica.{mine}.fredica-part.json",  # its sidecar's
+        f".m.3.{theirs}.fredica-part.vtt",
         ".m.2.eng.srt.fredica.json",
         "m.2.eng.srt",
-        ".other.2.fredica-part.srt",
+        f".other.2.{mine}.fredica-part.srt",
+        f".m.srt.{mine}.fredica-part.x",
     ]
     for name in names:
         (tmp_path / name).write_text("x")
-    params = {"output_dir": str(tmp_path), "stem": "m"}
-    assert sorted(p.name for p in outputs.partial_outputs("EXTRACT_SUBTITLES", params)) == [
-        ".m.2.eng.fredica-part.srt",
-        ".m.3.fredica-part.vtt",
+    params = {"output_dir": str(tmp_path), "stem": "m", "part_id": mine}
+    assert [p.name for p in outputs.partial_outputs("EXTRACT_SUBTITLES", params)] == [
+        f"..m.3.vtt.fredica.{mine}.fredica-part.json",
+        f".m.2.eng.{mine}.fredica-part.srt",
+        f".m.3.{mine}.fredica-part.vtt",
     ]
+    assert [p.name for p in outputs.leftover_parts("EXTRACT_SUBTITLES", params)] == [
+        f".m.3.{theirs}.fredica-part.vtt"
+    ]
+
+
+def test_two_endpoints_at_one_output_clean_up_only_their_own(tmp_path: Path) -> None:
+    out = tmp_path / "movie.mp4"
+    params = {"input": str(tmp_path / "in.mkv"), "output": str(out)}
+
+    async def emit(frame: Any) -> None:
+        pass
+
+    first, second = TranscodeEndpoint(emit), TranscodeEndpoint(emit)
+    for endpoint in (first, second):
+        endpoint._params = endpoint.child_params(TranscodeParams(**params).model_dump())
+    temps = [outputs.temp_path(out, e.part_id) for e in (first, second)]
+    assert temps[0] != temps[1]
+    for temp in temps:
+        temp.write_text("being written")
+    first.remove_partial_outputs()  # cancelled: the other attempt's file stays
+    assert not temps[0].exists() and temps[1].exists()
+
+
+def test_what_each_job_locks(tmp_path: Path) -> None:
+    out = str(tmp_path / "m.mp4")
+    for job in ("TRANSCODE_MP4", "extract_audio", "ANALYZE", "TRANSCRIBE", "DOWNLOAD"):
+        assert outputs.locked_paths(job, {"output": out}) == [Path(out)], job
+    assert outputs.locked_paths("DOWNLOAD_SITE", {"url": "https://x", "output": out}) == [Path(out)]
+    folder = {"output_dir": str(tmp_path), "stem": "m"}
+    assert outputs.locked_paths("EXPORT_SUBTITLES", folder) == [
+        tmp_path / n for n in ("m.srt", "m.vtt", "m.transcript.txt", "m.segments.json")
+    ]
+    assert outputs.locked_paths("EXTRACT_SUBTITLES", folder) == [tmp_path / "m.*"]
+    model = {"name": "small", "models_dir": str(tmp_path)}
+    assert outputs.locked_paths("DOWNLOAD_MODEL", model) == [tmp_path / "small"]
+    assert outputs.locked_paths("PROBE", {"input": out}) == []
+    assert outputs.locked_paths("TRANSCODE_MP4", {"output": "rel.mp4"}) == []  # refused later
+    assert outputs.locked_paths("EXPORT_SUBTITLES", {**folder, "stem": "../m"}) == []
 
 
 def test_output_is_current_needs_an_intact_sidecar(tmp_path: Path) -> None:

@@ -567,12 +567,18 @@ async def test_the_same_model_is_not_downloaded_twice_at_once(
 ) -> None:
     files = fake_model()
     serve_model(http, REPO, files)["model.bin"].rate = 2_000_000
-    async with open_task(endpoints, "download_model") as ws:
+    async with (
+        open_task(endpoints, "download_model") as ws,
+        open_task(endpoints, "download_model") as second,
+    ):
         await start(ws, **params(http, tmp_path))
         await progress_past(ws, 100_000)
-        second = await fetch_model(endpoints, **params(http, tmp_path))
-        assert second[-1]["error_type"] == "IO_ERROR"
-        assert "already being downloaded" in second[-1]["error"]
+        await start(second, **params(http, tmp_path))
+        # It waits for the first (the partial folder is one per model), then runs.
+        frame = (await frames_until(second, "progress"))[-1]
+        assert frame["status_text"] == "waiting: another task is writing small"
         frames = await frames_until(ws, "result", "error")
-    assert frames[-1]["type"] == "result", frames[-1]
+        assert frames[-1]["type"] == "result", frames[-1]
+        after = await frames_until(second, "result", "error", "cancelled")
+    assert after[-1]["type"] == "result", after[-1]
     assert_installed(tmp_path, files)

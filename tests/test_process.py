@@ -3,16 +3,22 @@ real child processes, on a real data directory."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
+from typing import Any
 
 import av
+import psutil
 import pytest
 
 from fredica_app.cli import main
@@ -152,6 +158,7 @@ def test_ctrl_c_holds_the_run_and_says_how_to_continue(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [EXE, "process", str(clip), "--template", "media", "--json"],
         env=_env(data),
+        stdin=subprocess.DEVNULL,  # no terminal to ask on: a Ctrl-C quits at once
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -193,3 +200,130 @@ def test_ctrl_c_holds_the_run_and_says_how_to_continue(tmp_path: Path) -> None:
         [EXE, "run", run["id"], "--json"], env=_env(data), capture_output=True, text=True
     )
     assert json.loads(final.stdout)["status"] == "completed"
+
+
+def test_process_exits_at_once_with_one_line_when_the_database_fails_under_its_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's second turn fails as SQLite does when another program holds the lock past
+    the timeout: ``process`` ends with one line and exit 1, instead of following for ever."""
+    import sqlalchemy as sa
+
+    from workers.store._base import StoreBase
+
+    original = StoreBase._tx
+    ticks = 0
+
+    def tx(self: StoreBase, fn: Any, *args: Any) -> Any:
+        nonlocal ticks
+        if getattr(fn, "__name__", "") == "_tick_tx":
+            ticks += 1
+            if ticks == 2:
+
+                def then_fail(conn: sa.Connection, *a: Any) -> Any:
+                    fn(conn, *a)
+                    raise sa.exc.OperationalError(
+                        "COMMIT", {}, sqlite3.OperationalError("database is locked")
+                    )
+
+                return original(self, then_fail, *args)
+        return original(self, fn, *args)
+
+    monkeypatch.setattr(StoreBase, "_tx", tx)
+    began = time.monotonic()
+    code, _, err = fredica(
+        capsys, tmp_path / "data", "process", "--sample", "--template", "transcode_mp4"
+    )
+    assert code == 1
+    assert time.monotonic() - began < 60
+    lines = [line for line in err.splitlines() if line.startswith("fredica: error:")]
+    assert lines and "kept the database locked" in lines[0], err
+    assert "Traceback" not in err
+
+
+def _ffmpegs_of(folder: Path) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "ffmpeg" in (p.info["name"] or "") and str(folder) in cmd:
+            out.append(p)
+    return out
+
+
+def test_ctrl_c_in_a_terminal_pauses_in_place_and_enter_resumes(tmp_path: Path) -> None:
+    """In a real pseudo-terminal: ^C goes to the whole foreground process group, as a user's
+    does. The job's child and ffmpeg must not die of it: the run is paused in place (ffmpeg
+    stopped), Enter resumes it, and the same encode goes on to the end — attempt 1, the same
+    ffmpeg process, no restart from zero."""
+    data = tmp_path / "data"
+    clip = tmp_path / "long.mkv"
+    subprocess.run(
+        [EXE, "sample", str(clip), "--seconds", "90", "--kind", "legacy"],
+        env=_env(data),
+        check=True,
+        timeout=120,
+    )
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [EXE, "process", str(clip), "--template", "transcode_mp4"],
+        env={**_env(data), "TERM": "dumb"},
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        preexec_fn=controlling_terminal,
+    )
+    os.close(slave)
+    screen = bytearray()
+
+    def read_until(text: bytes, within: float) -> None:
+        deadline = time.monotonic() + within
+        while text not in screen:
+            assert time.monotonic() < deadline, f"no {text!r} on the screen: {bytes(screen)!r}"
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                with contextlib.suppress(OSError):
+                    screen.extend(os.read(master, 65536))
+
+    def transcode() -> tuple[str, float, int, int]:
+        with sqlite3.connect(data / "fredica.db") as conn:
+            row = conn.execute(
+                "SELECT status, progress, attempt, is_paused FROM task WHERE type = 'TRANSCODE_MP4'"
+            ).fetchone()
+        return row if row else ("", 0.0, 0, 0)
+
+    try:
+        deadline = time.monotonic() + 120
+        while transcode()[1] < 5:
+            assert time.monotonic() < deadline, bytes(screen)
+            read_until(b"", 0.2)
+            time.sleep(0.1)
+        (encoder,) = _ffmpegs_of(data)
+        os.write(master, b"\x03")  # Ctrl-C, as typed
+        read_until(b"Enter resumes", 30)
+        time.sleep(1.0)
+        status, at_pause, attempt, paused = transcode()
+        assert (status, attempt, paused) == ("running", 1, 1)
+        assert encoder.is_running() and encoder.status() == psutil.STATUS_STOPPED
+        time.sleep(1.0)
+        assert transcode()[1] == at_pause  # nothing moves while paused
+        os.write(master, b"\r")  # Enter
+        read_until(b"resumed", 30)
+        deadline = time.monotonic() + 300
+        while proc.poll() is None:
+            assert time.monotonic() < deadline
+            read_until(b"", 0.5)
+        assert proc.returncode == 0, bytes(screen)
+        assert b"Traceback" not in screen and b"KeyboardInterrupt" not in screen
+        status, progress, attempt, paused = transcode()
+        assert (status, progress, attempt, paused) == ("completed", 100.0, 1, 0)
+        assert not encoder.is_running()  # it finished its work: the one encode, resumed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)

@@ -32,70 +32,137 @@ def sleep(key: str, seconds: float, *deps: str, **kw: Any) -> dict[str, Any]:
     }
 
 
+def task(key: str, type_: str, *deps: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "key": key,
+        "type": type_,
+        "payload": {"seconds": 1},
+        "depends_on": list(deps),
+        **kw,
+    }
+
+
+def set_interruptions(store: TaskStore, task_id: str, n: int) -> None:
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE task SET interruptions = ? WHERE id = ?", (n, task_id))
+
+
 async def test_recovery_of_each_kind_of_unfinished_task(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:
+    """Nothing here has a retry (max_retries 0, the default): an interruption uses none."""
     created = await submit(
         store,
         registry,
         [
             sleep("claimed", 1),
-            sleep("resumable", 1, max_retries=1),
-            sleep("no_retries_left", 1),
+            sleep("resumable", 1),
+            # Not resumable in this recovery: it starts again from the beginning.
+            task("not_resumable", "SLEEP_SUBPROCESS"),
+            sleep("released", 1),  # stopped by a graceful shutdown
+            sleep("worn", 1),  # at its limit: this crash is one too many
+            sleep("worn_released", 1),  # at its limit too, but stopped gracefully
             sleep("paused", 1),
-            sleep("after_failed", 1, "no_retries_left"),
+            sleep("after_worn", 1, "worn"),
             sleep("waiting", 1, "resumable"),
         ],
     )
     ids = created.task_ids
-    held = {c.task.key: c for c in await store.claim("dead-worker", limit=4)}
-    assert set(held) == {"claimed", "resumable", "no_retries_left", "paused"}
-    for key in ("resumable", "no_retries_left", "paused"):
+    held = {c.task.key: c for c in await store.claim("dead-worker", limit=7)}
+    assert set(held) == {
+        "claimed",
+        "resumable",
+        "not_resumable",
+        "released",
+        "worn",
+        "worn_released",
+        "paused",
+    }
+    for key in set(held) - {"claimed"}:
         await store.mark_running(held[key].id, held[key].lease_token)
-    await store.report_progress(
-        ids["resumable"], held["resumable"].lease_token, progress=40, checkpoint={"slept": 0.4}
-    )
+    for key in ("resumable", "not_resumable"):
+        await store.report_progress(
+            ids[key], held[key].lease_token, progress=40, checkpoint={"slept": 0.4}
+        )
     await store.set_paused(ids["paused"], True)
+    set_interruptions(store, ids["worn"], 5)
+    set_interruptions(store, ids["worn_released"], 5)
+    released = [(ids[k], held[k].lease_token) for k in ("released", "worn_released")]
+    assert await store.release_for_shutdown(released) == 2
 
     report = await store.recover("session-2", resumable_types=["SLEEP"])
-    assert (report.requeued, report.kept_paused, report.failed, report.orphaned) == (2, 1, 1, 0)
+    assert (report.resumed, report.restarted, report.requeued, report.held) == (3, 1, 1, 0)
+    assert (report.kept_paused, report.failed, report.orphaned, report.total) == (1, 1, 0, 7)
+    assert report.failed_ids == (ids["worn"],)
+    assert report.summary == (
+        "3 resumed, 1 restarted from the start, 0 held, 1 failed, "
+        "1 requeued (never started), 1 kept paused"
+    )
 
     tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
-    assert tasks["claimed"].status is TaskStatus.PENDING and tasks["claimed"].retry_count == 0
-    resumed = tasks["resumable"]
-    assert (resumed.status, resumed.retry_count, resumed.checkpoint) == (
-        TaskStatus.PENDING,
-        1,
-        {"slept": 0.4},
-    )
-    assert resumed.lease_token is None and resumed.worker_id is None
-    assert tasks["paused"].status is TaskStatus.PENDING and tasks["paused"].is_paused
-    assert (tasks["no_retries_left"].status, tasks["no_retries_left"].error_type) == (
+    state = {k: (t.status, t.retry_count, t.interruptions, t.checkpoint) for k, t in tasks.items()}
+    P = TaskStatus.PENDING
+    assert state["claimed"] == (P, 0, 0, None)  # never started: nothing counted
+    # Running when the app crashed: back to pending with its checkpoint, no retry used, one
+    # interruption counted.
+    assert state["resumable"] == (P, 0, 1, {"slept": 0.4})
+    assert tasks["resumable"].progress == 40
+    # Not resumable: from the start — checkpoint and progress cleared; no retry used either.
+    assert state["not_resumable"] == (P, 0, 1, None)
+    assert tasks["not_resumable"].progress == 0
+    # A graceful stop is not counted, not even at the limit.
+    assert state["released"] == (P, 0, 0, None)
+    assert state["worn_released"] == (P, 0, 5, None)
+    assert tasks["paused"].status is P and tasks["paused"].is_paused
+    assert tasks["paused"].interruptions == 0
+    for key in ("claimed", "resumable", "not_resumable", "released", "worn_released"):
+        assert not tasks[key].is_paused
+        assert tasks[key].lease_token is None and tasks[key].worker_id is None
+    assert tasks["resumable"].status_text == "resuming after a restart"
+    assert tasks["not_resumable"].status_text == "starting again after a restart"
+    worn = tasks["worn"]
+    assert (worn.status, worn.error_type, worn.interruptions, worn.retry_count) == (
         TaskStatus.FAILED,
         ErrorType.INTERRUPTED,
+        6,
+        0,
     )
-    assert tasks["after_failed"].error_type == ErrorType.DEPENDENCY_FAILED
+    assert worn.error == (
+        "Fredica stopped 6 times while this task ran; it may be what makes it stop: "
+        "retry it to try again"
+    )
+    assert tasks["after_worn"].error_type == ErrorType.DEPENDENCY_FAILED
     assert tasks["waiting"].status is TaskStatus.PENDING
     run = await store.get_run(created.run_id)
     assert (run.status, run.pending_tasks, run.running_tasks, run.claimed_tasks) == (
         RunStatus.FAILED,
-        4,
+        7,
         0,
         0,
     )
     assert (run.failed_tasks, run.cancelled_tasks) == (1, 1)
 
     log = {e.task_id: e for e in await store.restart_log()}
-    assert set(log) == {ids[k] for k in ("claimed", "resumable", "no_retries_left", "paused")}
+    assert set(log) == {ids[k] for k in held}
+    actions = {k: (log[ids[k]].action, log[ids[k]].status_at_restart) for k in held}
+    assert actions == {
+        "claimed": ("requeued", "claimed"),
+        "resumable": ("resumed", "running"),
+        "not_resumable": ("restarted", "running"),
+        "released": ("resumed", "running"),
+        "worn": ("failed", "running"),
+        "worn_released": ("resumed", "running"),
+        "paused": ("kept_paused", "running"),
+    }
     entry = log[ids["resumable"]]
-    assert (entry.action, entry.status_at_restart, entry.progress, entry.disposition) == (
-        "requeued",
-        "running",
-        40.0,
-        "pending_review",
+    assert (entry.progress, entry.disposition) == (40.0, "pending_review")
+    assert entry.detail is not None
+    assert entry.detail.startswith("crash: interruption 1 of at most 5")
+    assert (log[ids["worn"]].detail or "").startswith("crash: interruption 6 of at most 5")
+    assert (log[ids["worn_released"]].detail or "").startswith(
+        "graceful stop, not counted: 5 interruption(s) of at most 5"
     )
-    assert log[ids["no_retries_left"]].action == "failed"
-    assert log[ids["paused"]].action == "kept_paused"
+    assert (log[ids["claimed"]].detail or "").startswith("crash, not counted: 0")
     assert "recovered" in [e.kind for e in await store.events(ids["resumable"])]
 
     # A second recovery finds nothing to do.
@@ -103,11 +170,112 @@ async def test_recovery_of_each_kind_of_unfinished_task(
     assert again.total == 0
 
     # The user acts on the log: retrying settles the entry, dismissing the rest.
-    await store.retry(ids["no_retries_left"])
+    await store.retry(ids["worn"])
     log = {e.task_id: e for e in await store.restart_log()}
-    assert log[ids["no_retries_left"]].disposition == "retried"
-    assert await store.set_disposition(None, "dismissed") == 3
+    assert log[ids["worn"]].disposition == "retried"
+    assert await store.set_disposition(None, "dismissed") == 6
     assert await store.restart_log(only_pending=True) == []
+
+
+async def test_the_interruption_limit_counts_crashes_only(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [sleep("s", 10), sleep("after", 1, "s")])
+    ids = created.task_ids
+    seen = []
+    for n, graceful in enumerate([False, True, True, False, False]):
+        [held] = await store.claim("dead", start=True)
+        assert held.id == ids["s"]
+        await store.report_progress(held.id, held.lease_token, checkpoint={"slept": n + 1.0})
+        if graceful:
+            assert await store.release_for_shutdown([(held.id, held.lease_token)]) == 1
+        report = await store.recover(f"session-{n}", ["SLEEP"], max_interruptions=2)
+        task = await store.get_task(ids["s"])
+        seen.append((report.resumed, report.failed, task.status, task.interruptions))
+    P, F = TaskStatus.PENDING, TaskStatus.FAILED
+    # Crash, stop, stop, crash: 2 interruptions, the limit. The next crash is one too many.
+    assert seen == [(1, 0, P, 1), (1, 0, P, 1), (1, 0, P, 1), (1, 0, P, 2), (0, 1, F, 3)]
+    task = await store.get_task(ids["s"])
+    assert (task.error_type, task.retry_count, task.checkpoint) == (
+        ErrorType.INTERRUPTED,
+        0,
+        {"slept": 5.0},
+    )
+    assert (task.error or "").startswith("Fredica stopped 3 times while this task ran")
+    after = await store.get_task(ids["after"])
+    assert (after.status, after.error_type) == (TaskStatus.CANCELLED, ErrorType.DEPENDENCY_FAILED)
+
+
+async def test_on_restart_hold_holds_interrupted_work_for_review(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(
+        store,
+        registry,
+        [sleep("crashed", 1), sleep("released", 1), sleep("worn", 1), sleep("claimed", 1)],
+    )
+    ids = created.task_ids
+    held = {c.task.key: c for c in await store.claim("dead", limit=4)}
+    for key in ("crashed", "released", "worn"):
+        await store.mark_running(held[key].id, held[key].lease_token)
+        await store.report_progress(ids[key], held[key].lease_token, checkpoint={"slept": 0.5})
+    await store.release_for_shutdown([(ids["released"], held["released"].lease_token)])
+    set_interruptions(store, ids["worn"], 5)
+
+    report = await store.recover("s2", ["SLEEP"], hold=True)
+    assert (report.held, report.requeued, report.failed, report.resumed) == (2, 1, 1, 0)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    for key in ("crashed", "released"):
+        t = tasks[key]
+        assert (t.status, t.is_paused, t.checkpoint) == (TaskStatus.PENDING, True, {"slept": 0.5})
+        assert t.status_text == "held after a restart: review it"
+    assert (tasks["crashed"].interruptions, tasks["released"].interruptions) == (1, 0)
+    # The limit still applies; a task that never started is not held.
+    assert tasks["worn"].error_type == ErrorType.INTERRUPTED
+    assert tasks["claimed"].status is TaskStatus.PENDING and not tasks["claimed"].is_paused
+    log = {e.task_id: e.action for e in await store.restart_log()}
+    assert [log[ids[k]] for k in ("crashed", "released", "worn", "claimed")] == [
+        "held",
+        "held",
+        "failed",
+        "requeued",
+    ]
+    # Only what was never started is claimable until the user resumes the held tasks.
+    assert [c.id for c in await store.claim("w", limit=4)] == [ids["claimed"]]
+    await store.set_paused(ids["crashed"], False)
+    assert [c.id for c in await store.claim("w", limit=4)] == [ids["crashed"]]
+
+
+async def test_release_for_shutdown_is_fenced_by_the_lease(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [sleep("a", 1), sleep("b", 1), sleep("c", 1)])
+    ids = created.task_ids
+    a, b, c = await store.claim("w1", limit=3, start=True)
+    assert await store.complete(c.id, c.lease_token)
+    # a with its token; b with a stale token; c finished; an unknown id.
+    marked = await store.release_for_shutdown(
+        [(a.id, a.lease_token), (b.id, "stale"), (c.id, c.lease_token), ("nope", "x")]
+    )
+    assert marked == 1
+    ta, tb = await store.get_task(a.id), await store.get_task(b.id)
+    # Released: still running and ours (recovery takes it over), only the lease's end cleared.
+    assert (ta.status, ta.lease_token, ta.worker_id, ta.lease_until) == (
+        TaskStatus.RUNNING,
+        a.lease_token,
+        "w1",
+        None,
+    )
+    assert tb.status is TaskStatus.RUNNING and tb.lease_until is not None
+    assert (await store.get_task(c.id)).status is TaskStatus.COMPLETED
+    assert await store.release_for_shutdown([]) == 0
+
+    await store.recover("s2", ["SLEEP"])
+    ta, tb = await store.get_task(a.id), await store.get_task(b.id)
+    assert (ta.interruptions, tb.interruptions) == (0, 1)
+    log = {e.task_id: e.detail or "" for e in await store.restart_log()}
+    assert log[ids["a"]].startswith("graceful stop")
+    assert log[ids["b"]].startswith("crash: interruption 1")
 
 
 async def test_orphans_fail(store: TaskStore, registry: TaskTypeRegistry) -> None:
@@ -123,12 +291,12 @@ async def test_orphans_fail(store: TaskStore, registry: TaskTypeRegistry) -> Non
 async def test_engine_start_recovers_and_resumes_a_sleep_from_its_checkpoint(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:
-    created = await submit(store, registry, [sleep("s", 1.0, max_retries=2)])
+    created = await submit(store, registry, [sleep("s", 1.0)])  # no retry
     [held] = await store.claim("dead", start=True)
     await store.report_progress(held.id, held.lease_token, checkpoint={"slept": 0.9})
     engine = WorkerEngine(store, [NoopExecutor(), SleepExecutor()])
     report = await engine.start()
-    assert report is not None and report.requeued == 1
+    assert report is not None and report.resumed == 1
     loop = asyncio.get_running_loop()
     began = loop.time()
     await asyncio.wait_for(engine.run(until_idle=True), 10)
@@ -136,13 +304,14 @@ async def test_engine_start_recovers_and_resumes_a_sleep_from_its_checkpoint(
     await engine.stop()
     task = await store.get_task(created.task_ids["s"])
     assert task.status is TaskStatus.COMPLETED and task.attempt == 2
+    assert (task.retry_count, task.interruptions) == (0, 1)
     assert took < 0.8  # slept only the 0.1 s that was left, not the whole second
 
 
 async def test_shutdown_leaves_running_work_to_recovery(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:
-    created = await submit(store, registry, [sleep("long", 30, max_retries=1)])
+    created = await submit(store, registry, [sleep("long", 30)])
     engine = WorkerEngine(store, [SleepExecutor()])
     await engine.start()
     runner = asyncio.create_task(engine.run())
@@ -157,10 +326,15 @@ async def test_shutdown_leaves_running_work_to_recovery(
     # Not cancelled, not failed: still running in the database, with a checkpoint.
     assert task.status is TaskStatus.RUNNING and task.error_type is None
     assert (task.checkpoint or {}).get("slept", 0) > 0.3
+    # Marked as stopped gracefully: the lease was given up, so it is no crash.
+    assert task.lease_until is None and task.lease_token is not None
     second = WorkerEngine(store, [SleepExecutor()])
     report = await second.start()
-    assert report is not None and report.requeued == 1
-    assert (await store.get_task(task.id)).status is TaskStatus.PENDING
+    assert report is not None and report.resumed == 1
+    task = await store.get_task(task.id)
+    assert (task.status, task.retry_count, task.interruptions) == (TaskStatus.PENDING, 0, 0)
+    [entry] = await store.restart_log()
+    assert (entry.detail or "").startswith("graceful stop")
 
 
 async def test_shutdown_does_not_wait_for_a_paused_attempt(

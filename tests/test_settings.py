@@ -42,6 +42,7 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     loaded = load_settings(path)
     assert loaded.problem is None
     assert (loaded.settings.max_workers, loaded.settings.slots) == (7, {"gpu": 2})
+    assert (loaded.settings.on_restart, loaded.settings.max_interruptions) == ("resume", 5)
     assert [p.name for p in path.parent.iterdir()] == ["settings.json"]  # no temp file left
 
 
@@ -50,6 +51,8 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     [
         ('{"max_workers": 4,,}', "not valid JSON at line 1"),
         ('{"max_workers": 0}', "max_workers"),
+        ('{"max_interruptions": 0}', "max_interruptions"),
+        ('{"on_restart": "later"}', "on_restart"),
         ('{"colour": "blue"}', "colour"),
         (b"\xff\xfe\x00garbage", "utf-8"),
     ],

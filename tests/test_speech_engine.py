@@ -133,7 +133,7 @@ def test_kill_9_mid_transcription_resumes_after_the_last_checkpointed_segment(
     # About 110 s of speech left; a window decoded again costs a few seconds more.
     code, _, err = run_cli(data, "worker", "--until-idle", timeout=400)
     assert code == 0, err
-    assert "recovered: 1 requeued" in err
+    assert "recovered: 1 resumed, 0 restarted from the start, 0 held, 0 failed" in err
     status, attempt, result = query(
         data,
         "SELECT status, attempt, result FROM task WHERE key = 'transcribe' AND workflow_run_id = ?",

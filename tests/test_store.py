@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from workers.db import create_sqlite_engine
 from workers.errors import InvalidState, NotFound, SpecError
 from workers.records import CreatedRun
 from workers.spec import TaskSpec, parse_spec, prepare_run, prepare_tasks
@@ -243,6 +244,146 @@ async def test_failed_attempt_is_retried_with_backoff(
     kinds = [e.kind for e in await store.events(a.id)]
     assert kinds == ["claimed", "retry_scheduled", "claimed", "retry_scheduled"]
     assert (await store.get_run(created.run_id)).status is RunStatus.PENDING
+
+
+class ManualClock:
+    """A store clock the test moves by hand."""
+
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def expected_claims(
+    pending: dict[str, Any], slots: dict[str, int] | None, limit: int, now: float
+) -> list[str]:
+    """What claims must return: among tasks due at ``now`` (no retry timer, or one that has
+    run out) of a class with a slot left, the highest priority first, then the oldest."""
+    due = [t for t in pending.values() if t.next_run_at is None or t.next_run_at <= now]
+    left = dict(slots) if slots is not None else None
+    picked: list[str] = []
+    for t in sorted(due, key=lambda t: (-t.priority, t.created_at)):
+        if len(picked) == limit:
+            break
+        if left is not None:
+            if left.get(t.resource, 0) <= 0:
+                continue
+            left[t.resource] -= 1
+        picked.append(t.key)
+    return picked
+
+
+async def test_claims_by_class_follow_priority_then_age_among_due_tasks(
+    db_path: Path, registry: TaskTypeRegistry
+) -> None:
+    """Whatever the mix of classes, priorities and retry timers (due or not), a claim for some
+    classes returns exactly what is due in those classes, priority DESC then created_at ASC."""
+    import random
+
+    clock = ManualClock()
+    store = TaskStore(create_sqlite_engine(db_path), clock=clock)
+    try:
+        rng = random.Random(11)
+        classes = ["cpu", "gpu", "io", "net"]
+        specs = [
+            noop(f"t{i}", resource=rng.choice(classes), priority=rng.randrange(3))
+            for i in range(80)
+        ]
+        created = await submit(store, registry, specs)
+        # A third of the tasks wait for a retry timer that has run out, a third for one that
+        # has not (as a failed attempt leaves them: pending, next_run_at set).
+        timers = {}
+        for task_id in created.task_ids.values():
+            r = rng.random()
+            if r < 1 / 3:
+                timers[task_id] = clock.t - rng.uniform(0.5, 50)
+            elif r < 2 / 3:
+                timers[task_id] = clock.t + rng.uniform(0.5, 50)
+        with sqlite3.connect(db_path) as conn:
+            conn.executemany(
+                "UPDATE task SET next_run_at = ? WHERE id = ?", [(v, k) for k, v in timers.items()]
+            )
+        pending = {t.key: t for t in await store.list_tasks(created.run_id)}
+        assert sum(t.next_run_at is not None for t in pending.values()) == len(timers)
+        rounds: list[tuple[dict[str, int] | None, int]] = [
+            ({"gpu": 1, "io": 2}, 10),
+            ({"net": 5}, 2),
+            ({"cpu": 1, "gpu": 1, "io": 1, "net": 1}, 4),
+            (None, 3),
+            ({"io": 9, "net": 9}, 5),
+            ({"gpu": 0, "cpu": 2}, 10),
+        ]
+        promoted = False  # the first claim makes the retries that came due claimable
+        for slots, limit in rounds:
+            want = expected_claims(pending, slots, limit, clock.t)
+            # Before that claim, a due retry of any class is reason enough to take the lock.
+            assert await store.has_claimable(slots) == (bool(want) or not promoted)
+            got = [c.task.key for c in await store.claim("w", slots=slots, limit=limit)]
+            assert got == want, (slots, limit)
+            promoted = True
+            for key in got:
+                del pending[key]
+        # What still waits for its timer has not been taken (and the rounds did take some).
+        assert any(t.next_run_at and t.next_run_at > clock.t for t in pending.values())
+        assert len(pending) < len(specs)
+        # Every timer runs out: the rest come in claim order, one class after another too.
+        clock.t += 60
+        for cls in classes:
+            want = expected_claims(pending, {cls: 100}, 100, clock.t)
+            got = [c.task.key for c in await store.claim("w", slots={cls: 100}, limit=100)]
+            assert got == want
+            for key in got:
+                del pending[key]
+        assert pending == {}
+        assert await store.claim("w") == []
+    finally:
+        await store.close()
+
+
+async def test_a_retry_is_not_claimed_before_its_time_and_is_after(
+    db_path: Path, registry: TaskTypeRegistry
+) -> None:
+    clock = ManualClock()
+    store = TaskStore(
+        create_sqlite_engine(db_path),
+        clock=clock,
+        backoff=BackoffPolicy(base=10, factor=2, cap=100, jitter=0.0),
+    )
+    try:
+        created = await submit(
+            store,
+            registry,
+            [
+                noop("first", resource="gpu", priority=9, max_retries=1),
+                noop("other", resource="gpu", priority=1),
+                noop("cpu", resource="cpu", priority=5),
+            ],
+        )
+        [first] = await store.claim("w", slots={"gpu": 1})
+        assert first.task.key == "first"
+        outcome = await store.fail(first.id, first.lease_token, "hiccup", ErrorType.IO_ERROR)
+        assert outcome.retried and outcome.next_run_at == pytest.approx(clock.t + 10)
+        assert await store.next_retry_at() == pytest.approx(clock.t + 10)
+        # Waiting for its timer, it does not hold back the tasks ranked after it.
+        [other] = await store.claim("w", slots={"gpu": 1, "io": 1})
+        assert other.task.key == "other"
+        clock.t += 9.9
+        assert not await store.has_claimable({"gpu": 1})
+        assert await store.claim("w", slots={"gpu": 1, "io": 4}) == []
+        clock.t += 0.2
+        assert await store.has_claimable({"gpu": 1})
+        assert await store.next_retry_at() == pytest.approx(clock.t - 0.1)
+        [again] = await store.claim("w", slots={"gpu": 1, "cpu": 1}, limit=1)
+        assert (again.task.key, again.task.attempt, again.task.next_run_at) == ("first", 2, None)
+        assert await store.next_retry_at() is None
+        [cpu] = await store.claim("w", slots={"gpu": 1, "cpu": 1})
+        assert cpu.task.key == "cpu"
+        task = await store.get_task(created.task_ids["first"])
+        assert task.status is TaskStatus.CLAIMED and task.retry_count == 1
+    finally:
+        await store.close()
 
 
 async def test_permanent_failure_cascades_downstream(

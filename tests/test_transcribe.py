@@ -17,19 +17,23 @@ from typing import Any
 
 import psutil
 import pytest
+from pydantic import Field
 from websockets.asyncio.client import ClientConnection
 
 from python_endpoints.child import JobFailed
 from python_endpoints.jobs import outputs, speech, textio, transcribe
 from python_endpoints.jobs.sample import make_sample
+from python_endpoints.params import TranscribeParams
 from python_endpoints.protocol import Cancel, Pause, Resume, dump
 from python_endpoints.registry import ENDPOINTS, TranscribeEndpoint
 from python_endpoints.server import EndpointServer
 from tests.procs import assert_no_job_process_left
 from tests.speech import SENTENCES, SpeechCache, duration
 from tests.test_endpoints import TOKEN, frames_until, open_task, running_child, start
+from tests.whisper_faults import faulty_transcribe_job
 
 SHORT = SENTENCES[:3]  # about 13 s
+FAULTY = "transcribe_faulty"
 MEDIUM = SENTENCES[:6]  # about 26 s
 SHORT_WORDS = ["quick", "brown", "fox", "lazy", "dog", "speech", "recognition", "spoken"]
 SHORT_WORDS += ["words", "written", "text", "small", "library", "recording", "safe", "disk"]
@@ -58,6 +62,24 @@ RESULT_KEYS = {
 }
 
 
+class FaultyParams(TranscribeParams):
+    """TRANSCRIBE's params and the decoder's faults (:mod:`tests.whisper_faults`)."""
+
+    #: ``(start, end, times)``: the first ``times`` decodings that reach ``start`` to ``end``
+    #: seconds of the media do not hear what is said there.
+    skip: tuple[float, float, int] | None = None
+    #: The n-th window decoded runs out of GPU memory after its first segment.
+    out_of_memory_in: int | None = Field(default=None, ge=1)
+
+
+class FaultyTranscribeEndpoint(TranscribeEndpoint):
+    """The real job with its decoder's faults on cue: offered by the test server only."""
+
+    name = "transcribe_faulty"
+    params_model = FaultyParams
+    target = staticmethod(faulty_transcribe_job)
+
+
 @pytest.fixture(scope="session")
 def voices(tmp_path_factory: pytest.TempPathFactory) -> SpeechCache:
     return SpeechCache(tmp_path_factory.mktemp("speech"))
@@ -65,7 +87,9 @@ def voices(tmp_path_factory: pytest.TempPathFactory) -> SpeechCache:
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[EndpointServer, int]]:
-    srv = EndpointServer(ENDPOINTS, TOKEN)
+    srv = EndpointServer(
+        {**ENDPOINTS, FaultyTranscribeEndpoint.name: FaultyTranscribeEndpoint}, TOKEN
+    )
     port = await srv.start()
     yield srv, port
     await srv.close()
@@ -76,9 +100,11 @@ def params(input: Path, output: Path, **kw: Any) -> dict[str, Any]:
     return {"input": str(input), "output": str(output), **kw}
 
 
-async def run(port: int, within: float = 120, **kw: Any) -> list[dict[str, Any]]:
+async def run(
+    port: int, within: float = 120, endpoint: str = "transcribe", **kw: Any
+) -> list[dict[str, Any]]:
     """Run a transcription to its end; every frame."""
-    async with open_task(port, name="transcribe") as ws:
+    async with open_task(port, name=endpoint) as ws:
         await start(ws, **kw)
         return await frames_until(ws, "result", "error", "cancelled", within=within)
 
@@ -257,7 +283,7 @@ async def test_what_cannot_be_transcribed_says_why(
     assert error["error_type"] == "PAYLOAD_ERROR" and "knows English only" in error["error"]
     error = (await run(port, **params(clip, out, chunk_seconds=10, overlap_seconds=5)))[-1]
     assert error["error_type"] == "PAYLOAD_ERROR" and "overlap_seconds" in error["error"]
-    assert not out.exists() and not outputs.temp_path(out).exists()
+    assert not out.exists() and outputs.leftover_parts("TRANSCRIBE", {"output": str(out)}) == []
 
 
 # --- windows, resume, pause, cancel -------------------------------------------------------------
@@ -291,7 +317,7 @@ async def test_a_cancelled_transcription_resumes_from_its_checkpoint(
     srv, port = server
     clip = voices.speech(MEDIUM)
     output = tmp_path / "medium.transcript.json"
-    stale = outputs.temp_path(output)
+    stale = outputs.temp_path(output, "deadbeef")
     stale.write_text("what a crashed attempt left")
     job = params(clip, output, chunk_seconds=10, overlap_seconds=2, **FAST)
     engine = Engine()
@@ -383,15 +409,13 @@ async def test_a_skipped_stretch_is_decoded_again_or_reported_unheard(
     server: tuple[EndpointServer, int],
     voices: SpeechCache,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     times: int,
 ) -> None:
     # The second window (8 s to 18 s) loses what it hears from 12 s to 16 s: once, and the
     # decoding again from where the stretch starts hears it; twice, and it is reported.
-    monkeypatch.setenv(transcribe.FAKE_SKIP_ENV, f"12-16x{times}")
     output = tmp_path / "medium.transcript.json"
     job = params(voices.speech(MEDIUM), output, chunk_seconds=10, overlap_seconds=2, **FAST)
-    frames = await run(server[1], **job)
+    frames = await run(server[1], endpoint=FAULTY, skip=(12, 16, times), **job)
     assert frames[-1]["type"] == "result", frames[-1]
     result = frames[-1]["result"]
     streamed = segments_of(frames)
@@ -419,11 +443,11 @@ async def test_a_window_of_speech_with_no_word_made_out_twice_fails_clearly(
     server: tuple[EndpointServer, int],
     voices: SpeechCache,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(transcribe.FAKE_SKIP_ENV, "0-999x2")  # nothing heard, twice
     output = tmp_path / "short.transcript.json"
-    frames = await run(server[1], **params(voices.speech(SHORT), output, **FAST))
+    job = params(voices.speech(SHORT), output, **FAST)
+    # Nothing heard, twice.
+    frames = await run(server[1], endpoint=FAULTY, skip=(0, 999, 2), **job)
     error = frames[-1]
     assert error["type"] == "error" and error["error_type"] == "VERIFY_FAILED", error
     assert "no words could be made out between 0:00 and 0:1" in error["error"], error
@@ -437,15 +461,12 @@ async def test_out_of_memory_asks_for_a_pause_then_decodes_the_window_again(
     server: tuple[EndpointServer, int],
     voices: SpeechCache,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(transcribe.FAKE_OOM_ENV, "2")  # the second window
     output = tmp_path / "short.transcript.json"
     seen: list[dict[str, Any]] = []
-    async with open_task(server[1], name="transcribe") as ws:
-        await start(
-            ws, **params(voices.speech(SHORT), output, chunk_seconds=10, overlap_seconds=2, **FAST)
-        )
+    async with open_task(server[1], name=FAULTY) as ws:
+        job = params(voices.speech(SHORT), output, chunk_seconds=10, overlap_seconds=2, **FAST)
+        await start(ws, out_of_memory_in=2, **job)  # the second window
         await until(ws, seen, lambda f: f["type"] == "pause_request")
         assert seen[-1]["reason"] == transcribe.OOM_PAUSE_REASON
         await ws.send(dump(Resume()))
@@ -463,9 +484,7 @@ async def test_out_of_memory_falls_back_to_a_smaller_compute_type_when_allowed(
     server: tuple[EndpointServer, int],
     voices: SpeechCache,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(transcribe.FAKE_OOM_ENV, "1")
     output = tmp_path / "short.transcript.json"
     job = params(
         voices.speech(SHORT),
@@ -476,7 +495,7 @@ async def test_out_of_memory_falls_back_to_a_smaller_compute_type_when_allowed(
         language="en-US",  # fixed: no vote (and Whisper's code is "en")
         **FAST,
     )
-    frames = await run(server[1], **job)
+    frames = await run(server[1], endpoint=FAULTY, out_of_memory_in=1, **job)
     result = frames[-1]["result"]
     assert (result["model_loads"], result["device"], result["compute_type"]) == (2, "cpu", "int8")
     assert (result["language"], result["language_probability"]) == ("en", 1.0)

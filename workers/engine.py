@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.errors import FredicaError, SpecError
+from workers.errors import FredicaError, SpecError, StoreUnavailable
 from workers.events import EventBus, Notification, RunChanged, TaskChanged, TaskEventKind
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
 from workers.faults import crash_point
@@ -42,6 +42,7 @@ from workers.records import (
     RunRecord,
     TaskRecord,
 )
+from workers.retention import PruneReport, RetentionPolicy
 from workers.spec import PreparedTask, prepare_tasks
 from workers.states import ErrorType, RunStatus
 from workers.store import TaskStore
@@ -116,6 +117,9 @@ class WorkerEngine:
         poll_min: float = 1.0,
         poll_max: float = 5.0,
         watch_interval: float = 0.5,
+        max_interruptions: int = 5,
+        hold_interrupted: bool = False,
+        retention: RetentionPolicy | None = None,
     ) -> None:
         self.store = store
         self.executors = {e.task_type.name: e for e in executors}
@@ -134,6 +138,10 @@ class WorkerEngine:
         self.poll_min = poll_min
         self.poll_max = poll_max
         self.watch_interval = watch_interval
+        #: Recovery: crashes a task may live through before it fails ``INTERRUPTED``.
+        self.max_interruptions = max_interruptions
+        #: Recovery: hold interrupted work for the user's review instead of resuming it.
+        self.hold_interrupted = hold_interrupted
         self.stats = EngineStats()
         self.session_id = str(uuid.uuid4())
         self.recovery: RecoveryReport | None = None
@@ -152,6 +160,13 @@ class WorkerEngine:
         self._due_known = False
         self._background: set[asyncio.Task[None]] = set()
         self._started = False
+        #: What the history keeps; None: the engine never prunes it.
+        self.retention = retention
+        self._pruned_at: float | None = None  # monotonic time of the last prune started
+        self.last_prune: PruneReport | None = None
+        #: Set when the database failed under the engine (disk full, read-only, locked past
+        #: the timeout): the engine stops, and :meth:`run` raises it.
+        self._fatal: StoreUnavailable | None = None
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -166,16 +181,19 @@ class WorkerEngine:
         await self.store.data_changed()  # the baseline: later commits of others are seen
         if recover:
             resumable = [name for name, e in self.executors.items() if e.resumable]
-            self.recovery = await self.store.recover(self.session_id, resumable)
+            self.recovery = await self.store.recover(
+                self.session_id,
+                resumable,
+                max_interruptions=self.max_interruptions,
+                hold=self.hold_interrupted,
+            )
             if self.recovery.total:
                 log.info("recovery: %s", self.recovery)
                 self.bus.publish(
                     Notification(
                         "Recovered unfinished work",
-                        f"{self.recovery.requeued} task(s) resumed, "
-                        f"{self.recovery.kept_paused} kept paused, "
-                        f"{self.recovery.failed + self.recovery.orphaned} could not be resumed",
-                        "warning" if self.recovery.failed else "info",
+                        self.recovery.summary,
+                        "warning" if self.recovery.failed or self.recovery.held else "info",
                     )
                 )
         return self.recovery
@@ -196,40 +214,78 @@ class WorkerEngine:
 
     async def run(self, *, until_idle: bool = False) -> None:
         """Claim and run tasks until :meth:`stop` (or, with ``until_idle``, until nothing is
-        running, claimable or waiting for a retry timer; held tasks do not count)."""
+        running, claimable or waiting for a retry timer; held tasks do not count).
+
+        Raises :class:`StoreUnavailable` when the database fails under it (no task's fault):
+        its running attempts are stopped without writing anything, for recovery to resume
+        at the next start."""
         if not self._started:
             await self.start(recover=False)
         self._claim_hint = True  # whatever happened since the last run, look first
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="fredica-heartbeat")
-        poll = self.poll_min
         try:
-            while True:
-                self._wake.clear()
-                progressed = await self._turn()
-                if self._stopping and not self._running and not self._finished:
-                    return
-                if progressed:
-                    poll = self.poll_min
-                    continue
-                due = None
-                if not self._queue_paused:
-                    due = self._next_due if self._due_known else await self.store.next_retry_at()
-                if until_idle and not self._running and not self._finished and due is None:
-                    return
-                timeout = poll
-                if due is not None:
-                    timeout = max(0.0, min(timeout, due - self.store.now()))
-                if await self._wait(timeout):
-                    poll = self.poll_min
-                else:
-                    poll = min(self.poll_max, poll * 2)
-                    self._probe = not self._claim_hint
-                    self._due_known = False
-                self._claim_hint = True
+            await self._loop(until_idle)
+        except StoreUnavailable as exc:
+            self._fail_engine(exc)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+        if self._fatal is not None:
+            await self._abandon()
+            raise self._fatal
+
+    def _fail_engine(self, exc: StoreUnavailable) -> None:
+        if self._fatal is None:
+            log.error("the database failed; stopping the engine: %s", exc)
+            self._fatal = exc
+        self._wake.set()
+
+    async def _abandon(self) -> None:
+        """After a database failure: stop every attempt without writing anything (what ran
+        is left to recovery), bounded in time."""
+        self._stopping = True
+        self._finished.clear()
+        jobs = []
+        for r in list(self._running.values()):
+            r.shutdown = True
+            if r.job is not None and not r.job.done():
+                r.job.cancel()
+                jobs.append(r.job)
+        if jobs:
+            await asyncio.wait(jobs, timeout=5)
+        self._running.clear()
+        self._current.clear()
+
+    async def _loop(self, until_idle: bool) -> None:
+        poll = self.poll_min
+        while self._fatal is None:
+            self._wake.clear()
+            progressed = await self._turn()
+            if self._stopping and not self._running and not self._finished:
+                return
+            if progressed:
+                poll = self.poll_min
+                continue
+            if not self._running and not self._finished:
+                self._maybe_prune()
+            due = None
+            if not self._queue_paused:
+                due = self._next_due if self._due_known else await self.store.next_retry_at()
+            if until_idle and not self._running and not self._finished and due is None:
+                return
+            if due is not None and due <= self.store.now() and not self._free_slots()[1]:
+                due = None  # due, but no slot to run it in: a finishing attempt wakes us
+            timeout = poll
+            if due is not None:
+                timeout = max(0.0, min(timeout, due - self.store.now()))
+            if await self._wait(timeout):
+                poll = self.poll_min
+            else:
+                poll = min(self.poll_max, poll * 2)
+                self._probe = not self._claim_hint
+                self._due_known = False
+            self._claim_hint = True
 
     async def _wait(self, seconds: float) -> bool:
         """Wait for a wake-up, at most ``seconds``. Meanwhile, every
@@ -261,6 +317,25 @@ class WorkerEngine:
         """Something changed (a submission, a resume…): look for work now."""
         self._claim_hint = True
         self._wake.set()
+
+    def _maybe_prune(self) -> None:
+        """Idle: delete what the retention policy no longer keeps, at most once per
+        ``retention.every`` seconds, in the background (short transactions: a claim waits
+        for one batch at most)."""
+        policy = self.retention
+        if policy is None or policy.keeps_everything or self._stopping:
+            return
+        now = time.monotonic()
+        if self._pruned_at is not None and now - self._pruned_at < policy.every:
+            return
+        self._pruned_at = now
+        self._background_call(self._prune(policy))
+
+    async def _prune(self, policy: RetentionPolicy) -> None:
+        report = await self.store.prune(policy)
+        self.last_prune = report
+        if report.removed:
+            log.info("pruned the history: %s", report)
 
     def _free_slots(self) -> tuple[int, dict[str, int]]:
         holding = [r for r in self._running.values() if r.slot_held]
@@ -441,6 +516,8 @@ class WorkerEngine:
         async def guarded() -> None:
             try:
                 await coro  # type: ignore[misc]
+            except StoreUnavailable as exc:
+                self._fail_engine(exc)
             except Exception:
                 log.exception("background callback failed")
 
@@ -515,13 +592,21 @@ class WorkerEngine:
                         text if isinstance(text, str) else None,
                     )
                 )
-                return await self.store.report_progress(task.id, token, **values)  # type: ignore[arg-type]
+                try:
+                    return await self.store.report_progress(task.id, token, **values)  # type: ignore[arg-type]
+                except StoreUnavailable as exc:  # no fault of the task: the engine stops
+                    self._fail_engine(exc)
+                    return True
 
             async def pause_sink(paused: bool, reason: str | None) -> None:
                 if not paused:  # the job resumed by itself: it runs, so it holds its slot
                     running.slot_held, running.waiting_since = True, None
-                with contextlib.suppress(FredicaError):  # finished meanwhile: nothing to mark
+                try:
                     await self.store.set_paused(task.id, paused, reason)
+                except StoreUnavailable as exc:
+                    self._fail_engine(exc)
+                except FredicaError:  # finished meanwhile: nothing to mark
+                    pass
                 kind: TaskEventKind = "paused" if paused else "resumed"
                 self.bus.publish(
                     TaskChanged(task.id, task.workflow_run_id, kind, status_text=reason)
@@ -574,7 +659,7 @@ class WorkerEngine:
             )
         except SpecError as exc:
             return (), ExecuteResult(
-                error=f"fan-out rejected: {exc}", error_type=ErrorType.EXECUTOR_ERROR
+                error=f"fan-out rejected: {exc}", error_type=ErrorType.BAD_RESULT, retryable=False
             )
         return prepared, result
 
@@ -586,6 +671,8 @@ class WorkerEngine:
             if self._running:
                 try:
                     await self.heartbeat()
+                except StoreUnavailable as exc:
+                    self._fail_engine(exc)
                 except Exception:
                     log.exception("heartbeat failed")
 
@@ -807,15 +894,26 @@ class WorkerEngine:
             if drained:
                 await asyncio.wait(drained, timeout=drain_timeout)
             pending = {job for job in jobs if not job.done()}
+            left: list[tuple[str, str]] = []  # (task id, lease token): left to recovery
             for r in list(self._running.values()):
                 if r.job in pending:
                     r.shutdown = True
                     r.job.cancel()
+                    left.append((r.claimed.id, r.token))
             if pending:
                 await asyncio.wait(pending, timeout=5)
-        if self._finished:  # record what finished during the drain
+            if left and self._fatal is None:
+                # A graceful stop, not a crash: recovery counts no interruption for these.
+                try:
+                    await self.store.release_for_shutdown(left)
+                except StoreUnavailable as exc:
+                    self._fail_engine(exc)  # then the next start counts one: no harm
+        if self._finished and self._fatal is None:  # record what finished during the drain
             self._claim_hint = False
-            await self._turn()
+            try:
+                await self._turn()
+            except StoreUnavailable as exc:
+                self._fail_engine(exc)  # what finished is left to recovery
         for job in list(self._background):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(job, 5)

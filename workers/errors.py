@@ -10,7 +10,10 @@
         ├── NotAFredicaDatabase   the file is not a Fredica database
         ├── DatabaseTooNew        written by a newer Fredica; this one will not touch it
         ├── DatabaseCorrupt       SQLite reports damage
-        └── DatabaseLocked        another engine holds the data directory
+        ├── DatabaseLocked        another engine holds the data directory
+        └── StoreUnavailable      a write or read failed for a reason no task caused (disk
+                                  full, database locked past the timeout, read-only file):
+                                  the engine stops; nothing half-written stays
 """
 
 from __future__ import annotations
@@ -51,3 +54,30 @@ class DatabaseCorrupt(DatabaseError):
 
 class DatabaseLocked(DatabaseError):
     pass
+
+
+class StoreUnavailable(DatabaseError):
+    """The database failed under a transaction (which was rolled back): the disk is full, the
+    file is read-only, another program kept it locked past the timeout, an I/O error. Not the
+    fault of any task: an engine that meets it stops, and its work resumes at the next start."""
+
+
+def store_unavailable(exc: BaseException) -> StoreUnavailable:
+    """Say in a user's words why the database failed (``exc``: SQLite's error, raw or wrapped
+    by SQLAlchemy)."""
+    text = str(getattr(exc, "orig", None) or exc)
+    low = text.lower()
+    if "full" in low:
+        why = "the disk that holds the database is full: free some space, then start again"
+    elif "readonly" in low or "read-only" in low:
+        why = "the database cannot be written (a read-only file or folder): check its permissions"
+    elif "locked" in low or "busy" in low:
+        why = (
+            "another program kept the database locked for longer than the timeout: close it "
+            "(a database browser, a backup tool), then start again"
+        )
+    elif "i/o" in low:
+        why = "the disk reported an I/O error: check the drive, then start again"
+    else:
+        why = f"the database failed ({text})"
+    return StoreUnavailable(why)

@@ -25,6 +25,12 @@ NAMING_CONVENTION = {
 
 JSONValue = Any
 
+#: The claimable indexes' predicate. The claim's WHERE repeats it word for word: SQLite uses a
+#: partial index only when it can see that the query's WHERE implies the index's.
+CLAIMABLE = "status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL"
+#: The predicate of the index of finished runs (retention), repeated word for word by its users.
+FINISHED_RUN = "status IN ('completed', 'failed', 'cancelled')"
+
 
 class Base(DeclarativeBase):
     """Declarative base shared by every table of the one Fredica database."""
@@ -51,6 +57,15 @@ def _enum(cls: type[TaskStatus] | type[RunStatus], name: str) -> sa.Enum:
 
 class WorkflowRun(Base):
     __tablename__ = "workflow_run"
+    __table_args__ = (
+        # Retention: finished runs, by when they finished.
+        sa.Index(
+            "ix_workflow_run_finished",
+            "completed_at",
+            sqlite_where=sa.text(FINISHED_RUN),
+            postgresql_where=sa.text(FINISHED_RUN),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
     material_id: Mapped[str | None] = mapped_column(sa.String(64), index=True)
@@ -72,13 +87,26 @@ class WorkflowRun(Base):
 class Task(Base):
     __tablename__ = "task"
     __table_args__ = (
-        # Serves the claim: only what could be claimed is in it, in claim order.
+        # Serve the claim: only what could be claimed now is in them, in claim order. A task
+        # waiting for its retry timer (next_run_at set) is not: the claim first clears the
+        # next_run_at of retries that came due (through ix_task_retry_due), so a claim never
+        # walks past tasks that wait. The unfiltered claim walks ix_task_claimable; a claim
+        # for some resource classes takes the head of each class in ix_task_claimable_by_resource,
+        # so that what other classes have queued costs it nothing.
         sa.Index(
             "ix_task_claimable",
             sa.text("priority DESC"),
             "created_at",
-            sqlite_where=sa.text("status = 'pending' AND unmet_deps = 0 AND NOT is_paused"),
-            postgresql_where=sa.text("status = 'pending' AND unmet_deps = 0 AND NOT is_paused"),
+            sqlite_where=sa.text(CLAIMABLE),
+            postgresql_where=sa.text(CLAIMABLE),
+        ),
+        sa.Index(
+            "ix_task_claimable_by_resource",
+            "resource",
+            sa.text("priority DESC"),
+            "created_at",
+            sqlite_where=sa.text(CLAIMABLE),
+            postgresql_where=sa.text(CLAIMABLE),
         ),
         # One active task per idempotency key; a finished task's key may be used again.
         sa.Index(

@@ -211,18 +211,54 @@ InlineRunner = Callable[[ClaimedTask], dict[str, Any] | None]
 
 @dataclass(frozen=True, slots=True)
 class RecoveryReport:
-    """What start-up recovery did."""
+    """What start-up recovery did: how many tasks got each restart-log action."""
 
     session_id: str
-    requeued: int
-    kept_paused: int
-    failed: int
-    orphaned: int
-    failed_ids: tuple[str, ...]
+    #: Were running, resumable: back to pending with their checkpoints.
+    resumed: int = 0
+    #: Were running, not resumable: back to pending, to start from the beginning.
+    restarted: int = 0
+    #: Were claimed, never started: back to pending.
+    requeued: int = 0
+    #: Were running: held (paused) for the user's review (``on_restart = "hold"``).
+    held: int = 0
+    #: Were paused: still paused.
+    kept_paused: int = 0
+    #: Their interruption limit was reached: failed ``INTERRUPTED``.
+    failed: int = 0
+    #: Their run no longer exists: failed ``ORPHANED``.
+    orphaned: int = 0
+    failed_ids: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
-        return self.requeued + self.kept_paused + self.failed + self.orphaned
+        return (
+            self.resumed
+            + self.restarted
+            + self.requeued
+            + self.held
+            + self.kept_paused
+            + self.failed
+            + self.orphaned
+        )
+
+    @property
+    def summary(self) -> str:
+        """One line for a person: "2 resumed, 1 restarted from the start, 0 held, 0 failed"
+        (the rarer actions only when they happened)."""
+        parts = [
+            f"{self.resumed} resumed",
+            f"{self.restarted} restarted from the start",
+            f"{self.held} held",
+            f"{self.failed} failed",
+        ]
+        rare = [
+            (self.requeued, "requeued (never started)"),
+            (self.kept_paused, "kept paused"),
+            (self.orphaned, "orphaned"),
+        ]
+        parts += [f"{n} {text}" for n, text in rare if n]
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

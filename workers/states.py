@@ -71,6 +71,9 @@ class ErrorType(StrEnum):
     LLM_ERROR = "LLM_ERROR"
     MODEL_LOAD_FAILED = "MODEL_LOAD_FAILED"
     OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    #: What the executor returned cannot be recorded: a result that is not JSON, a fan-out
+    #: that cannot be added (an unknown key, an idempotency key an active task holds).
+    BAD_RESULT = "BAD_RESULT"
 
 
 #: Error types that are final whatever ``max_retries`` says.
@@ -93,6 +96,7 @@ NON_RETRYABLE: frozenset[str] = frozenset(
         ErrorType.MODEL_MISSING,
         ErrorType.BAD_TRANSCRIPT,
         ErrorType.MODEL_LOAD_FAILED,
+        ErrorType.BAD_RESULT,
     }
 )
 

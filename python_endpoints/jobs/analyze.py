@@ -263,7 +263,7 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
         "note": prompt.note if prompt else None,
     }
     ctx.progress(90.0, f"writing {output.name}")
-    _write(output, document)
+    _write(output, document, outputs.part_id(params))
     ctx.progress(100.0, "done")
     return {
         "outputs": [str(output)],
@@ -274,12 +274,12 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
     }
 
 
-def _write(output: Path, document: dict[str, Any]) -> None:
-    """Through the temporary name, read back, then put in place."""
+def _write(output: Path, document: dict[str, Any], part: str) -> None:
+    """Through the temporary name of run ``part``, read back, then put in place."""
     content = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
     with outputs.writing(output.parent):
         output.parent.mkdir(parents=True, exist_ok=True)
-    temp = outputs.temp_path(output)
+    temp = outputs.temp_path(output, part)
     try:
         textio.write_text(temp, content)
         try:

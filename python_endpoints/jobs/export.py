@@ -111,7 +111,8 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
         return None
     with outputs.writing(output_dir):
         output_dir.mkdir(parents=True, exist_ok=True)
-    temps = {fmt: outputs.temp_path(final) for fmt, final in finals.items()}
+    part = outputs.part_id(params)
+    temps = {fmt: outputs.temp_path(final, part) for fmt, final in finals.items()}
     try:
         for done, fmt in enumerate(formats):
             ctx.progress(10.0 + 80.0 * done / len(formats), f"writing {finals[fmt].name}")

@@ -460,7 +460,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             ctx.progress(0.0, "looking for a hardware encoder")
             encoder = hardware_encoder(binary) or ff.CPU_H264_ENCODER
     verb = "transcoding" if plan.mode == "reencode" else "remuxing"
-    temp = outputs.temp_path(output)
+    temp = outputs.temp_path(output, outputs.part_id(params))
 
     def attempt(with_encoder: str) -> FfmpegRun:
         args = ff.transcode_args(
@@ -542,7 +542,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         audio_format=fmt,
     )
     check_space(output.parent, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
-    temp = outputs.temp_path(output)
+    temp = outputs.temp_path(output, outputs.part_id(params))
     args = ff.extract_audio_args(
         binary,
         str(input),
@@ -609,7 +609,8 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
         for s in streams
         for fmt in formats
     }
-    temps = {key: outputs.temp_path(final) for key, final in files.items()}
+    part = outputs.part_id(params)
+    temps = {key: outputs.temp_path(final, part) for key, final in files.items()}
     binary = ffmpeg_binary(params)
     _make_dir(output_dir)
     needed = ff.estimate_output_bytes(

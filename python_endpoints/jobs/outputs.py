@@ -1,13 +1,18 @@
 """Where media jobs write, and how they put an output in place.
 
 An output is written to a temporary name next to its final path, in the same directory (so
-that the final rename is atomic), named deterministically so that a retry after a crash
-overwrites what the crashed attempt left: ``out.mp4`` is written as
-``.out.fredica-part.mp4``. Once verified it is fsync'd and renamed into place, and a sidecar
-``.out.mp4.fredica.json`` records what it was made from (sizes and mtimes of the output and
-the input, the job, the params that shape the output). :func:`output_is_current` compares that
-with the files as they are now — stats only, never a hash of the media — so that the engine can
-skip a task whose output is already there.
+that the final rename is atomic), unique to the attempt: ``out.mp4`` is written as
+``.out.<part id>.fredica-part.mp4``, the part id (8 hex digits) given to the job by the
+endpoints server (``params["part_id"]``; a job run without a server makes its own). Two
+attempts writing the same output never share a temporary file, and the cleanup after a cancel
+or a crash (:func:`partial_outputs`) removes only its own attempt's files. What a crashed
+attempt left (its server killed with it) is removed by the next job for the same output, once
+it holds that output's lock in the server (:func:`leftover_parts`; see
+:mod:`python_endpoints.outputlocks`). Once verified an output is fsync'd and renamed into
+place, and a sidecar ``.out.mp4.fredica.json`` records what it was made from (sizes and mtimes
+of the output and the input, the job, the params that shape the output).
+:func:`output_is_current` compares that with the files as they are now — stats only, never a
+hash of the media — so that the engine can skip a task whose output is already there.
 
 Standard library only: the endpoint (in the server) and the job (in its child) both use it.
 """
@@ -19,13 +24,17 @@ import errno
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+import secrets
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from python_endpoints.child import JobFailed
 
 PART_MARK = ".fredica-part"
+#: The key of the params under which the endpoints server gives a job its part id (added to
+#: the validated params: a client cannot send it).
+PART_ID = "part_id"
 SIDECAR_SUFFIX = ".fredica.json"
 SIDECAR_VERSION = 1
 
@@ -40,9 +49,37 @@ RELEVANT_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
-def temp_path(final: Path) -> Path:
-    """The temporary name an output is written to: ``dir/.stem.fredica-part.ext``."""
-    return final.with_name(f".{final.stem}{PART_MARK}{final.suffix}")
+_PART_ID = re.compile(r"^[0-9a-f]{8}$")
+_TEMP_NAME = re.compile(
+    rf"^\.(?P<stem>.+)\.(?P<part>[0-9a-f]{{8}}){re.escape(PART_MARK)}(?P<suffix>\.[^.]*)?$"
+)
+
+
+def new_part_id() -> str:
+    """A fresh part id: 8 random hex digits."""
+    return secrets.token_hex(4)
+
+
+def part_id(params: Mapping[str, Any]) -> str:
+    """The part id the server gave this run (``params["part_id"]``), or a fresh one for a job
+    run without a server (a test, a bench): its temporary files are then its own all the same.
+    Call it once per run."""
+    given = params.get(PART_ID)
+    return given if isinstance(given, str) and _PART_ID.match(given) else new_part_id()
+
+
+def temp_path(final: Path, part: str) -> Path:
+    """The temporary name run ``part`` writes ``final`` to:
+    ``dir/.stem.<part>.fredica-part.ext``."""
+    return final.with_name(f".{final.stem}.{part}{PART_MARK}{final.suffix}")
+
+
+def parse_temp(name: str) -> tuple[str, str] | None:
+    """``(final name, part id)`` of a temporary name made by :func:`temp_path`, else None."""
+    match = _TEMP_NAME.match(name)
+    if match is None:
+        return None
+    return match["stem"] + (match["suffix"] or ""), match["part"]
 
 
 def sidecar_path(final: Path) -> Path:
@@ -77,38 +114,101 @@ def export_path(output_dir: Path, stem: str, fmt: str) -> Path:
     return output_dir / EXPORT_NAMES[fmt].format(stem=stem)
 
 
-def partial_outputs(job: str, params: Mapping[str, Any]) -> list[Path]:
-    """The temporary files a run of ``job`` with ``params`` may have left (for the endpoint to
-    remove after a cancel or a crash: the child that knew them is dead by then)."""
+#: Jobs that write one file, ``params["output"]``, through :func:`temp_path`.
+_ONE_OUTPUT = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "ANALYZE", "TRANSCRIBE"})
+#: Jobs that write ``params["output"]`` through temporary files of their own, named after the
+#: output on purpose so that a retry resumes them (a download's ``.part``, yt-dlp's files).
+_OWN_TEMPORARIES = frozenset({"DOWNLOAD", "DOWNLOAD_SITE"})
+
+
+def _absolute(params: Mapping[str, Any], key: str) -> Path | None:
+    # The params may not be validated yet (the server locks before the job validates them).
+    value = params.get(key)
+    return Path(value) if isinstance(value, str) and os.path.isabs(value) else None
+
+
+def _stem(params: Mapping[str, Any]) -> str | None:
+    stem = params.get("stem")
+    if isinstance(stem, str) and stem and "/" not in stem and "\\" not in stem:
+        return stem
+    return None
+
+
+def locked_paths(job: str, params: Mapping[str, Any]) -> list[Path]:
+    """What a run of ``job`` with ``params`` writes, as the endpoints server locks it: the
+    final paths known from the params. EXTRACT_SUBTITLES knows its files' names only once the
+    input is probed: it locks ``<output_dir>/<stem>.*``, the name of all of them. Empty for a
+    job that writes nothing or params that name no absolute path (the job refuses them)."""
     job = job_name(job)
-    try:
-        if job in ("TRANSCODE_MP4", "EXTRACT_AUDIO", "ANALYZE"):
-            return [temp_path(Path(params["output"]))]
-        if job == "EXTRACT_SUBTITLES":
-            return _subtitle_parts(Path(params["output_dir"]), str(params["stem"]))
-        if job == "EXPORT_SUBTITLES":
-            directory, stem = Path(params["output_dir"]), str(params["stem"])
-            return [temp_path(export_path(directory, stem, fmt)) for fmt in EXPORT_NAMES]
-    except (KeyError, TypeError):
-        pass
+    if job in _ONE_OUTPUT or job in _OWN_TEMPORARIES:
+        output = _absolute(params, "output")
+        return [] if output is None else [output]
+    if job == "DOWNLOAD_MODEL":
+        models_dir, name = _absolute(params, "models_dir"), params.get("name")
+        if models_dir is None or not isinstance(name, str) or not name or "/" in name:
+            return []
+        return [models_dir / name]
+    if job not in ("EXPORT_SUBTITLES", "EXTRACT_SUBTITLES"):
+        return []
+    directory, stem = _absolute(params, "output_dir"), _stem(params)
+    if directory is None or stem is None:
+        return []
+    if job == "EXPORT_SUBTITLES":
+        return [export_path(directory, stem, fmt) for fmt in EXPORT_NAMES]
+    return [directory / f"{stem}.*"]
+
+
+def _final_names(job: str, params: Mapping[str, Any]) -> list[tuple[Path, Callable[[str], bool]]]:
+    """Where ``job`` writes through :func:`temp_path`: (folder, whether a final name in it is
+    one of the job's — an output or its sidecar)."""
+    job = job_name(job)
+    if job in _ONE_OUTPUT or job == "EXPORT_SUBTITLES":
+        wanted: dict[Path, set[str]] = {}
+        for final in locked_paths(job, params):
+            wanted.setdefault(final.parent, set()).update({final.name, sidecar_path(final).name})
+        return [(folder, names.__contains__) for folder, names in wanted.items()]
+    if job == "EXTRACT_SUBTITLES":
+        directory, stem = _absolute(params, "output_dir"), _stem(params)
+        if directory is None or stem is None:
+            return []
+        # <stem>.<stream index>[.<language>].<srt|vtt> (subtitle_path), and its sidecar.
+        file = re.escape(stem) + r"\.\d+(\.[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*)?\.(srt|vtt)"
+        pattern = re.compile(rf"^({file}|\.{file}{re.escape(SIDECAR_SUFFIX)})$")
+        return [(directory, lambda name: pattern.match(name) is not None)]
     return []
 
 
-def _subtitle_parts(output_dir: Path, stem: str) -> list[Path]:
-    # Stream indexes are only known once the input is probed: find what matches the pattern.
-    prefix = f".{stem}."
-    try:
-        with os.scandir(output_dir) as entries:
-            names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
-    except OSError:
-        return []
+def _temporaries(job: str, params: Mapping[str, Any], keep: Callable[[str], bool]) -> list[Path]:
     out = []
-    for name in names:
-        rest = name[len(prefix) :] if name.startswith(prefix) else ""
-        index, _, tail = rest.partition(".")
-        if index.isdigit() and PART_MARK + "." in "." + tail:
-            out.append(output_dir / name)
-    return out
+    for folder, is_final in _final_names(job, params):
+        try:
+            with os.scandir(folder) as entries:
+                names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        for name in names:
+            parsed = parse_temp(name)
+            if parsed is not None and is_final(parsed[0]) and keep(parsed[1]):
+                out.append(folder / name)
+    return sorted(out)
+
+
+def partial_outputs(job: str, params: Mapping[str, Any]) -> list[Path]:
+    """The temporary files this run of ``job`` left — those of its part id
+    (``params["part_id"]``) only, never another attempt's: for the endpoint to remove after a
+    cancel or a crash (the child that knew them is dead by then)."""
+    part = params.get(PART_ID)
+    if not isinstance(part, str) or not _PART_ID.match(part):
+        return []
+    return _temporaries(job, params, part.__eq__)
+
+
+def leftover_parts(job: str, params: Mapping[str, Any]) -> list[Path]:
+    """The temporary files of ``job``'s outputs made by any other run than this one (of
+    another part id). Only for a caller that holds the outputs' lock, before the job starts:
+    then no other run is writing them, and these are what a crashed attempt left."""
+    own = params.get(PART_ID)
+    return _temporaries(job, params, lambda part: part != own)
 
 
 def remove_quietly(path: Path) -> None:
@@ -179,7 +279,7 @@ def write_sidecar(output: Path, input: Path, job: str, params: Mapping[str, Any]
         "params": relevant_params(job, params),
     }
     path = sidecar_path(output)
-    temp = temp_path(path)
+    temp = temp_path(path, part_id(params))
     with open(temp, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1, sort_keys=True)
         f.flush()
@@ -208,6 +308,16 @@ def output_is_current(
         )
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def sidecar_stamp(output: Path | str) -> tuple[int, int, int] | None:
+    """The sidecar's inode, size and mtime (None without one): when they change, a run put a
+    new output in place (a sidecar is replaced, never rewritten in place)."""
+    try:
+        st = sidecar_path(Path(output)).stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 @contextlib.contextmanager

@@ -118,7 +118,7 @@ def make_sample(
         raise ValueError("a sample lasts more than 0 seconds")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    temp = outputs.temp_path(out)
+    temp = outputs.temp_path(out, outputs.new_part_id())
     try:
         if kind == "text":
             # Long enough for FFmpeg's text-art demuxer to claim it (as it would claim notes).

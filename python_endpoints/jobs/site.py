@@ -12,7 +12,9 @@ merger's ``.temp.<ext>``. Once yt-dlp is done, the file it made is checked (it e
 not empty), flushed and renamed to ``output`` (``os.replace``): the final path never holds a
 partial file. The output's suffix picks the container of a *merge* (``.mp4`` → MP4, anything
 else → Matroska, which takes any codec); a single file is kept as the site serves it, byte
-for byte (the result's ``ext`` says which container that is).
+for byte (the result's ``ext`` says which container that is). These names are the output's on
+purpose (a retry continues them): two downloads to one output never run at once, the server
+locks the output for the job's duration (:mod:`python_endpoints.outputlocks`).
 
 **Resume.** yt-dlp's own ``continuedl``: a ``.part`` left by an earlier attempt is continued
 with an HTTP Range request (a ``.ytdl`` file records a fragmented download's place), and a

@@ -21,11 +21,9 @@ Child side: the standard library, numpy, PyAV, faster-whisper and CTranslate2 â€
 imported where used (and ahead of time by :func:`warm_up` in a warm spare), so that the
 endpoints server, which imports this module for its name only, stays light.
 
-Fault injection: ``FREDICA_FAKE_CUDA_OOM=N`` in the child's environment makes the N-th window
-(counting every attempt of this run) fail after its first segment with CTranslate2's CUDA
-out-of-memory error. ``FREDICA_FAKE_SKIP=A-B`` (or ``A-BxN``) makes the first decoding (or N
-decodings) that reach the stretch from A to B seconds of the media drop the segments whose
-middle lies in it, as Whisper does now and then on its own.
+The decoder's faults (a skipped stretch, a GPU out of memory) are injected by tests, never
+read from the environment: a test's job subclasses :class:`Transcription` and overrides
+:meth:`Transcription.decoded`, the one seam between the decoder and the job.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +56,6 @@ SAMPLE_RATE = 16000
 EMBEDDED_MODEL = "tiny.en"
 #: In ``models_dir``: the compute type that loaded last time, per device.
 COMPUTE_TYPES_FILE = "compute_types.json"
-FAKE_OOM_ENV = "FREDICA_FAKE_CUDA_OOM"
-FAKE_SKIP_ENV = "FREDICA_FAKE_SKIP"
 OOM_PAUSE_REASON = (
     "GPU out of memory: free GPU memory (close other GPU programs) or allow the CPU fallback, "
     "then resume"
@@ -79,11 +75,29 @@ def _openmp_waits_passively() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def _progress_bars_lock_threads_only() -> None:
+    """faster-whisper opens a (disabled) tqdm bar for every window, and tqdm's first bar
+    creates a ``multiprocessing`` lock: a named semaphore registered with the server's
+    resource tracker, reported as "leaked" on the user's terminal when the server exits if
+    this child is killed before it can unlink it. A bar in one process needs a thread lock."""
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
+
+
+def _prepare() -> None:
+    """What must be done before faster-whisper runs (by :func:`warm_up` in a spare)."""
+    _openmp_waits_passively()
+    _progress_bars_lock_threads_only()
+
+
 def warm_up(endpoint: str) -> None:
     """In a warm spare: import faster-whisper and load the voice detector (~1 s), so that a
     job starts with the model's load. The model itself is not loaded: its name and device are
     the job's, and a spare must not hold GPU memory a running job may need."""
-    _openmp_waits_passively()
+    _prepare()
     from faster_whisper.vad import get_vad_model
 
     get_vad_model()
@@ -333,9 +347,9 @@ def speech_after(audio: Audio, start: float) -> list[tuple[float, float]]:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def write_transcript(output: Path, document: dict[str, Any]) -> None:
-    """Write to the temporary name, read it back, flush, rename into place."""
-    temp = outputs.temp_path(output)
+def write_transcript(output: Path, document: dict[str, Any], part: str) -> None:
+    """Write to the temporary name of run ``part``, read it back, flush, rename into place."""
+    temp = outputs.temp_path(output, part)
     try:
         with outputs.writing(output):
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -356,40 +370,6 @@ def write_transcript(output: Path, document: dict[str, Any]) -> None:
 
 
 # --- the job ----------------------------------------------------------------------------------
-
-
-def _fake_out_of_memory(segments: Iterable[Any], attempt: int) -> Iterator[Any]:
-    try:
-        n = int(os.environ.get(FAKE_OOM_ENV) or 0)
-    except ValueError:
-        n = 0
-    if n != attempt:
-        yield from segments
-        return
-    for raw in segments:
-        yield raw
-        break
-    raise RuntimeError(speech.CUDA_OOM_MESSAGE)
-
-
-class _FakeSkip:
-    """``FREDICA_FAKE_SKIP``: the decoder does not hear a stretch, the first N times."""
-
-    def __init__(self) -> None:
-        match = re.fullmatch(r"([\d.]+)-([\d.]+)(?:x(\d+))?", os.environ.get(FAKE_SKIP_ENV, ""))
-        self.stretch = (float(match[1]), float(match[2])) if match else None
-        self.left = int(match[3] or 1) if match else 0
-
-    def filter(self, segments: Iterable[Any], window: speech.Window) -> Iterator[Any]:
-        counted = False
-        for raw in segments:
-            middle = window.start + (raw.start + raw.end) / 2
-            within = self.stretch and self.stretch[0] <= middle < self.stretch[1]
-            if within and (counted or self.left):
-                if not counted:
-                    self.left, counted = self.left - 1, True
-                continue
-            yield raw
 
 
 def _raw_segment(raw: Any) -> speech.RawSegment:
@@ -432,10 +412,9 @@ class Transcription:
         self.windows = 0
         self.attempts = 0
         self.unload_on_pause: bool | None = params.get("unload_on_pause")
-        self.fake_skip = _FakeSkip()
 
     def run(self) -> dict[str, Any] | None:
-        _openmp_waits_passively()  # (warm_up did, in a spare)
+        _prepare()  # (warm_up did, in a spare)
         path = resolve_model(self.name, self.params.get("models_dir"))
         self.ctx.progress(0.0, "reading the audio")
         audio = load_audio(self.input)
@@ -499,6 +478,7 @@ class Transcription:
         write_transcript(
             self.output,
             speech.transcript_document(language, duration, self.name, segments, merger.unheard),
+            outputs.part_id(self.params),
         )
         self.ctx.progress(100.0, "done", extras=merger.extras())
         return {
@@ -570,8 +550,7 @@ class Transcription:
         )
         merger.begin(window, info.language, float(info.language_probability))
         kept = 0
-        decoded = self.fake_skip.filter(segments, window)
-        for raw in _fake_out_of_memory(decoded, self.attempts):
+        for raw in self.decoded(segments, window):
             if self._unloads(model) and not self.ctx.resume_event.is_set():
                 raise _Unload  # the segments' generator holds the model: leave it first
             self.ctx.wait_if_paused(held=model.on_gpu)
@@ -601,6 +580,12 @@ class Transcription:
         self.windows += 1
         self._progress(merger, force=True)
         return _Outcome.DONE
+
+    def decoded(self, segments: Iterable[Any], window: speech.Window) -> Iterable[Any]:
+        """The decoder's segments of ``window`` as the job takes them (``attempts`` counts the
+        windows decoded so far, this one included): as they come. The seam where tests inject
+        what a decoder does now and then â€” skip a stretch, run out of GPU memory."""
+        return segments
 
     def _skipped(
         self, audio: Audio, merger: speech.Merger, until: float, kept: int, tries: int

@@ -27,7 +27,7 @@ from workers.tasktypes import (
 class _FileJobExecutor(WebSocketExecutor):
     """A job with one ``input`` and one ``output`` file."""
 
-    resumable = True  # an interrupted job starts again (a retry overwrites its temp file)
+    resumable = True  # an interrupted job starts again (the retry removes its temp file)
     stall_timeout = 120.0
 
     async def can_skip(self, task: TaskRecord) -> bool:

@@ -22,9 +22,10 @@ from workers.store._base import StoreBase
 from workers.store._control import ControlMixin
 from workers.store._reads import ReadsMixin
 from workers.store._recovery import RecoveryMixin
+from workers.store._retention import RetentionMixin
 
 __all__ = ["StoreBase", "TaskStore"]
 
 
-class TaskStore(AttemptsMixin, ControlMixin, RecoveryMixin, ReadsMixin):
+class TaskStore(AttemptsMixin, ControlMixin, RecoveryMixin, RetentionMixin, ReadsMixin):
     """Async access to the queue's tables on an already-migrated database."""

@@ -36,6 +36,18 @@ from workers.store._base import (
 )
 
 
+def _bad_result(c: Completion, error: str) -> Failure:
+    return Failure(c.task_id, c.lease_token, error, ErrorType.BAD_RESULT, retryable=False)
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, sa.exc.IntegrityError):
+        if "idempotency_key" in str(exc.orig):
+            return "a new task's idempotency key is held by an active task"
+        return f"a new task breaks a constraint ({exc.orig})"
+    return str(exc)
+
+
 class AttemptsMixin(StoreBase):
     # --- the engine's transaction ---------------------------------------------------------
 
@@ -92,28 +104,24 @@ class AttemptsMixin(StoreBase):
         done: list[bool] = []
         late_failures: list[Failure] = []
         for c in completions:
+            # What one task returned can fail only that task, never the whole turn.
             if not c.new_tasks:
-                done.append(self._complete_tx(conn, c.task_id, c.lease_token, c.result, ()))
+                try:
+                    done.append(self._complete_tx(conn, c.task_id, c.lease_token, c.result, ()))
+                except (TypeError, ValueError) as exc:  # raised before any write
+                    done.append(False)
+                    late_failures.append(_bad_result(c, f"its result is not JSON: {exc}"))
                 continue
-            # A fan-out that cannot be added fails its task alone, not the whole turn.
             saved = copy.deepcopy(self._batch)
             try:
                 with conn.begin_nested():
                     done.append(
                         self._complete_tx(conn, c.task_id, c.lease_token, c.result, c.new_tasks)
                     )
-            except FredicaError as exc:
+            except (FredicaError, sa.exc.IntegrityError, TypeError, ValueError) as exc:
                 self._batch = saved
                 done.append(False)
-                late_failures.append(
-                    Failure(
-                        c.task_id,
-                        c.lease_token,
-                        f"fan-out rejected: {exc}",
-                        ErrorType.EXECUTOR_ERROR,
-                        retryable=False,
-                    )
-                )
+                late_failures.append(_bad_result(c, f"fan-out rejected: {_why(exc)}"))
         failed = tuple(
             self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable)
             for f in failures
@@ -135,9 +143,7 @@ class AttemptsMixin(StoreBase):
                 result = None
                 if inline is not None and len(folded) < inline_budget:
                     result = inline(claim)
-                if result is not None and self._complete_tx(
-                    conn, claim.id, claim.lease_token, result, ()
-                ):
+                if result is not None and self._complete_inline(conn, claim, result):
                     folded.append(claim)
                     freed = True
                     continue
@@ -166,6 +172,16 @@ class AttemptsMixin(StoreBase):
             inline=tuple(folded),
             exhausted=exhausted,
         )
+
+    def _complete_inline(
+        self, conn: sa.Connection, claim: ClaimedTask, result: dict[str, Any]
+    ) -> bool:
+        """Complete a task run inline; False (it then starts the usual way, which reports what
+        is wrong) when its result cannot be recorded."""
+        try:
+            return self._complete_tx(conn, claim.id, claim.lease_token, result, ())
+        except (TypeError, ValueError):  # raised before any write
+            return False
 
     # --- claiming and running -------------------------------------------------------------
 
@@ -206,6 +222,8 @@ class AttemptsMixin(StoreBase):
         new_status = S.RUNNING if start else S.CLAIMED
         now = self.now()
         cur = _hot.cursor(conn)
+        if limit > 0 and (free is None or free):
+            cur.execute(_hot.PROMOTE_DUE_SQL, {"now": now})
         while len(claimed) < limit and (free is None or free):
             resources = None if free is None else tuple(sorted(free))
             params: dict[str, Any] = {
@@ -218,7 +236,8 @@ class AttemptsMixin(StoreBase):
             }
             if resources is not None:
                 params.update({f"r{i}": r for i, r in enumerate(resources)})
-            row = cur.execute(_hot.claim_sql(resources), params).fetchone()
+            sql = _hot.claim_sql(None if resources is None else len(resources))
+            row = cur.execute(sql, params).fetchone()
             if row is None:
                 break
             task = _hot.task_from_row(cur, row)
@@ -394,8 +413,8 @@ class AttemptsMixin(StoreBase):
         events = [_event_row(task_id, run_id, "completed", now, None)]
         delta: Counter[TaskStatus] = Counter({was: -1, S.COMPLETED: 1})
         if new_tasks and run_id:
-            self._add_tasks(conn, run_id, new_tasks, now)
             delta[S.PENDING] += len(new_tasks)
+            self._add_tasks(conn, run_id, new_tasks, now, events, delta)
             conn.execute(
                 sa.update(run_t)
                 .where(run_t.c.id == run_id)
@@ -407,8 +426,17 @@ class AttemptsMixin(StoreBase):
         return True
 
     def _add_tasks(
-        self, conn: sa.Connection, run_id: str, tasks: Sequence[PreparedTask], now: float
+        self,
+        conn: sa.Connection,
+        run_id: str,
+        tasks: Sequence[PreparedTask],
+        now: float,
+        events: list[dict[str, Any]],
+        delta: Counter[TaskStatus],
     ) -> None:
+        """Add fan-out tasks to a run. Those that depend on a task of the run that failed or
+        was cancelled can never run: they are cancelled ``DEPENDENCY_FAILED`` at once, as the
+        cascade would have (and come back with it when it is retried)."""
         existing = conn.execute(
             sa.select(task_t.c.key, task_t.c.id, task_t.c.status).where(
                 task_t.c.workflow_run_id == run_id, task_t.c.key.is_not(None)
@@ -424,6 +452,10 @@ class AttemptsMixin(StoreBase):
             raise InvalidState(f"new tasks depend on keys the run does not have: {unknown}")
         done = frozenset(r.id for r in existing if r.status == S.COMPLETED)
         self._insert_tasks(conn, run_id, tasks, ids, completed=done, now=now)
+        dead = {r.key for r in existing if r.status in (S.FAILED, S.CANCELLED)}
+        blocked = sorted({ids[d] for t in tasks for d in t.depends_on if d in dead})
+        if blocked:
+            self._cascade(conn, blocked, now, events, delta)
 
     async def fail(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -18,7 +19,7 @@ import sqlalchemy as sa
 
 from workers import states
 from workers.db import READ_ONLY
-from workers.errors import NotFound
+from workers.errors import NotFound, store_unavailable
 from workers.models import RestartTaskLog, TaskDependency, TaskEvent, WorkflowRun
 from workers.models import Task as TaskModel
 from workers.records import (
@@ -72,6 +73,16 @@ def downstream(roots: list[str]) -> sa.CTE:
     return down.union(
         sa.select(dep_t.c.task_id).join(down, dep_t.c.depends_on_id == down.c.task_id)
     )
+
+
+def upstream(roots: list[str]) -> sa.CTE:
+    """A recursive CTE of every task upstream of ``roots`` (column ``task_id``)."""
+    up = (
+        sa.select(dep_t.c.depends_on_id.label("task_id"))
+        .where(dep_t.c.task_id.in_(roots))
+        .cte("up", recursive=True)
+    )
+    return up.union(sa.select(dep_t.c.depends_on_id).join(up, dep_t.c.task_id == up.c.task_id))
 
 
 class _Clock:
@@ -154,7 +165,10 @@ class StoreBase:
         last call (SQLite's ``PRAGMA data_version`` on a connection kept for this). Costs no
         disk read: it is how an idle engine notices a submission from the CLI quickly."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._watcher, self._data_changed)
+        try:
+            return await loop.run_in_executor(self._watcher, self._data_changed)
+        except sqlite3.OperationalError as exc:
+            raise store_unavailable(exc) from exc
 
     def _data_changed(self) -> bool:
         if self._watch_conn is None:
@@ -189,9 +203,11 @@ class StoreBase:
         try:
             with conn.begin():
                 result = fn(conn, *args)
-        except BaseException:
+        except BaseException as exc:
             if conn.invalidated or conn.closed:
                 self._write_conn = None
+            if _unavailable(exc):
+                raise store_unavailable(exc) from exc
             raise
         if self._run_changes:
             changes, self._run_changes = self._run_changes, []
@@ -206,8 +222,11 @@ class StoreBase:
         )
 
     def _read_tx(self, fn: Callable[..., T], *args: Any) -> T:
-        with self._read_engine.begin() as conn:
-            return fn(conn, *args)
+        try:
+            with self._read_engine.begin() as conn:
+                return fn(conn, *args)
+        except sa.exc.OperationalError as exc:
+            raise store_unavailable(exc) from exc
 
     def _insert_tasks(
         self,
@@ -379,6 +398,13 @@ class StoreBase:
 
 
 # --- row helpers ----------------------------------------------------------------------------
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """An error of the database itself, not of what a transaction tried to write: disk full,
+    locked, read-only, I/O. (A constraint violation is the data's fault, and a damaged file
+    is a :class:`DatabaseCorrupt` matter for whoever opens it.)"""
+    return isinstance(exc, sa.exc.OperationalError | sqlite3.OperationalError)
 
 
 def _task_record(row: Mapping[Any, Any]) -> TaskRecord:

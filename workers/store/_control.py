@@ -16,7 +16,16 @@ from workers.records import (
 )
 from workers.spec import PreparedRun
 from workers.states import ErrorType, RunStatus, TaskStatus
-from workers.store._base import HELD, S, StoreBase, _event_row, downstream, run_t, task_t
+from workers.store._base import (
+    HELD,
+    S,
+    StoreBase,
+    _event_row,
+    downstream,
+    run_t,
+    task_t,
+    upstream,
+)
 
 
 class ControlMixin(StoreBase):
@@ -217,8 +226,10 @@ class ControlMixin(StoreBase):
         return [r.id for r in rows]
 
     async def retry(self, task_id: str) -> list[str]:
-        """Give a failed or cancelled task a new start, with the tasks downstream of it that
-        were cancelled because of it. Returns the ids made pending again."""
+        """Give a failed or cancelled task a new start. What it needs comes back with it: the
+        failed or cancelled tasks upstream of it (else it would wait for ever), and the tasks
+        downstream of any of these that were cancelled because of them. Returns the ids made
+        pending again."""
         return await self._write(self._retry_tx, task_id)
 
     async def retry_run(self, run_id: str) -> list[str]:
@@ -256,6 +267,17 @@ class ControlMixin(StoreBase):
 
     def _revive(self, conn: sa.Connection, roots: list[str]) -> list[str]:
         now = self.now()
+        up = upstream(roots)
+        roots = roots + [
+            i
+            for i in conn.execute(
+                sa.select(task_t.c.id).where(
+                    task_t.c.id.in_(sa.select(up.c.task_id)),
+                    task_t.c.status.in_((S.FAILED, S.CANCELLED)),
+                )
+            ).scalars()
+            if i not in roots
+        ]
         down = downstream(roots)
         dependents = list(
             conn.execute(
@@ -279,6 +301,7 @@ class ControlMixin(StoreBase):
             .values(
                 status=S.PENDING,
                 retry_count=0,
+                interruptions=0,
                 error=None,
                 error_type=None,
                 result=None,

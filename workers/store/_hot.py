@@ -31,22 +31,43 @@ COUNT_COLUMNS = {
     TaskStatus.CANCELLED: "cancelled_tasks",
 }
 
-# The claim. Its WHERE repeats the partial index's predicate word for word so that SQLite uses
-# ix_task_claimable (a bound parameter for 'pending' would hide the implication).
+# The claim. Its WHERE repeats the claimable indexes' predicate (workers.models.CLAIMABLE)
+# word for word so that SQLite uses them (a bound parameter for 'pending' would hide the
+# implication). A task waiting for its retry timer is not claimable until PROMOTE_DUE_SQL,
+# run first, has cleared its next_run_at. {pick} is one of the two selects below.
 CLAIM_SQL = """
 UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_at,
        heartbeat_at = :now, lease_token = :token, attempt = attempt + 1,
        worker_id = :worker_id, lease_until = :lease_until, next_run_at = NULL
-WHERE id = (
-    SELECT id FROM task INDEXED BY ix_task_claimable
-    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused
-      AND (next_run_at IS NULL OR next_run_at <= :now)
-      {resource_filter}
-    ORDER BY priority DESC, created_at
-    LIMIT 1
-)
+WHERE id = ({pick})
 RETURNING *
 """
+
+# Any class: the head of ix_task_claimable.
+PICK_ANY_SQL = """
+    SELECT id FROM task INDEXED BY ix_task_claimable
+    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL
+    ORDER BY priority DESC, created_at
+    LIMIT 1
+"""
+
+# The head of one class in ix_task_claimable_by_resource: one index seek, whatever the other
+# classes have queued. A claim for several classes takes the best of their heads.
+PICK_CLASS_SQL = """
+        SELECT id, priority, created_at FROM task INDEXED BY ix_task_claimable_by_resource
+        WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL
+          AND resource = :r{i}
+        ORDER BY priority DESC, created_at
+        LIMIT 1
+"""
+
+# Retries whose timer has run out become claimable (they enter the claimable indexes). One
+# seek in the partial index ix_task_retry_due when nothing is due; 'pending' is literal so
+# that SQLite sees the implication.
+PROMOTE_DUE_SQL = (
+    "UPDATE task INDEXED BY ix_task_retry_due SET next_run_at = NULL "
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL AND next_run_at <= :now"
+)
 
 COMPLETE_SQL = """
 UPDATE task SET status = 'completed', result = :result, progress = 100.0,
@@ -66,7 +87,14 @@ INSERT_EVENT_SQL = (
     "VALUES (:task_id, :workflow_run_id, :at, :kind, :detail)"
 )
 
-# Literal 'pending' so that SQLite answers from the partial index ix_task_retry_due.
+# Whether a retry came due that no claim has promoted yet.
+DUE_SQL = (
+    "SELECT 1 FROM task INDEXED BY ix_task_retry_due "
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL AND next_run_at <= :now"
+)
+
+# Literal 'pending' so that SQLite answers from the partial index ix_task_retry_due. A retry
+# that came due is in it until a claim promotes it: its time may be past.
 NEXT_RETRY_SQL = (
     "SELECT min(next_run_at) FROM task INDEXED BY ix_task_retry_due "
     "WHERE status = 'pending' AND next_run_at IS NOT NULL"
@@ -78,7 +106,7 @@ SET_RUN_STATUS_SQL = (
 
 _JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint"})
 _BOOL_COLUMNS = frozenset({"is_paused", "is_pausable"})
-_claim_sql: dict[tuple[str, ...] | None, str] = {}
+_claim_sql: dict[int | None, str] = {}
 _delta_sql: dict[tuple[str, ...], str] = {}
 
 
@@ -89,13 +117,18 @@ def cursor(conn: sa.Connection) -> sqlite3.Cursor:
     return driver.cursor()
 
 
-def claim_sql(resources: tuple[str, ...] | None) -> str:
-    sql = _claim_sql.get(resources)
+def claim_sql(classes: int | None) -> str:
+    """The claim for any class (``None``), or for ``classes`` resource classes bound as
+    ``:r0``, ``:r1``…: the best of the classes' heads, priority first, then the oldest."""
+    sql = _claim_sql.get(classes)
     if sql is None:
-        flt = ""
-        if resources is not None:
-            flt = "AND resource IN (" + ", ".join(f":r{i}" for i in range(len(resources))) + ")"
-        sql = _claim_sql[resources] = CLAIM_SQL.format(resource_filter=flt)
+        pick = PICK_ANY_SQL
+        if classes is not None:
+            heads = " UNION ALL ".join(
+                f"SELECT * FROM ({PICK_CLASS_SQL.format(i=i)})" for i in range(classes)
+            )
+            pick = f"SELECT id FROM ({heads}) ORDER BY priority DESC, created_at LIMIT 1"
+        sql = _claim_sql[classes] = CLAIM_SQL.format(pick=pick)
     return sql
 
 

@@ -14,6 +14,7 @@ from workers.records import (
     RunRecord,
     TaskRecord,
 )
+from workers.store import _hot
 from workers.store._base import (
     HELD,
     NEXT_RETRY_SQL,
@@ -142,16 +143,17 @@ class ReadsMixin(StoreBase):
     def _has_claimable_tx(self, conn: sa.Connection, resources: tuple[str, ...] | None) -> bool:
         if resources == ():
             return False
-        sql = (
-            "SELECT 1 FROM task INDEXED BY ix_task_claimable "
-            "WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused "
-            "AND (next_run_at IS NULL OR next_run_at <= :now)"
-        )
+        # A retry that came due is claimable once a claim promotes it: say yes, so that the
+        # claim runs (whatever its class: promoting it costs one write).
+        checks = [_hot.DUE_SQL]
+        if resources is None:
+            checks.append(_hot.PICK_ANY_SQL)
+        else:
+            checks += [_hot.PICK_CLASS_SQL.format(i=i) for i in range(len(resources))]
+        sql = "SELECT " + " OR ".join(f"EXISTS ({c})" for c in checks)
         params: dict[str, Any] = {"now": self.now()}
-        if resources is not None:
-            sql += " AND resource IN (" + ", ".join(f":r{i}" for i in range(len(resources))) + ")"
-            params.update({f"r{i}": r for i, r in enumerate(resources)})
-        return conn.execute(sa.text(sql + " LIMIT 1"), params).first() is not None
+        params.update({f"r{i}": r for i, r in enumerate(resources or ())})
+        return bool(conn.exec_driver_sql(sql, params).scalar())
 
     async def control_state(self, worker_id: str, task_ids: Collection[str]) -> HeartbeatOutcome:
         """What a heartbeat would say of the tasks ``worker_id`` holds (still ours, asked to

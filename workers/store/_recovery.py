@@ -3,12 +3,21 @@
 Set-based: a handful of statements whatever the number of interrupted tasks. The log rows are
 written first, from the tasks as they were found; then each kind of task is moved on in one
 statement; then the runs' counters are recounted from their tasks and their statuses derived.
+
+An interruption is not a failure: a task that was running when the app stopped goes back to
+``pending`` (from its checkpoint when its executor is resumable, from the start otherwise) and
+uses none of its retries. A crash while it ran adds one to ``task.interruptions``; past the
+limit the task fails ``INTERRUPTED`` (it may be what takes the app down). A graceful stop does
+not count: the engine marks the attempts it stops with :meth:`RecoveryMixin.release_for_shutdown`
+— the task stays ``running`` (so recovery takes it over and the restart log lists it) with
+``lease_until`` set to NULL. A claim or a heartbeat always sets ``lease_until``, so a held task
+without one was released by its engine, and one with one was cut off by a crash.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,6 +28,7 @@ from workers.records import RecoveryReport, RestartLogEntry
 from workers.states import RunStatus, TaskStatus
 from workers.store import _hot
 from workers.store._base import (
+    HELD,
     StoreBase,
     log_t,
     run_t,
@@ -27,35 +37,94 @@ from workers.store._base import (
 
 DISPOSITIONS = ("pending_review", "dismissed", "retried")
 
+B = sa.bindparam
+RELEASE_STMT = (
+    sa.update(task_t)
+    .where(
+        task_t.c.id == B("task_id"),
+        task_t.c.lease_token == B("token"),
+        task_t.c.status.in_(HELD),
+    )
+    .values(lease_until=None)
+)
+
 
 class RecoveryMixin(StoreBase):
-    async def recover(self, session_id: str, resumable_types: Collection[str]) -> RecoveryReport:
-        """Take over what a previous session left unfinished (DESIGN §4).
+    async def release_for_shutdown(self, attempts: Iterable[tuple[str, str]]) -> int:
+        """Mark attempts that an engine stopped on a graceful shutdown, given as ``(task id,
+        lease token)``: the next recovery takes them over without counting an interruption.
 
-        claimed → pending; running → pending with its checkpoint when its type is resumable and
-        it has retries left (a recovery counts as a retry), else failed ``INTERRUPTED`` (and its
-        downstream cancelled); a paused task stays paused; tasks without a run fail
-        ``ORPHANED``. Only held tasks and orphans are touched: the caller guarantees that no
-        other engine is running on this database (the data directory's lock).
+        Each task stays ``claimed``/``running`` with its worker and token; only its
+        ``lease_until`` is cleared (the marker). Fenced by the lease token: an attempt that is
+        no longer ours (cancelled, finished, taken over) is left alone. Returns how many were
+        marked.
         """
-        return await self._write(self._recover_tx, session_id, list(resumable_types))
+        pairs = [{"task_id": task_id, "token": token} for task_id, token in attempts]
+        if not pairs:
+            return 0
+        return await self._write(self._release_tx, pairs)
+
+    def _release_tx(self, conn: sa.Connection, pairs: list[dict[str, str]]) -> int:
+        return sum(conn.execute(RELEASE_STMT, p).rowcount for p in pairs)
+
+    async def recover(
+        self,
+        session_id: str,
+        resumable_types: Collection[str],
+        *,
+        max_interruptions: int = 5,
+        hold: bool = False,
+    ) -> RecoveryReport:
+        """Take over what a previous session left unfinished.
+
+        ``claimed`` → pending (``requeued``). ``running`` → pending, using no retry: from its
+        checkpoint when its type is in ``resumable_types`` (``resumed``), else from the start
+        with its checkpoint and progress cleared (``restarted``); with ``hold``, held
+        (``is_paused``) for the user's review instead (``held``). A crash (not a graceful stop,
+        see :meth:`release_for_shutdown`) while it ran counts an interruption; a task whose
+        count would exceed ``max_interruptions`` fails ``INTERRUPTED`` and its downstream is
+        cancelled (``failed``). A paused task stays paused (``kept_paused``); tasks without a
+        run fail ``ORPHANED``. Only held tasks and orphans are touched: the caller guarantees
+        that no other engine is running on this database (the data directory's lock).
+        """
+        return await self._write(
+            self._recover_tx, session_id, list(resumable_types), max_interruptions, hold
+        )
 
     def _recover_tx(
-        self, conn: sa.Connection, session_id: str, resumable: list[str]
+        self,
+        conn: sa.Connection,
+        session_id: str,
+        resumable: list[str],
+        max_interruptions: int,
+        hold: bool,
     ) -> RecoveryReport:
         now = self.now()
-        types = ", ".join(f":t{i}" for i in range(len(resumable))) or "NULL"
+        types = ", ".join(f":t{i}" for i in range(len(resumable)))
         params: dict[str, Any] = {f"t{i}": name for i, name in enumerate(resumable)}
-        params.update({"session": session_id, "now": now})
-        # Held tasks are selected with the predicate of the partial index ix_task_held, word
-        # for word, so that SQLite scans that index and not the whole table (which also holds
-        # every finished task); orphans through ix_task_workflow_run_id.
+        params.update({"session": session_id, "now": now, "limit": max_interruptions, "hold": hold})
+        # Every expression reads the row as recovery found it (SQLite and PostgreSQL evaluate
+        # an UPDATE's SET list on the old row), so the log and the update agree.
+        is_resumable = f"type IN ({types})" if resumable else "FALSE"
+        crashed = "(status = 'running' AND NOT is_paused AND lease_until IS NOT NULL)"
+        count = f"(interruptions + CASE WHEN {crashed} THEN 1 ELSE 0 END)"
+        from_start = f"(status = 'running' AND NOT ({is_resumable}))"
         action = f"""CASE
             WHEN workflow_run_id IS NULL THEN 'failed'
             WHEN status = 'claimed' THEN 'requeued'
             WHEN is_paused THEN 'kept_paused'
-            WHEN type IN ({types}) AND retry_count < max_retries THEN 'requeued'
-            ELSE 'failed' END"""
+            WHEN {count} > :limit THEN 'failed'
+            WHEN :hold THEN 'held'
+            WHEN {is_resumable} THEN 'resumed'
+            ELSE 'restarted' END"""
+        detail = f"""CASE WHEN workflow_run_id IS NULL THEN 'its workflow run no longer exists'
+            WHEN {crashed} THEN 'crash: interruption ' || {count} || ' of at most ' || :limit
+            ELSE CASE WHEN lease_until IS NULL THEN 'graceful stop' ELSE 'crash' END
+                || ', not counted: ' || {count} || ' interruption(s) of at most ' || :limit
+            END || coalesce('; last status: ' || status_text, '')"""
+        # Held tasks are selected with the predicate of the partial index ix_task_held, word
+        # for word, so that SQLite scans that index and not the whole table (which also holds
+        # every finished task); orphans through ix_task_workflow_run_id.
         where = (
             "(status IN ('claimed', 'running') OR (workflow_run_id IS NULL "
             "AND status IN ('pending', 'claimed', 'running')))"
@@ -66,7 +135,7 @@ class RecoveryMixin(StoreBase):
                     workflow_run_id, material_id, status_at_restart, progress, action,
                     disposition, detail, created_at, updated_at)
                 SELECT :session, id, type, workflow_run_id, material_id, status, progress,
-                    {action}, 'pending_review', status_text, :now, :now
+                    {action}, 'pending_review', {detail}, :now, :now
                 FROM task WHERE {where}"""
             ),
             params,
@@ -81,7 +150,7 @@ class RecoveryMixin(StoreBase):
             ).all()
         )
         if not counts:
-            return RecoveryReport(session_id, 0, 0, 0, 0, ())
+            return RecoveryReport(session_id)
         orphans = list(
             conn.execute(
                 sa.text(
@@ -94,17 +163,19 @@ class RecoveryMixin(StoreBase):
                 {"now": now},
             ).scalars()
         )
-        # Every held task in one statement: requeued (with its checkpoint), kept paused, or
-        # failed INTERRUPTED.
+        # Every held task in one statement: requeued, resumed, restarted, held, kept paused,
+        # or failed INTERRUPTED. retry_count is left alone: an interruption is not a failure.
         conn.execute(
             sa.text(
                 f"""UPDATE task SET
                         status = CASE WHEN {action} = 'failed' THEN 'failed' ELSE 'pending' END,
-                        retry_count = CASE WHEN status = 'running' AND NOT is_paused
-                            AND {action} = 'requeued' THEN retry_count + 1
-                            ELSE retry_count END,
+                        interruptions = {count},
+                        is_paused = CASE WHEN {action} = 'held' THEN TRUE ELSE is_paused END,
+                        checkpoint = CASE WHEN {from_start} THEN NULL ELSE checkpoint END,
+                        progress = CASE WHEN {from_start} THEN 0 ELSE progress END,
                         error = CASE WHEN {action} = 'failed'
-                            THEN 'interrupted: Fredica stopped while this task ran'
+                            THEN 'Fredica stopped ' || {count} || ' times while this task '
+                                || 'ran; it may be what makes it stop: retry it to try again'
                             ELSE error END,
                         error_type = CASE WHEN {action} = 'failed' THEN 'INTERRUPTED'
                             ELSE error_type END,
@@ -112,7 +183,10 @@ class RecoveryMixin(StoreBase):
                             ELSE completed_at END,
                         status_text = CASE {action}
                             WHEN 'kept_paused' THEN 'paused (kept across a restart)'
-                            WHEN 'requeued' THEN 'resuming after a restart'
+                            WHEN 'held' THEN 'held after a restart: review it'
+                            WHEN 'resumed' THEN 'resuming after a restart'
+                            WHEN 'restarted' THEN 'starting again after a restart'
+                            WHEN 'requeued' THEN 'requeued after a restart'
                             ELSE status_text END,
                         lease_token = NULL, lease_until = NULL, worker_id = NULL
                     WHERE status IN ('claimed', 'running')"""
@@ -144,7 +218,10 @@ class RecoveryMixin(StoreBase):
         self._recount_runs(conn, runs, now)
         return RecoveryReport(
             session_id=session_id,
+            resumed=counts.get("resumed", 0),
+            restarted=counts.get("restarted", 0),
             requeued=counts.get("requeued", 0),
+            held=counts.get("held", 0),
             kept_paused=counts.get("kept_paused", 0),
             failed=len(failed_ids),
             orphaned=len(orphans),

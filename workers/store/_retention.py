@@ -1,0 +1,258 @@
+"""Retention: deleting finished runs and old timeline events, in short transactions.
+
+A prune is a loop of small write transactions, so that it never holds the write lock for long
+(an engine's turn waits for the lock behind it): each deletes a batch of finished runs with
+everything that belongs to them, by set-based statements on their indexes, or a window of old
+timeline events. Between two batches the writer thread takes whatever else is queued.
+
+What goes with a run: its tasks, their ``task_dependency`` edges, their ``task_event`` rows
+and their ``restart_task_log`` entries. A run is deleted only when it is finished (completed,
+failed or cancelled) and none of its tasks is pending, claimed or running — a failed run can
+still have a task running — and only when no task of another run depends on one of its
+tasks. Its tasks go before it (``task.workflow_run_id`` is ``ON DELETE SET NULL``: deleting
+the run first would leave orphans).
+
+Those batches run with foreign-key enforcement off for their transaction. ``task_event`` has
+no index on ``task_id`` (every event would otherwise land on a random index page: see
+migration 0002), so SQLite's ``ON DELETE CASCADE`` would scan the whole timeline once per
+deleted task. The batch deletes every child row itself, by an index, before the parents, and
+deletes only closed sets (whole runs, with every edge of their tasks), so nothing is left
+pointing at a deleted row. Materials are not the queue's: they stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+
+from workers.retention import PruneReport, RetentionPolicy
+from workers.store._base import StoreBase
+
+T = TypeVar("T")
+
+#: Tasks deleted per transaction, with their edges, events and log rows: a batch takes whole
+#: runs up to this many tasks; a larger run goes alone, in one transaction, as it was created.
+#: Measured with bench/prune.py on a 300 MB database (docs/performance.md): 100 tasks hold the
+#: write lock 3.7 ms (p50; 8 ms at most), 500 tasks 36 ms (99 ms at most: the batch no longer
+#: fits SQLite's page cache).
+BATCH_TASKS = 100
+#: Timeline events per transaction when trimming by age (a window of event ids): 3.4 ms (p50).
+EVENT_WINDOW = 5_000
+
+_ACTIVE = "('pending', 'claimed', 'running')"
+
+# Finished runs, oldest first, that can go: none of their tasks is active, and no task of
+# another run depends on one of theirs. The index's predicate is repeated word for word.
+CANDIDATE_RUNS_SQL = f"""
+SELECT r.id, r.total_tasks FROM workflow_run AS r INDEXED BY ix_workflow_run_finished
+WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.completed_at < :cutoff
+  AND r.pending_tasks = 0 AND r.claimed_tasks = 0 AND r.running_tasks = 0
+  AND NOT EXISTS (
+      SELECT 1 FROM task AS t WHERE t.workflow_run_id = r.id AND t.status IN {_ACTIVE}
+  )
+  AND NOT EXISTS (
+      SELECT 1 FROM task AS t
+      JOIN task_dependency AS d ON d.depends_on_id = t.id
+      JOIN task AS c ON c.id = d.task_id
+      WHERE t.workflow_run_id = r.id AND c.workflow_run_id IS NOT r.id
+  )
+ORDER BY r.completed_at
+LIMIT :limit
+"""
+
+_IN_RUNS = "(SELECT value FROM json_each(:runs))"
+_RUN_TASKS = f"(SELECT id FROM task WHERE workflow_run_id IN {_IN_RUNS})"
+#: What a batch of runs (``:runs``, a JSON list of ids) takes with it: (name, table, which
+#: rows), every child before its parent.
+RUN_ROWS = (
+    ("dependencies", "task_dependency", f"task_id IN {_RUN_TASKS}"),
+    ("events", "task_event", f"workflow_run_id IN {_IN_RUNS}"),
+    ("restart_log", "restart_task_log", f"task_id IN {_RUN_TASKS}"),
+    ("tasks", "task", f"workflow_run_id IN {_IN_RUNS}"),
+    ("runs", "workflow_run", f"id IN {_IN_RUNS}"),
+)
+
+# Old events are deleted by windows of ids, each window's delete still checking the time:
+# one transaction never walks more than a window, whatever is kept in between. The ids to
+# walk are found first by a read (a scan of the timeline, on a reader thread: no lock held).
+OLD_EVENT_IDS_SQL = "SELECT min(id), max(id) FROM task_event WHERE at < :cutoff"
+DELETE_EVENTS_SQL = "DELETE FROM task_event WHERE id >= :lo AND id < :hi AND at < :cutoff"
+
+
+class RetentionMixin(StoreBase):
+    async def prune(
+        self,
+        policy: RetentionPolicy,
+        *,
+        dry_run: bool = False,
+        batch_tasks: int = BATCH_TASKS,
+        event_window: int = EVENT_WINDOW,
+    ) -> PruneReport:
+        """Delete the finished runs and the timeline events ``policy`` no longer keeps, in
+        short write transactions (see the module's docstring); or, with ``dry_run``, count
+        what would go (one read)."""
+        now = self.now()
+        run_cutoff = None if policy.keep_runs is None else now - policy.keep_runs
+        event_cutoff = None if policy.keep_events is None else now - policy.keep_events
+        if dry_run:
+            return await self._read(self._prune_count_tx, run_cutoff, event_cutoff)
+        totals: Counter[str] = Counter()
+        longest = 0.0
+        while run_cutoff is not None:
+            counts, took = await self._timed_write(
+                False, self._prune_runs_tx, run_cutoff, batch_tasks
+            )
+            if counts is None:
+                break
+            totals.update(counts)
+            totals["transactions"] += 1
+            longest = max(longest, took)
+            await self._between_batches()
+        span = None
+        if event_cutoff is not None:
+            span = await self._read(self._old_event_ids_tx, event_cutoff)
+        if span is not None:
+            lo, last = span
+            while lo <= last:
+                hi = min(lo + event_window, last + 1)
+                deleted, took = await self._timed_write(
+                    True, self._prune_events_tx, lo, hi, event_cutoff
+                )
+                totals["old_events"] += deleted
+                totals["transactions"] += 1
+                longest = max(longest, took)
+                lo = hi
+                await self._between_batches()
+        return PruneReport(
+            runs=totals["runs"],
+            tasks=totals["tasks"],
+            dependencies=totals["dependencies"],
+            events=totals["events"],
+            restart_log=totals["restart_log"],
+            old_events=totals["old_events"],
+            transactions=totals["transactions"],
+            longest_transaction_ms=longest * 1e3,
+        )
+
+    # --- one batch of runs ----------------------------------------------------------------
+
+    def _prune_runs_tx(
+        self, conn: sa.Connection, cutoff: float, batch_tasks: int
+    ) -> dict[str, int] | None:
+        """Delete the next batch of finished runs: whole runs, up to ``batch_tasks`` tasks
+        (at least one run). None when no run can go."""
+        runs: list[str] = []
+        tasks = 0
+        # Read lazily: each run read costs the checks on its tasks; stop once the batch is full.
+        found = conn.exec_driver_sql(CANDIDATE_RUNS_SQL, {"cutoff": cutoff, "limit": batch_tasks})
+        try:
+            for run_id, total in found:
+                if runs and tasks + total > batch_tasks:
+                    break
+                runs.append(run_id)
+                tasks += total
+        finally:
+            found.close()
+        if not runs:
+            return None
+        params = {"runs": json.dumps(runs)}
+        return {
+            name: conn.exec_driver_sql(f"DELETE FROM {table} WHERE {rows}", params).rowcount
+            for name, table, rows in RUN_ROWS
+        }
+
+    # --- old events -----------------------------------------------------------------------
+
+    def _old_event_ids_tx(self, conn: sa.Connection, cutoff: float) -> tuple[int, int] | None:
+        """The first and last ids of events stamped before ``cutoff``; None when none is."""
+        first, last = conn.exec_driver_sql(OLD_EVENT_IDS_SQL, {"cutoff": cutoff}).one()
+        return None if first is None else (int(first), int(last))
+
+    def _prune_events_tx(self, conn: sa.Connection, lo: int, hi: int, cutoff: float) -> int:
+        return conn.exec_driver_sql(
+            DELETE_EVENTS_SQL, {"lo": lo, "hi": hi, "cutoff": cutoff}
+        ).rowcount
+
+    # --- a dry run ------------------------------------------------------------------------
+
+    def _prune_count_tx(
+        self, conn: sa.Connection, run_cutoff: float | None, event_cutoff: float | None
+    ) -> PruneReport:
+        runs: list[str] = []
+        if run_cutoff is not None:
+            runs = [
+                r[0]
+                for r in conn.exec_driver_sql(
+                    CANDIDATE_RUNS_SQL, {"cutoff": run_cutoff, "limit": -1}
+                )
+            ]
+        params: dict[str, Any] = {"runs": json.dumps(runs)}
+        counts = {
+            name: conn.exec_driver_sql(
+                f"SELECT count(*) FROM {table} WHERE {rows}", params
+            ).scalar_one()
+            for name, table, rows in RUN_ROWS
+        }
+        old_events = 0
+        if event_cutoff is not None:
+            old_events = conn.exec_driver_sql(
+                "SELECT count(*) FROM task_event WHERE at < :cutoff AND (workflow_run_id IS NULL"
+                f" OR workflow_run_id NOT IN {_IN_RUNS})",
+                {"cutoff": event_cutoff, **params},
+            ).scalar_one()
+        return PruneReport(**counts, old_events=old_events, dry_run=True)
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    async def _between_batches(self) -> None:
+        """Checkpoint the WAL on a reader thread (``PASSIVE``: no lock that writers wait for),
+        so that the next commit does not pay for copying the pages this batch wrote (SQLite
+        checkpoints inside the commit that takes the WAL past 1,000 pages: measured up to
+        ~80 ms more under the write lock)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._readers, self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        raw = self._engine.raw_connection()  # no transaction open on it
+        try:
+            raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")  # type: ignore[union-attr]
+        finally:
+            raw.close()
+
+    async def _timed_write(
+        self, foreign_keys: bool, fn: Callable[..., T], *args: Any
+    ) -> tuple[T, float]:
+        """:meth:`_write`, and how long its transaction took, in seconds. Without
+        ``foreign_keys``, their enforcement is off for that transaction (see the module's
+        docstring)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._writer, functools.partial(self._timed_tx, foreign_keys, fn, *args)
+        )
+
+    def _timed_tx(self, foreign_keys: bool, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+        # On the writer thread, between two transactions: a pragma applies to the next one.
+        driver = None
+        if not foreign_keys:
+            if self._write_conn is None:
+                self._write_conn = self._engine.connect()
+            driver = self._write_conn.connection.driver_connection
+            assert isinstance(driver, sqlite3.Connection)
+            driver.execute("PRAGMA foreign_keys = OFF")
+        try:
+            t0 = time.perf_counter()
+            result = self._tx(fn, *args)
+            return result, time.perf_counter() - t0
+        finally:
+            if driver is not None:
+                with contextlib.suppress(sqlite3.Error):  # a connection that broke is dropped
+                    driver.execute("PRAGMA foreign_keys = ON")
