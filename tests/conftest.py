@@ -71,3 +71,19 @@ async def endpoints() -> AsyncIterator[int]:
     port = await srv.start()
     yield port
     await srv.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say it loudly when speech tests were skipped for want of eSpeak NG (see README)."""
+    from tests.speech import ESPEAK
+
+    skipped = [
+        r for r in terminalreporter.stats.get("skipped", []) if "espeak-ng" in str(r.longrepr)
+    ]
+    if skipped and ESPEAK is None:
+        terminalreporter.write_sep(
+            "!",
+            f"{len(skipped)} speech tests skipped: espeak-ng is not installed "
+            "(apt install espeak-ng; .ci/run installs it)",
+            yellow=True,
+        )

@@ -1,4 +1,4 @@
-"""Slots of paused attempts (DESIGN §4): a paused task that holds nothing lends its slot to
+"""Slots of paused attempts (docs/architecture.md): a paused task that holds nothing lends its slot to
 other work, and on resume waits for a free slot before it goes on; one that holds its
 resources, or does not stop for the pause, keeps it. Real engine, real SQLite file."""
 

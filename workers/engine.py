@@ -781,7 +781,7 @@ class WorkerEngine:
         self.wake()
         return changed
 
-    # --- slots of paused attempts (DESIGN §4) ----------------------------------------------
+    # --- slots of paused attempts (docs/architecture.md) ---------------------------------
 
     def _pause_running(self, r: _Running) -> None:
         assert r.ctx is not None

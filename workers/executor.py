@@ -123,7 +123,7 @@ class ExecutionContext:
     checkpoint: dict[str, Any] | None = None
     last_report: float = field(default_factory=time.monotonic)
     #: The first throttled write comes ``progress_interval`` after the start, as every later
-    #: one: at most ~2 writes a second per task (DESIGN §4), counting from the start.
+    #: one: at most ~2 writes a second per task, counting from the start.
     _last_write: float = field(default_factory=time.monotonic)
     _pending: dict[str, Any] = field(default_factory=dict)
 
@@ -149,7 +149,7 @@ class ExecutionContext:
     def parked(self, held: bool = False) -> None:
         """The attempt has stopped for its pause. Unless ``held`` (it still holds its
         resources: a model in GPU memory), the engine lends its slot to other work until it is
-        resumed — when it may have to wait for a free slot first (DESIGN §4: nothing holds a
+        resumed — when it may have to wait for a free slot first (the rule: nothing holds a
         slot while paused unless its executor says its resources are still held)."""
         if self.paused:
             self._park_sink(held)

@@ -163,7 +163,7 @@ class Task(Base):
     started_at: Mapped[float | None]
     completed_at: Mapped[float | None]
     heartbeat_at: Mapped[float | None]
-    # What a durable queue needs beyond the original columns (DESIGN §2).
+    # What a durable queue needs beyond a task's record (docs/architecture.md).
     unmet_deps: Mapped[int] = mapped_column(server_default="0")
     attempt: Mapped[int] = mapped_column(server_default="0")
     lease_token: Mapped[str | None] = mapped_column(sa.String(36))

@@ -1,4 +1,4 @@
-"""Executors that run their task on a task endpoint, over one websocket (DESIGN §5).
+"""Executors that run their task on a task endpoint, over one websocket (docs/protocol.md).
 
 The base opens the connection with the bearer token, sends ``init_param_and_run``, forwards
 the task's cancel and pause/resume channels as commands, and turns frames into the task's
