@@ -1,5 +1,5 @@
-"""Slots of paused attempts (docs/architecture.md): a paused task that holds nothing lends its slot to
-other work, and on resume waits for a free slot before it goes on; one that holds its
+"""Slots of paused attempts (docs/architecture.md): a paused task that holds nothing lends its
+slot to other work, and on resume waits for a free slot before it goes on; one that holds its
 resources, or does not stop for the pause, keeps it. Real engine, real SQLite file."""
 
 from __future__ import annotations
