@@ -325,7 +325,9 @@ async def test_shutdown_leaves_running_work_to_recovery(
     task = await store.get_task(created.task_ids["long"])
     # Not cancelled, not failed: still running in the database, with a checkpoint.
     assert task.status is TaskStatus.RUNNING and task.error_type is None
-    assert (task.checkpoint or {}).get("slept", 0) > 0.3
+    # (How much it slept depends on the machine's load; that its checkpoint was flushed
+    # at the stop does not.)
+    assert (task.checkpoint or {}).get("slept", 0) > 0
     # Marked as stopped gracefully: the lease was given up, so it is no crash.
     assert task.lease_until is None and task.lease_token is not None
     second = WorkerEngine(store, [SleepExecutor()])
