@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import os
 import shutil
@@ -32,11 +33,37 @@ async def diagnose(app: Fredica) -> list[Check]:
     checks.append(await _endpoints(app))
     checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
     checks.append(_speech_models(app))
-    if app.settings_problem:
-        checks.append(Check("settings", False, app.settings_problem, "fix or delete the file"))
-    else:
-        checks.append(Check("settings", True, str(app.paths.settings_file)))
+    checks.append(_settings(app))
+    checks.append(_logs(app))
     return checks
+
+
+def _settings(app: Fredica) -> Check:
+    path = app.paths.settings_file
+    if app.settings_problem:
+        return Check(
+            "settings", False, app.settings_problem, "`fredica settings edit`, or delete the file"
+        )
+    if not path.exists():
+        return Check(
+            "settings",
+            True,
+            f"no settings file: using the defaults (`fredica settings set KEY VALUE` creates "
+            f"{path})",
+        )
+    return Check("settings", True, str(path))
+
+
+def _logs(app: Fredica) -> Check:
+    paths = app.paths
+    if not os.access(paths.log_dir, os.W_OK):
+        return Check("logs", False, f"{paths.log_dir} is not writable", "fix its permissions")
+    return Check(
+        "logs",
+        True,
+        f"{paths.log_file} (the app and its engine); {paths.endpoints_log_file.name} beside it "
+        "(the endpoints server and its jobs)",
+    )
 
 
 def _data_dir(app: Fredica) -> Check:
@@ -160,11 +187,25 @@ def _speech_models(app: Fredica) -> Check:
     if models.is_model_name(wanted):
         if any(m.name == wanted for m in installed):
             return Check("speech models", True, f"{listing}; using {wanted}")
+        if wanted in models.DOWNLOADABLE:
+            return Check(
+                "speech models",
+                True,
+                f"{listing or 'none'}; {wanted} is not installed: it is downloaded into "
+                f"{app.models_dir} from {app.settings.model_base_url} the first time it is "
+                "needed",
+            )
+        near = difflib.get_close_matches(wanted, models.DOWNLOADABLE, n=1)
         return Check(
             "speech models",
-            True,
-            f"{listing or 'none'}; {wanted} is not installed: it is downloaded into "
-            f"{app.models_dir} from {app.settings.model_base_url} the first time it is needed",
+            False,
+            f"whisper_model {wanted!r} is not a model Fredica has or can download: not "
+            f"installed in {app.models_dir}, not the embedded {models.EMBEDDED}, and not a "
+            "name it downloads",
+            (f"did you mean {near[0]}? " if near else "")
+            + "`fredica settings set whisper_model NAME` with one of "
+            + ", ".join(models.DOWNLOADABLE)
+            + " (or a CTranslate2 model directory)",
         )
     if (Path(wanted) / "model.bin").is_file():
         return Check("speech models", True, f"{listing}; using the model in {wanted}")

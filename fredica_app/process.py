@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
+from fredica_app.display import task_columns, task_label, task_outputs, task_state
 from fredica_app.errors import DatabaseLocked, MediaImportError
 from fredica_app.services import Fredica
 from workers.engine import WorkerEngine
@@ -157,6 +158,16 @@ async def process(
             )
             await app.store.set_run_paused(created.run_id, False)
         run_ids.append(created.run_id)
+    return await run_or_follow(app, run_ids, console)
+
+
+async def run_or_follow(
+    app: Fredica, run_ids: list[str], console: Console | None = None
+) -> Outcome:
+    """Run submitted runs to their end with live progress: on an engine started here when
+    none runs on the data directory, else by following the one that runs (``worker``, the
+    app). Ctrl-C as described in the module's docstring."""
+    console = console or Console(stderr=True)
     interrupts = _Interrupts()
     with _sigint(interrupts):
         if app.lock.is_held_elsewhere():
@@ -243,9 +254,10 @@ async def _follow(
     with display:
         while True:
             tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
+            widths = task_columns(t for ts in tasks.values() for t in ts)
             for run_tasks in tasks.values():
                 for t in run_tasks:
-                    _show(display, bars, seen, t, console)
+                    _show(display, bars, seen, t, console, widths)
             if interrupts.count:
                 ended_by = "paused"
                 break
@@ -265,20 +277,20 @@ def _show(
     seen: dict[str, str],
     t: TaskRecord,
     console: Console,
+    widths: tuple[int, int],
 ) -> None:
-    state = t.status.value + (" (held)" if t.is_paused else "")
-    if t.status is TaskStatus.RUNNING and t.status_text:
-        state = t.status_text + (" (paused)" if t.is_paused else "")
-    elif t.error:
-        state = f"{t.status.value}: [{t.error_type}] {t.error}"
-    elif t.status is TaskStatus.COMPLETED and (t.result or {}).get("skipped"):
-        state = "skipped (output already up to date)"
+    """One task's line: its state as it is now (a finished task, how it ended)."""
+    state = task_state(t)
     progress = 100.0 if t.status is TaskStatus.COMPLETED else t.progress
+    label = task_label(t, widths)
     if t.id not in bars:
-        bars[t.id] = display.add_task(f"{t.key or t.id[:8]:<18} {t.type:<17}", total=100, state="")
-    display.update(bars[t.id], completed=progress, state=state)
-    change = f"{t.status.value}{' (held)' if t.is_paused else ''}"
+        bars[t.id] = display.add_task(label, total=100, state="")
+    display.update(bars[t.id], description=label, completed=progress, state=state)
+    held = t.is_paused and not is_terminal(t.status)
+    change = f"{t.status.value}{' (held)' if held else ''}"
     if not console.is_terminal and seen.get(t.id) != change:
         # No live display (a pipe, a log file): a line per change of status, not of progress.
         seen[t.id] = change
-        print(f"{t.key or t.id:<18} {t.type:<17} {state}", file=sys.stderr)
+        print(f"{label}  {state}", file=sys.stderr)
+        for path in task_outputs(t):
+            print(f"{' ' * widths[0]}  → {path}", file=sys.stderr)

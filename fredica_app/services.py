@@ -20,7 +20,7 @@ from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.errors import SpecError, TemplateError
 from fredica_app.library.fingerprint import is_media_name
-from fredica_app.library.importer import Importer, ImportReport, material_dir, safe_name
+from fredica_app.library.importer import Importer, ImportReport, material_dir, material_stem
 from fredica_app.library.store import LibraryStore, MaterialRecord
 from fredica_app.lock import DataDirLock
 from fredica_app.paths import AppPaths, resolve_paths
@@ -77,6 +77,7 @@ class Fredica:
                 write_roots=[library_dir, models_dir],
                 ffmpeg=loaded.settings.ffmpeg_path,
                 api_key_envs=[key_env] if key_env else [],
+                log_file=paths.endpoints_log_file,
             ),
         )
 
@@ -106,8 +107,11 @@ class Fredica:
             return template.expand(material_id=data.get("material_id"))
         return parse_spec(data)
 
-    async def submit(self, data: Any) -> CreatedRun:
+    async def submit(self, data: Any, *, priority: int = 0) -> CreatedRun:
+        """Submit a spec (JSON data); ``priority``, when not 0, for every task of it."""
         spec = await asyncio.to_thread(self.spec_from_data, data)
+        if priority:
+            spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
         return await self.store.create_run(prepare_run(spec, self.registry))
 
     # --- the media library ------------------------------------------------------------------
@@ -132,6 +136,11 @@ class Fredica:
         under the library directory), and the settings that jobs take (proxy, speech, LLM).
         The ffmpeg is not among them: the endpoints server runs the one it was started with."""
         template = get_template(template_name)
+        if not template.needs_source:
+            raise TemplateError(
+                f"template {template.name!r} takes {template.takes}: it cannot run on "
+                f"{material.title!r}"
+            )
         if template.source == "url" and not material.is_url:
             raise TemplateError(
                 f"template {template.name!r} downloads a URL; {material.source} is a local "
@@ -142,7 +151,7 @@ class Fredica:
         values = {
             "input": material.local_path or "",
             "output_dir": str(out_dir),
-            "stem": safe_name(material.title),
+            "stem": material_stem(material),
             "url": material.source,
         }
         if template.source == "file" and material.is_url and not _downloaded(material):
@@ -366,15 +375,25 @@ def _downloaded(material: MaterialRecord) -> bool:
 
 
 def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
-    """Read JSON from a file path, or from standard input when ``source`` is ``-``."""
+    """Read JSON from a file path, or from standard input when ``source`` is ``-``.
+    :class:`SpecError` naming the file when it cannot be read or is not JSON."""
+    where = "standard input" if source == "-" else source
     try:
         if source == "-":
             return json.loads(stdin_text or "")
         return json.loads(Path(source).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(f"no such spec file: {source}") from None
+    except IsADirectoryError:
+        raise SpecError(f"{source} is a folder, not a workflow spec (a JSON file)") from None
+    except OSError as exc:
+        raise SpecError(f"cannot read the spec file {source}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(
+            f"{where} is not a workflow spec: not UTF-8 text (to bring a media file into the "
+            "library, use `fredica add PATH --template NAME`)"
+        ) from None
     except json.JSONDecodeError as exc:
-        where = "standard input" if source == "-" else source
         raise SpecError(
             f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None

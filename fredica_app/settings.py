@@ -8,6 +8,7 @@ they save new settings.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -110,7 +111,45 @@ def load_settings(path: Path) -> LoadedSettings:
 
 def save_settings(path: Path, settings: Settings) -> None:
     """Write atomically: a crash mid-save leaves the old file, never half a file."""
-    data = settings.model_dump_json(indent=2, exclude_defaults=False)
+    write_settings_text(path, settings.model_dump_json(indent=2, exclude_defaults=False))
+
+
+#: The settings a user sets (``schema_version`` is the file format's, not theirs).
+KEYS = tuple(name for name in Settings.model_fields if name != "schema_version")
+
+
+def read_settings_data(path: Path) -> dict[str, Any]:
+    """The settings file's own JSON object ({} when there is no file), for changing some keys
+    and leaving the others as the user wrote them. :class:`SettingsError` when it cannot be
+    read (nothing is copied or changed)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SettingsError(
+            f"the settings file {path} could not be read ({_reason(exc)}); fix it with "
+            "`fredica settings edit`, or delete it"
+        ) from exc
+    if not isinstance(data, dict):
+        raise SettingsError(
+            f"the settings file {path} could not be read (file: not a JSON object); fix it "
+            "with `fredica settings edit`, or delete it"
+        )
+    return data
+
+
+def validate_settings_data(data: Any) -> Settings:
+    """The settings ``data`` stands for; :class:`SettingsError` with the reason
+    :func:`load_settings` would give for a file holding it."""
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(_reason(exc)) from None
+
+
+def write_settings_text(path: Path, text: str) -> None:
+    """Write the settings file atomically (a temporary file, fsynced, renamed over it)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
@@ -118,13 +157,26 @@ def save_settings(path: Path, settings: Settings) -> None:
         raise SettingsError(f"could not save settings to {path}: {exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(data + "\n")
+            f.write(text if text.endswith("\n") else text + "\n")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise SettingsError(f"could not save settings to {path}: {exc}") from exc
+
+
+def closest_key(name: str) -> str | None:
+    """The setting whose name is closest to ``name`` (a typo), if any is close."""
+    found = difflib.get_close_matches(name, KEYS, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_key(name: str) -> str:
+    """What to say of a key that is not a setting."""
+    near = closest_key(name)
+    hint = f"did you mean {near!r}?" if near else "`fredica settings` lists them"
+    return f"unknown setting {name!r} ({hint})"
 
 
 def _backup(path: Path) -> Path | None:
@@ -141,6 +193,8 @@ def _reason(exc: Exception) -> str:
         return f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
+        if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+            return unknown_key(str(err["loc"][0]))
         where = ".".join(str(p) for p in err["loc"]) or "file"
         return f"{where}: {err['msg']}"
     return str(exc)

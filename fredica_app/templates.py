@@ -9,11 +9,13 @@ title), ``{url}`` (a URL material's address). Nothing else is interpreted.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fredica_app.errors import TemplateError
+from fredica_app.library.importer import is_url
 from workers.spec import TaskSpec, WorkflowSpec
 
 PLACEHOLDER = re.compile(r"\{(input|output_dir|stem|url)\}")
@@ -25,8 +27,55 @@ class Template(BaseModel):
     name: str
     description: str
     tasks: list[TaskSpec] = Field(min_length=1)
-    #: What it runs on: nothing (diagnostic), a local media file, or a URL to download.
+    #: What it runs on: nothing (diagnostic), a local media file, or a URL to download. Must
+    #: agree with its payloads: a template whose payloads name a placeholder runs on a source.
     source: Literal["none", "file", "url"] = "none"
+
+    @model_validator(mode="after")
+    def _source_agrees_with_payloads(self) -> Template:
+        if (self.source != "none") != self.needs_source:
+            raise ValueError(
+                f"template {self.name!r}: source {self.source!r} but its payloads "
+                + ("name placeholders" if self.needs_source else "name no placeholder")
+            )
+        return self
+
+    @property
+    def needs_source(self) -> bool:
+        """Whether it runs on a material: its payloads name a placeholder (the material's
+        file, output folder, stem or URL)."""
+        return any(_names_placeholder(t.payload) for t in self.tasks)
+
+    @property
+    def takes(self) -> str:
+        """What it runs on, for a person."""
+        return {
+            "none": "no media file or URL",
+            "file": "a media file or an http(s) URL",
+            "url": "an http(s) URL",
+        }[self.source]
+
+    def check_sources(self, items: Sequence[str]) -> None:
+        """Refuse, with one line naming the template and what it takes, sources it cannot run
+        on: any for a template that runs on nothing, none for one that needs one, a local
+        file for one that downloads a URL. Nothing is imported before this passes."""
+        if not self.needs_source and items:
+            takers = ", ".join(n for n, t in BUILTIN.items() if t.needs_source)
+            raise TemplateError(
+                f"template {self.name!r} takes {self.takes}, but was given {items[0]}: leave "
+                f"it out, or pick a template for media ({takers})"
+            )
+        if self.needs_source and not items:
+            raise TemplateError(
+                f"template {self.name!r} needs {self.takes}: give a PATH or URL (or --sample)"
+            )
+        if self.source == "url":
+            local = [i for i in items if not is_url(i)]
+            if local:
+                raise TemplateError(
+                    f"template {self.name!r} needs {self.takes}, but {local[0]} is a local "
+                    "file (for a file, try transcode_mp4)"
+                )
 
     def expand(
         self,
@@ -57,6 +106,16 @@ class Template(BaseModel):
                 )
             )
         return WorkflowSpec(template=self.name, material_id=material_id, tasks=tasks)
+
+
+def _names_placeholder(value: Any) -> bool:
+    if isinstance(value, str):
+        return PLACEHOLDER.search(value) is not None
+    if isinstance(value, dict):
+        return any(_names_placeholder(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_placeholder(v) for v in value)
+    return False
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:
@@ -90,7 +149,10 @@ def _probe(*deps: str) -> TaskSpec:
     return _job("probe", "PROBE", *deps, input="{input}")
 
 
-def _transcode(*deps: str) -> TaskSpec:
+def _transcode(*deps: str, or_skip: bool = False) -> TaskSpec:
+    """``or_skip``: a material without video completes the task as skipped ("no video")
+    instead of failing it — in a template that makes other things of it too."""
+    more = {"if_no_video": "skip"} if or_skip else {}
     return _job(
         "transcode",
         "TRANSCODE_MP4",
@@ -98,10 +160,14 @@ def _transcode(*deps: str) -> TaskSpec:
         input="{input}",
         output="{output_dir}/{stem}.mp4",
         check_skip=True,
+        **more,
     )
 
 
-def _extract_audio(*deps: str) -> TaskSpec:
+def _extract_audio(*deps: str, or_skip: bool = False) -> TaskSpec:
+    """``or_skip``: a material without sound completes the task as skipped ("no audio"), and
+    the tasks that need the audio with it, instead of failing the run."""
+    more = {"if_no_audio": "skip"} if or_skip else {}
     return _job(
         "extract_audio",
         "EXTRACT_AUDIO",
@@ -109,6 +175,7 @@ def _extract_audio(*deps: str) -> TaskSpec:
         input="{input}",
         output="{output_dir}/{stem}.16k.wav",
         check_skip=True,
+        **more,
     )
 
 
@@ -202,8 +269,8 @@ BUILTIN: dict[str, Template] = {
             ),
             tasks=[
                 _probe(),
-                _transcode("probe"),
-                _extract_audio("probe"),
+                _transcode("probe", or_skip=True),
+                _extract_audio("probe", or_skip=True),
                 _extract_subtitles("probe"),
             ],
         ),
@@ -230,9 +297,9 @@ BUILTIN: dict[str, Template] = {
             ),
             tasks=[
                 _probe(),
-                _transcode("probe"),
+                _transcode("probe", or_skip=True),
                 _extract_subtitles("probe"),
-                _extract_audio("probe"),
+                _extract_audio("probe", or_skip=True),
                 _transcribe("extract_audio"),
                 _export_subtitles("transcribe"),
                 _analyze("transcribe"),

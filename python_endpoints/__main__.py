@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import ipaddress
 import json
+import logging
 import os
 import signal
 import ssl
@@ -23,11 +24,14 @@ from pathlib import Path
 
 import psutil
 
+from python_endpoints import logfile
 from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
 
 TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
 PROG = "python -m python_endpoints"
+
+log = logging.getLogger("python_endpoints")
 
 
 class StartError(Exception):
@@ -61,6 +65,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="NAME",
         help="an environment variable ANALYZE may read its API key from (repeatable; "
         "default: none)",
+    )
+    p.add_argument(
+        "--log-file",
+        type=Path,
+        help="log to this file (rotated; several processes may share it), its job processes "
+        "too; only warnings reach stderr, one line each (default: warnings to stderr only)",
     )
     p.add_argument(
         "--parent-pid",
@@ -131,6 +141,7 @@ async def serve(args: argparse.Namespace, token: str, ssl_context: ssl.SSLContex
         api_key_envs=args.allow_key_env,
     )
     port = await server.start(args.host, args.port, ssl_context)
+    log.info("serving the task endpoints on %s:%d (pid %d)", args.host, port, os.getpid())
     print(json.dumps({"port": port}), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -147,6 +158,7 @@ async def serve(args: argparse.Namespace, token: str, ssl_context: ssl.SSLContex
         except TimeoutError:
             pass
     await server.close()
+    log.info("stopped")
     return 0
 
 
@@ -158,8 +170,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def setup_logging(path: Path, prog: str) -> None:
+    """Log to ``path`` (job processes learn it from :func:`logfile.current_file`); warnings
+    and errors also reach stderr, one line each."""
+    logfile.log_to_file(path)
+    prefix = "endpoints server" if prog == PROG else prog
+    logging.getLogger().addHandler(logfile.stderr_warnings(prefix, path))
+
+
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     args = parse_args(argv)
+    if args.log_file is not None:
+        setup_logging(args.log_file, prog)
     try:
         ssl_context = tls_context(args)
         token = read_token(args)

@@ -8,6 +8,7 @@ params a child receives were validated by the server already.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import subprocess
 import sys
@@ -16,9 +17,14 @@ import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
+from pathlib import Path
 from typing import Any, Literal
 
+from python_endpoints import logfile
+
 Pausable = Literal["always", "never", "now", "not_now"]
+
+log = logging.getLogger("python_endpoints.child")
 
 SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
 EXECUTOR_ERROR = "EXECUTOR_ERROR"
@@ -90,6 +96,13 @@ class ChildContext:
 
     def segment(self, data: dict[str, Any]) -> None:
         self.status_queue.put({"type": "segment", "data": data})
+
+    def allow_suspend(self, allowed: bool) -> None:
+        """Tell the server whether a pause may suspend this process now, rather than wait
+        for the job's next :meth:`wait_if_paused`: for a job in a long call it cannot leave,
+        holding nothing another job waits for (a model in GPU memory is; its own memory is
+        not). A suspended job is resumed where it stopped; it never sees the pause."""
+        self.status_queue.put({"type": "suspendable", "allowed": allowed})
 
     def wait_if_paused(self, timeout: float | None = None, *, held: bool = False) -> bool:
         """Block while paused. False when ``timeout`` ran out first; a cancelled child simply
@@ -239,11 +252,17 @@ def _child_main(
     cancel_event: Event,
     resume_event: Event,
     parent_pid: int,
+    log_file: str | None = None,
 ) -> None:
     """A job's child: import the job's module (the slow part of a start) and call its
     ``warm_up(endpoint)`` if it has one, then wait for the job itself. Started ahead of time,
-    it is a warm spare that starts a job in milliseconds."""
+    it is a warm spare that starts a job in milliseconds. ``log_file``: the server's log, which
+    the child writes too (a job's traceback, its libraries' warnings); never its stderr."""
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    if log_file is not None:
+        logfile.log_to_file(Path(log_file))
+    else:
+        logging.getLogger().addHandler(logging.NullHandler())  # not Python's stderr fallback
     job_module = importlib.import_module(module)
     warm_up = getattr(job_module, "warm_up", None)
     if callable(warm_up):
@@ -252,7 +271,7 @@ def _child_main(
         try:
             warm_up(endpoint)
         except Exception:
-            pass
+            log.warning("the warm-up of %s failed", endpoint, exc_info=True)
     try:
         target, params = jobs.recv()
     except (EOFError, OSError):
@@ -267,6 +286,7 @@ def _child_main(
     except JobFailed as exc:
         last = {"type": "error", "error": str(exc), "error_type": exc.error_type}
     except Exception as exc:
+        log.exception("the %s job raised", endpoint)
         last = {
             "type": "error",
             "error": f"{type(exc).__name__}: {exc}",

@@ -49,4 +49,5 @@ class DownloadEndpoint(LoopEndpoint):
             return await until_cancelled(ctx, transfer.run())
         except DownloadFailed as exc:
             self._discard_part = self._discard_part or exc.discard
+            exc.keeping(transfer.kept())
             raise

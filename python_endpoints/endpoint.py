@@ -30,11 +30,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from python_endpoints import procs
+from python_endpoints import logfile, procs
 from python_endpoints.child import (
     SUBPROCESS_CRASHED,
     ChildContext,
@@ -195,13 +195,16 @@ class _Child:
     @classmethod
     def start(cls, module: str, name: str) -> _Child:
         mp = multiprocessing.get_context("spawn")
+        # The child logs to the server's file (safe to share: see python_endpoints.logfile).
+        current = logfile.current_file()
+        log_file = None if current is None else str(current)
         reader, writer = mp.Pipe(duplex=False)
         job_reader, job_writer = mp.Pipe(duplex=False)
         cancel, resume = mp.Event(), mp.Event()
         resume.set()
         process = mp.Process(
             target=_child_main,
-            args=(module, name, job_reader, writer, cancel, resume, os.getpid()),
+            args=(module, name, job_reader, writer, cancel, resume, os.getpid(), log_file),
             daemon=True,
             name=f"fredica-{name}",
         )
@@ -256,7 +259,20 @@ def _discard_spares() -> None:
         child.discard()
 
 
-_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error)
+class _Suspendable(BaseModel):
+    """The child's word to its server alone (never sent on): whether a pause may suspend its
+    process now (:meth:`~python_endpoints.child.ChildContext.allow_suspend`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["suspendable"]
+    allowed: bool
+
+
+_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error | _Suspendable)
+#: After a suspension, how long the job's processes may take to stop and the frames the child
+#: sent before to be passed on (milliseconds, mostly), before ``paused`` goes out after them.
+DRAIN_TIMEOUT = 2.0
 
 
 class ProcessEndpoint(TaskEndpoint):
@@ -269,7 +285,9 @@ class ProcessEndpoint(TaskEndpoint):
         raise NotImplementedError
 
     #: Also suspend the child's process tree while paused (for jobs that cannot check a flag,
-    #: like an ffmpeg child); cooperative jobs leave it False.
+    #: like an ffmpeg child); cooperative jobs leave it False. A cooperative job may still
+    #: say, while it runs, that a suspension is how to pause it now (``allow_suspend``): it
+    #: is then suspended at once, holding its memory (``paused`` with ``held: true``).
     suspend_on_pause: ClassVar[bool] = False
 
     #: The params' model: validated here, in the server, so that the child need not import
@@ -284,6 +302,11 @@ class ProcessEndpoint(TaskEndpoint):
         super().__init__(emit)
         self.child: _Child | None = None
         self._cancelling = False
+        #: The child allows a pause to suspend it now (it said so last).
+        self._suspendable = False
+        #: Its process tree is suspended for a pause it allowed (not by ``suspend_on_pause``).
+        self._suspended = False
+        self._ended = False  # its end (result, error or exit) was read
 
     @property
     def process(self) -> multiprocessing.process.BaseProcess | None:
@@ -306,7 +329,12 @@ class ProcessEndpoint(TaskEndpoint):
         child = _take_spare(cls) if cls.keep_spare else None
         if child is None:
             child = await loop.run_in_executor(None, _Child.start, target.__module__, cls.name)
+        if self._cancelling:  # cancelled while the child started (or params were prepared)
+            await loop.run_in_executor(None, child.discard)
+            raise JobCancelled
         self.child = child
+        if self.paused:  # paused meanwhile: the job starts paused
+            child.resume.clear()
         child.jobs.send((target, params))
         child.jobs.close()
         try:
@@ -349,6 +377,7 @@ class ProcessEndpoint(TaskEndpoint):
                     result, error = await self._handle(message, result, error)
                 await loop.run_in_executor(None, process.join, 5)
                 break
+        self._ended = True
         if self._cancelling:
             raise JobCancelled
         if error is not None:
@@ -378,6 +407,9 @@ class ProcessEndpoint(TaskEndpoint):
             message = _child_message.validate_python(raw)
         except ValidationError:
             return result, error  # a malformed child message is ignored, never fatal
+        if isinstance(message, _Suspendable):
+            self._suspendable = message.allowed
+            return result, error
         if isinstance(message, Result):
             return message.result, error
         if isinstance(message, Error):
@@ -394,25 +426,54 @@ class ProcessEndpoint(TaskEndpoint):
 
     async def pause(self) -> None:
         self.paused = True
+        pid = None if self.process is None else self.process.pid
+        if self._suspendable and not self.suspend_on_pause and pid and not self._ended:
+            await self._suspend(pid)
+            return
         if self.child is not None:
             self.child.resume.clear()
-        if self.suspend_on_pause and self.process is not None and self.process.pid:
-            procs.suspend_tree(self.process.pid)
+        if self.suspend_on_pause and pid:
+            procs.suspend_tree(pid)
             await self.emit(Paused(held=False))  # stopped: it uses no CPU until resumed
+
+    async def _suspend(self, pid: int) -> None:
+        """Pause a job that allowed it by stopping its process tree where it is — in the
+        middle of a long call it cannot leave (a window's decode), which a cooperative pause
+        would wait out. Its resume event is left alone: a stopped process may hold that
+        event's lock. It keeps its memory: the ``paused`` frame says ``held``."""
+        procs.suspend_tree(pid)
+        self._suspended = True
+        # ``paused`` once it has stopped, and after what it sent before: nothing follows it.
+        reader = None if self.child is None else self.child.reader
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DRAIN_TIMEOUT
+        with contextlib.suppress(OSError, ValueError):  # closed: the job has ended
+            while not self._ended and loop.time() < deadline:
+                if not (reader is not None and reader.poll()) and procs.tree_stopped(pid):
+                    break
+                await asyncio.sleep(0.005)
+        if self.paused and self._suspended and not self._ended and not self._cancelling:
+            await self.emit(Paused(held=True))
 
     async def resume(self) -> None:
         self.paused = False
-        if self.suspend_on_pause and self.process is not None and self.process.pid:
-            procs.resume_tree(self.process.pid)
+        pid = None if self.process is None else self.process.pid
+        if (self.suspend_on_pause or self._suspended) and pid:
+            procs.resume_tree(pid)
+        self._suspended = False
         if self.child is not None:
             self.child.resume.set()
 
     async def cancel(self) -> None:
         self._cancelling = True
+        process = self.process
+        if self._suspended and process is not None and process.pid:
+            # First: a stopped process may hold the lock of the events set below.
+            procs.resume_tree(process.pid)
+            self._suspended = False
         if self.child is not None:
             self.child.cancel.set()
             self.child.resume.set()
-        process = self.process
         if process is not None and process.pid:
             procs.resume_tree(process.pid)
             loop = asyncio.get_running_loop()

@@ -80,6 +80,7 @@ from python_endpoints.transfer import (
     sync_dir,
     until_cancelled,
     validated,
+    what_is_kept,
 )
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ class _ModelFile(Transfer):
     def _wrong(self, why: str) -> DownloadFailed:
         return DownloadFailed(
             f"{self.remote.path} of model {self.install.name} is not the file listed ({why}); "
-            "it was removed and is downloaded again on the next attempt",
+            "it was removed: a retry downloads it again",
             "VERIFY_FAILED",
             discard=True,
         )
@@ -395,6 +396,7 @@ class _Install:
         self.force_next_report = False
         self._bytes_before = 0  # of the files done
         self._current: RemoteFile | None = None
+        self._transfer: Transfer | None = None  # of the current file
         self._pending: dict[str, Any] | None = None  # a checkpoint not sent yet
         self._last_progress = -math.inf
         self._last_checkpoint = -math.inf
@@ -606,7 +608,7 @@ class _Install:
             resume=None if part is None else DownloadResume(**part.model_dump(exclude={"path"})),
         )
         transfer = _ModelFile(params, self.ctx, self)
-        self._current = remote
+        self._current, self._transfer = remote, transfer
         try:
             await transfer.run(client)
         except DownloadFailed as exc:
@@ -626,6 +628,13 @@ class _Install:
         self._bytes_before += remote.size
         self._current = None
         self._pending = self._checkpoint(None)  # sent within the once-a-second limit
+
+    def kept(self) -> str | None:
+        """What the next attempt starts from, once this one failed keeping its folder: the
+        files done, and the current one's bytes when they can be resumed."""
+        part = self._transfer if self._current is not None else None
+        current = part.done if part is not None and part.resumable else 0
+        return what_is_kept(self._bytes_before + current, True)
 
     async def _wait_if_paused(self) -> None:
         if not self.ctx.resume_event.is_set():
@@ -721,6 +730,7 @@ class ModelDownloadEndpoint(LoopEndpoint):
             return await until_cancelled(ctx, install.run())
         except DownloadFailed as exc:
             self._discard = self._discard or exc.discard
+            exc.keeping(install.kept())
             raise
         finally:
             self.remove_partial_outputs()  # the server asks again: a no-op

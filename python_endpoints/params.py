@@ -88,6 +88,9 @@ class TranscodeParams(_MediaParams):
     preset: Literal[
         "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"
     ] = "veryfast"
+    #: An input without video: ``fail`` (``UNSUPPORTED_MEDIA``), or ``skip`` — complete with
+    #: ``{"skipped": true, "reason": "no video"}`` (a template that makes other things of it).
+    if_no_video: Literal["fail", "skip"] = "fail"
 
     @model_validator(mode="after")
     def _paths(self) -> TranscodeParams:
@@ -103,6 +106,9 @@ class ExtractAudioParams(_MediaParams):
     format: Literal["wav", "flac"] = "wav"
     sample_rate: int = Field(default=16000, ge=8000, le=192000)
     channels: int = Field(default=1, ge=1, le=8)
+    #: An input without sound: ``fail`` (``NO_AUDIO``), or ``skip`` — complete with
+    #: ``{"skipped": true, "reason": "no audio"}``, and so do the tasks that need the audio.
+    if_no_audio: Literal["fail", "skip"] = "fail"
 
     @model_validator(mode="after")
     def _paths(self) -> ExtractAudioParams:

@@ -23,6 +23,18 @@ def suspend_tree(pid: int) -> None:
             p.suspend()
 
 
+def tree_stopped(pid: int) -> bool:
+    """Whether every process of the tree has stopped by now. A suspension is a signal (on
+    POSIX): a process waiting for a CPU stops only once it is scheduled."""
+    for p in tree(pid):
+        try:
+            if p.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE):
+                return False
+        except psutil.NoSuchProcess:
+            continue
+    return True
+
+
 def resume_tree(pid: int) -> None:
     for p in reversed(tree(pid)):
         with contextlib.suppress(psutil.NoSuchProcess):

@@ -99,9 +99,10 @@ class ResumeRequest(_Frame):
 
 class Paused(_Frame):
     """The job has stopped for the pause (it waits between two pieces of work, or its process
-    is suspended). ``held``: it still holds its resources (a model kept in GPU memory), so its
-    slot must stay taken; otherwise the engine lends the slot to other work until it
-    resumes."""
+    is suspended: sent once it has stopped, after what it sent before). ``held``: it still
+    holds its resources (a model kept in GPU memory, the memory of a process suspended in the
+    middle of its work), so its slot must stay taken; otherwise the engine lends the slot to
+    other work until it resumes."""
 
     type: Literal["paused"] = "paused"
     held: bool = False

@@ -185,12 +185,13 @@ class AnalyzeEndpoint(MediaEndpoint):
 
 class TranscribeEndpoint(MediaEndpoint):
     """Speech to text with faster-whisper (:mod:`python_endpoints.jobs.transcribe`), resumable
-    from its checkpoint. Pause is cooperative: the job waits between segments."""
+    from its checkpoint. Pause: on the CPU the job allows a suspension (it is stopped at once,
+    in the middle of a window); on a GPU it waits between segments, its model unloaded."""
 
     name: ClassVar[str] = "transcribe"
     job = TRANSCRIBE
     params_model = TranscribeParams
-    suspend_on_pause = False
+    suspend_on_pause = False  # only when the job allows it (``allow_suspend``)
     target = staticmethod(transcribe_job)
 
 

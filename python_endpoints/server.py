@@ -23,6 +23,7 @@ import hmac
 import logging
 import os
 import ssl
+import time
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from pathlib import Path
@@ -265,10 +266,19 @@ class Session:
         # The job's final paths are its own until it has ended and its partial outputs are
         # removed: another job writing one of them waits.
         self.claim = self.output_locks.claim(outputs.locked_paths(self.endpoint.name, params))
+        started = time.monotonic()
+        log.info("%s: job started", self.endpoint.name)
         try:
             frame = await self._run_job(params, self.claim)
         finally:
             self.output_locks.release(self.claim)
+        log.info(
+            "%s: job %s after %.1f s%s",
+            self.endpoint.name,
+            "interrupted (server shutting down)" if frame is None else _ENDED[frame.type],
+            time.monotonic() - started,
+            f" [{frame.error_type}] {frame.error}" if isinstance(frame, Error) else "",
+        )
         if frame is not None:
             await self._finish(frame)
 
@@ -321,6 +331,8 @@ class Session:
         with contextlib.suppress(ConnectionClosed):
             await self.connection.close()
 
+
+_ENDED = {"result": "completed", "error": "failed", "cancelled": "cancelled"}
 
 #: The params that name where a job writes.
 WRITE_KEYS = ("output", "output_dir", "models_dir")

@@ -137,18 +137,40 @@ _Params = TypeVar("_Params", bound=BaseModel)
 
 class DownloadFailed(JobFailed):
     """A download's error. ``discard``: the .part is worthless (removed) rather than kept for
-    the next attempt to resume from."""
+    the next attempt to resume from.
+
+    Its message says what happened and what is kept, never whether the task will be retried:
+    that is the engine's to know (the task's retries left), and to say."""
 
     def __init__(self, message: str, error_type: str, *, discard: bool = False) -> None:
         super().__init__(message, error_type)
         self.discard = discard
+
+    def keeping(self, note: str | None) -> None:
+        """Add what the next attempt starts from (:func:`what_is_kept`) to the message."""
+        if note and not self.discard:
+            self.args = (f"{self.args[0]}; {note}", *self.args[1:])
+
+
+def what_is_kept(kept: int, resumable: bool) -> str | None:
+    """The end of a failed download's message: what a retry — the engine's or the user's —
+    starts from. ``kept``: the bytes downloaded and kept; ``resumable``: whether the server
+    gave a validator to resume them with."""
+    if not kept:
+        return None
+    if not resumable:
+        return (
+            f"{format_bytes(kept)} were downloaded, but the server gives no way to check "
+            "that they are still current: a retry starts over"
+        )
+    return f"the {format_bytes(kept)} downloaded so far are kept: a retry resumes from there"
 
 
 def status_failure(code: int, reason: str, url: str) -> DownloadFailed:
     """A response that is neither 200 nor a usable 206/416."""
     what = f"the server answered {code} {reason}".rstrip() + f" for {shown(url)}"
     if code >= 500 or code in RETRYABLE_STATUSES:
-        return DownloadFailed(f"{what}; the download is retried later", "NETWORK_ERROR")
+        return DownloadFailed(f"{what} (a server error: often temporary)", "NETWORK_ERROR")
     return DownloadFailed(
         f"{what}: check the URL (it may have expired, or need a login)", "HTTP_ERROR", discard=True
     )
@@ -175,8 +197,7 @@ def network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
         what = "the connection was lost"
     detail = str(exc) or type(exc).__name__
     return DownloadFailed(
-        f"downloading {shown(url)} failed: {what} ({detail}); the download is retried and "
-        "resumes from the bytes already downloaded",
+        f"downloading {shown(url)} failed: {what} ({detail}); check the network connection",
         "NETWORK_ERROR",
     )
 
@@ -416,6 +437,15 @@ class Transfer:
             await self._settle_sync()  # the file must not be closed under a running fsync
             if self.file is not None:
                 self.file.close()
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the next attempt can resume the .part: the server gave a validator."""
+        return if_range_validator(self.etag, self.last_modified) is not None
+
+    def kept(self) -> str | None:
+        """What the next attempt starts from, once this one failed keeping its .part."""
+        return what_is_kept(self.done, self.resumable)
 
     # -- the .part --
 
@@ -660,8 +690,7 @@ class Transfer:
                 return False
             raise DownloadFailed(
                 f"downloading {shown(self.params.url)} failed: the connection closed after "
-                f"{self.done} of {self.total} bytes; the download is retried and resumes "
-                "from there",
+                f"{self.done} of {self.total} bytes",
                 "NETWORK_ERROR",
             )
         return True

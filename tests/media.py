@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import av
 import psutil
 
+from python_endpoints.jobs.avread import open_media
 from python_endpoints.jobs.sample import make_sample
 
 
@@ -53,8 +53,9 @@ def ffmpeg_processes(marker: str) -> list[psutil.Process]:
 
 
 def media_summary(path: Path) -> dict[str, object]:
-    """What PyAV sees in a file: duration and the codecs by stream type."""
-    with av.open(str(path)) as container:
+    """What PyAV sees in a file: duration and the codecs by stream type (tags read as the jobs
+    read them)."""
+    with open_media(path) as container:
         streams: dict[str, list[str]] = {}
         for s in container.streams:
             streams.setdefault(s.type, []).append(s.codec_context.codec.canonical_name)

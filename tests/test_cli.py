@@ -314,12 +314,21 @@ def test_doctor_reports_each_check_and_how_to_fix_a_failure(
     # test encode tells them apart, and libx264 is what transcodes use.
     hardware = checks["hardware encoders"]["detail"]
     assert "libx264" in hardware or "(verified)" in hardware
+    # No settings file is fine, and said as such (not "ok" with a file that is not there).
+    assert checks["settings"]["detail"].startswith("no settings file: using the defaults")
+    assert checks["logs"]["detail"].startswith(f"{tmp_path / 'logs' / 'fredica.log'} ")
 
-    (tmp_path / "settings.json").write_text(json.dumps({"ffmpeg_path": str(tmp_path / "nope")}))
+    (tmp_path / "settings.json").write_text(
+        json.dumps({"ffmpeg_path": str(tmp_path / "nope"), "whisper_model": "smal"})
+    )
     code, out, _ = fredica(capsys, tmp_path, "doctor")
     assert code == 1
     assert "[FAIL] ffmpeg" in out and "fix: fix ffmpeg_path in settings" in out
     assert "hardware encoders" not in out  # nothing to test them with
+    # A model name that is neither installed, embedded, nor one a download can fetch.
+    assert "[FAIL] speech models: whisper_model 'smal' is not a model" in out
+    assert "fix: did you mean small?" in out
+    assert f"[ok  ] settings: {tmp_path / 'settings.json'}" in out
 
 
 def test_the_whole_chain_through_the_cli(

@@ -172,7 +172,11 @@ async def test_resume_after_a_dropped_connection(
     out = tmp_path / "f.bin"
     first = await download(endpoints, url=http.url("/f"), output=str(out))
     assert first[-1]["type"] == "error" and first[-1]["error_type"] == "NETWORK_ERROR"
-    assert "retried" in first[-1]["error"]
+    # What is true whatever the task's retries left (the engine says whether it retries).
+    assert "retried" not in first[-1]["error"]
+    assert first[-1]["error"].endswith(
+        "; the 1.0 MB downloaded so far are kept: a retry resumes from there"
+    ), first[-1]["error"]
     # The .part is kept, and the last checkpoint counts every byte in it (fsynced).
     checkpoint = checkpoints(first)[-1]
     assert checkpoint == {"bytes_done": 1_000_000, "etag": '"v1"', "last_modified": LAST_MODIFIED}
@@ -184,6 +188,23 @@ async def test_resume_after_a_dropped_connection(
     assert out.read_bytes() == BODY and not part(out).exists()
     last = http.requests[-1].headers
     assert last["range"] == "bytes=1000000-" and last["if-range"] == '"v1"'
+
+
+async def test_without_a_validator_a_failure_says_a_retry_starts_over(
+    endpoints: int, http: HTTPTestServer, tmp_path: Path
+) -> None:
+    http.routes["/f"] = Route(body=BODY, drop_after=1_000_000, etag=None, last_modified=None)
+    out = tmp_path / "f.bin"
+    first = await download(endpoints, url=http.url("/f"), output=str(out))
+    assert first[-1]["error_type"] == "NETWORK_ERROR"
+    assert first[-1]["error"].endswith(
+        "; 1.0 MB were downloaded, but the server gives no way to check that they are still "
+        "current: a retry starts over"
+    )
+    second = await download(
+        endpoints, url=http.url("/f"), output=str(out), resume=checkpoints(first)[-1]
+    )
+    assert second[-1]["result"]["resumed_from"] == 0 and out.read_bytes() == BODY
 
 
 async def test_a_changed_validator_starts_over(
@@ -324,6 +345,8 @@ async def test_connection_refused_is_a_network_error(endpoints: int, tmp_path: P
     )
     assert frames[-1]["error_type"] == "NETWORK_ERROR"
     assert "could not connect" in frames[-1]["error"]
+    # Nothing downloaded, nothing promised: whether it is retried is the engine's to say.
+    assert frames[-1]["error"].endswith("; check the network connection"), frames[-1]["error"]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -170,6 +171,33 @@ async def test_cancel_while_running_kills_the_child(server: tuple[EndpointServer
         frames = await frames_until(ws, "cancelled", "error", within=10)
     assert frames[-1] == {"type": "cancelled"}
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_cancel_while_the_child_starts_is_not_lost(
+    server: tuple[EndpointServer, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that arrives while the job's child process is still starting (no warm spare:
+    a cold start, made slow here) stops the job: it is never handed to the child."""
+    from python_endpoints import endpoint
+
+    await endpoint.close_spares()
+    started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    real_start = endpoint._Child.start
+
+    def slow_start(module: str, name: str) -> Any:
+        loop.call_soon_threadsafe(started.set)
+        time.sleep(1.0)
+        return real_start(module, name)
+
+    monkeypatch.setattr(endpoint._Child, "start", staticmethod(slow_start))
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=5)
+        await asyncio.wait_for(started.wait(), 5)
+        await ws.send(dump(Cancel()))
+        frames = await frames_until(ws, "cancelled", "result", "error", within=4)
+    assert frames[-1] == {"type": "cancelled"}
+    await assert_no_job_process_left()
 
 
 async def test_cancel_while_paused(server: tuple[EndpointServer, int]) -> None:

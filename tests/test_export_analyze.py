@@ -19,8 +19,8 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 
 from python_endpoints.child import ChildContext, JobFailed
-from python_endpoints.jobs import analysis, analyze, export, outputs, textio
-from python_endpoints.jobs.captions import Segment
+from python_endpoints.jobs import analysis, analyze, export, outputs, speech, textio
+from python_endpoints.jobs.captions import Segment, Word
 from python_endpoints.protocol import Cancel, dump
 from python_endpoints.registry import ENDPOINTS
 from python_endpoints.server import EndpointServer
@@ -52,6 +52,17 @@ TALK: list[dict[str, Any]] = [
     {"start": 8.0, "end": 12.0, "text": "Gardening is a different topic entirely."},
     {"start": 20.0, "end": 24.0, "text": "Back to machine learning: training neural networks."},
 ]
+
+
+def timed(segment: dict[str, Any], step: float = 0.25) -> dict[str, Any]:
+    """``segment`` as TRANSCRIBE writes it when the decoder timed its words: one every
+    ``step`` seconds from its start."""
+    start, text = float(segment["start"]), str(segment["text"])
+    said = enumerate(text.split())
+    words = [(start + i * step, start + (i + 1) * step, f" {w}") for i, w in said]
+    return speech.segment_dict(start, float(segment["end"]), text, -0.3, 0.01, 0, words)
+
+
 GOOD = json.dumps(
     {
         "summary": "A talk about machine learning, with a word on gardening.",
@@ -100,6 +111,14 @@ def test_a_transcript_is_checked_and_what_is_wrong_is_said() -> None:
     transcript = textio.parse_transcript(good)
     assert transcript.language == "en" and transcript.duration == 3.0
     assert transcript.segments[0] == Segment(0.0, 2.5, "Hello there.")
+    assert transcript.segments[0].words == ()  # written before words were kept: none
+
+    def with_words(words: Any) -> dict[str, Any]:
+        return {**good, "segments": [{"start": 0, "end": 2, "text": "a b", "words": words}]}
+
+    # Each word spans its characters of the text, the space before it its own.
+    [segment] = textio.parse_transcript(with_words([[0, 1, 1], [1.2, 2, 2]])).segments
+    assert segment == Segment(0.0, 2.0, "a b", (Word(0.0, 1.0, "a"), Word(1.2, 2.0, " b")))
     assert transcript.unheard == ()  # none said
     assert textio.parse_transcript({**good, "unheard": [[5.5, 8]]}).unheard == ((5.5, 8.0),)
     for data, says in [
@@ -117,6 +136,16 @@ def test_a_transcript_is_checked_and_what_is_wrong_is_said() -> None:
         ({**good, "unheard": [[1.0]]}, '"unheard" 0 is [1.0], not [start, end]'),
         ({**good, "unheard": [[3, 1]]}, '"unheard" 0 ends (1.0 s) before it starts (3.0 s)'),
         ({**good, "unheard": [[0, "x"]]}, '"unheard" 0: end is "x", not a number'),
+        (with_words({}), 'segment 0: "words" is {}, not a list'),
+        (with_words([[0, 1]]), "segment 0: word 0 is [0, 1], not [start, end, length]"),
+        (with_words([[0, "x", 3]]), 'segment 0: word 0: end is "x", not a number'),
+        (with_words([[0, 1, 0], [1, 2, 3]]), "word 0: its length is 0, not a count of"),
+        (with_words([[0, 1, 1.5], [1, 2, 2]]), "word 0: its length is 1.5"),
+        (with_words([[0, 1, 1], [1, 2, 1]]), "its words span 2 characters of its text, which has"),
+        (with_words([[0, 1, 1], [1, 2, 9]]), "its words span 10 characters of its text, which"),
+        (with_words([[1, 1.5, 1], [0.5, 2, 2]]), "word 1 starts (0.5 s) before the word or"),
+        (with_words([[-1, 1, 1], [1, 2, 2]]), "word 0: start is negative"),
+        (with_words([[0, 1, 1], [2.5, 3, 2]]), "word 1 starts (2.5 s) after its segment ends"),
     ]:
         with pytest.raises(ValueError) as info:
             textio.parse_transcript(data)
@@ -124,6 +153,8 @@ def test_a_transcript_is_checked_and_what_is_wrong_is_said() -> None:
 
 
 def test_where_a_phrase_is_said() -> None:
+    # Segments without their words (a transcript written before words were kept): a phrase is
+    # said when its segment starts.
     spoken = analysis.SpokenText.of(
         [
             Segment(0.0, 2.0, "We like Machine Learning."),
@@ -140,6 +171,42 @@ def test_where_a_phrase_is_said() -> None:
     assert analysis.SpokenText.of([]).times("x") == []
     assert analysis.covered("neural", ["neural networks"])
     assert not analysis.covered("networks neural", ["neural networks"])
+
+
+def test_a_phrase_is_timed_by_its_first_word_when_the_words_are_known() -> None:
+    # A transcript read back: words one every 0.5 s; the second segment was written
+    # without its words (an older transcript, or words the decoder did not time).
+    document = {
+        "version": 1,
+        "language": "en",
+        "duration": 20.0,
+        "model": "tiny.en",
+        "segments": [
+            timed({"start": 0.0, "end": 2.0, "text": "We like Machine Learning."}, 0.5),
+            {"start": 2.0, "end": 4.0, "text": "machine-learning, again; and machine"},
+            timed({"start": 4.0, "end": 6.0, "text": "learning across segments."}, 0.5),
+            timed({"start": 10.0, "end": 13.0, "text": "So machine learning is machine learning"}),
+        ],
+    }
+    spoken = analysis.SpokenText.of(textio.parse_transcript(document).segments)
+    assert spoken.times("machine learning") == [1.0, 2.0, 10.25, 11.0]
+    assert spoken.times("learning across") == [4.0]
+    assert spoken.times("machine learning across") == [2.0]  # where it begins
+    assert spoken.times("segments") == [5.0]
+    assert spoken.times("is") == [10.75]
+    assert spoken.times("learn") == []
+    # A word joined to the one before it (no space before it), spaces doubled in the text.
+    joined = Segment(
+        30.0,
+        32.0,
+        "a  round-trip",
+        (Word(30.0, 30.5, "a"), Word(30.5, 31.0, "  round"), Word(31.0, 31.5, "-trip")),
+    )
+    assert analysis.SpokenText.of([joined]).times("round trip") == [30.5]
+    assert analysis.SpokenText.of([joined]).times("trip") == [31.0]
+    # Words that do not spell their segment's text: the segment's start.
+    odd = Segment(40.0, 42.0, "one two", (Word(41.0, 41.5, "three"),))
+    assert analysis.SpokenText.of([odd]).times("two") == [40.0]
 
 
 def test_the_prompt_carries_times_and_a_long_transcript_is_shortened() -> None:
@@ -598,6 +665,36 @@ async def test_key_phrases_offline_with_their_times(
     scores = [k["score"] for k in document["keywords"]]
     assert scores == sorted(scores)  # YAKE: lower is better, best first
     assert names(tmp_path) == ["talk.analysis.json", "talk.transcript.json"]
+
+
+async def test_a_transcript_with_words_is_exported_and_its_phrases_timed_by_them(
+    server: tuple[EndpointServer, int], tmp_path: Path
+) -> None:
+    plain = transcript_file(tmp_path / "plain" / "talk.transcript.json", TALK, duration=24.0)
+    source = tmp_path / "words" / "talk.transcript.json"
+    transcript = transcript_file(source, [timed(s) for s in TALK], duration=24.0)
+    for path in (plain, transcript):
+        job = {"transcript": str(path), "output_dir": str(path.parent), "stem": "talk"}
+        assert (await result_of(server[1], "export_subtitles", **job))["cues"] > 0
+    # The captions and the text are made of the segments: the same with words or without.
+    for name in ("talk.srt", "talk.vtt", "talk.transcript.txt"):
+        assert (plain.parent / name).read_bytes() == (source.parent / name).read_bytes(), name
+    # The segments' JSON carries the words, as words.
+    exported = json.loads((source.parent / "talk.segments.json").read_text(encoding="utf-8"))
+    first = exported["segments"][0]
+    assert first["text"] == TALK[0]["text"]
+    assert first["words"][:3] == [[0.0, 0.25, "Today"], [0.25, 0.5, "we"], [0.5, 0.75, "talk"]]
+    assert [w[2] for s in exported["segments"] for w in s["words"]] == " ".join(
+        s["text"] for s in TALK
+    ).split()
+    output = tmp_path / "talk.analysis.json"
+    await result_of(
+        server[1], "analyze", transcript=str(transcript), output=str(output), keywords=5
+    )
+    phrases = {k["phrase"].lower(): k for k in json.loads(output.read_text())["keywords"]}
+    # When the phrase's first word is said, not when its segment starts (0, 4 and 20 s).
+    assert phrases["machine learning"]["times"] == [1.0, 4.0, 20.5]
+    assert phrases["neural networks"]["times"] == [1.75, 5.25, 21.25]
 
 
 async def test_a_summary_and_chapters_from_the_model(

@@ -201,7 +201,7 @@ def test_hardware_encoders_get_their_device_and_quality_options() -> None:
     plan = ff.plan_transcode([VIDEO_H264], "reencode")
     vaapi = ff.transcode_args(FF, "in.mkv", "out.mp4", plan, encoder="h264_vaapi")
     assert vaapi.index("-init_hw_device") < vaapi.index("-i")
-    assert vaapi[vaapi.index("-filter:0") + 1] == "format=nv12,hwupload"
+    assert vaapi[vaapi.index("-filter:0") + 1] == f"{ff.EVEN_SIZE},format=nv12,hwupload"
     nvenc = ff.transcode_args(FF, "in.mkv", "out.mp4", plan, encoder="h264_nvenc", crf=25)
     assert nvenc[nvenc.index("-cq:0") + 1] == "25" and "-init_hw_device" not in nvenc
     remux = ff.plan_transcode([VIDEO_H264], "auto")
@@ -349,18 +349,6 @@ def test_duration_tolerance() -> None:
     assert ff.duration_ok(None, None) and not ff.duration_ok(None, 4.0)
 
 
-def test_classify_failure() -> None:
-    assert ff.classify_failure(["av_interleaved_write_frame(): No space left on device"]) == (
-        "NO_SPACE"
-    )
-    assert ff.classify_failure(["x.mkv: Invalid data found when processing input"]) == ("NOT_MEDIA")
-    assert ff.classify_failure(["Decoder (codec none) not found for input stream"]) == (
-        "UNSUPPORTED_MEDIA"
-    )
-    assert ff.classify_failure(["Conversion failed!"]) == "EXECUTOR_ERROR"
-    assert ff.classify_failure([]) == "EXECUTOR_ERROR"
-
-
 def test_space_estimates() -> None:
     assert ff.estimate_output_bytes("TRANSCODE_MP4", input_size=10_000, duration=4.0) == 10_000
     wav = ff.estimate_output_bytes("EXTRACT_AUDIO", input_size=1, duration=10.0)
@@ -379,3 +367,93 @@ def test_space_estimates() -> None:
     assert ff.has_room(free=1000, needed=400, keep_free=600)
     assert not ff.has_room(free=1000, needed=401, keep_free=600)
     assert ff.human_bytes(512) == "512 B" and ff.human_bytes(3 << 30) == "3.0 GiB"
+
+
+# --- inputs from elsewhere: what the decisions do with them -----------------------------------
+
+
+def test_an_audio_stream_without_sound_is_treated_as_absent() -> None:
+    # A transport stream that declares audio it never sends: FFmpeg finds no sample rate.
+    silent = StreamInfo(1, "audio", "aac", empty=True)
+    plan = ff.plan_transcode([VIDEO_H264, silent], "auto")
+    assert [s.index for s in plan.streams] == [0] and plan.count("audio") == 0
+    assert dict(plan.dropped) == {1: ff.EMPTY_AUDIO}
+    info = MediaInfo("mpegts", 3.0, 1, (VIDEO_H264, silent))
+    assert info.main_audio() is None and info.kind == "video"
+    assert info.as_dict()["streams"][1]["empty"] is True
+    assert "empty" not in info.as_dict()["streams"][0]
+    assert MediaInfo("mpegts", 3.0, 1, (silent,)).kind == "other"
+    assert MediaInfo("mpegts", 3.0, 1, (VIDEO_H264, silent, AUDIO_OPUS)).main_audio() == AUDIO_OPUS
+
+
+def test_how_long_media_plays_is_its_longest_audio_or_video_stream() -> None:
+    # Matroska counts a subtitle running past the picture in its duration.
+    video = StreamInfo(0, "video", "h264", duration=3.0)
+    audio = StreamInfo(1, "audio", "opus", duration=3.008)
+    late = StreamInfo(2, "subtitle", "subrip", text=True, duration=6.0)
+    cover = StreamInfo(3, "video", "mjpeg", attached_pic=True, duration=9.0)
+    assert MediaInfo("matroska,webm", 6.0, 1, (video, audio, late, cover)).playing_duration == 3.008
+    assert ff.longest([video, late]) == 3.0 and ff.longest([late]) is None
+    assert MediaInfo("matroska,webm", 6.0, 1, (VIDEO_H264, late)).playing_duration == 6.0
+
+
+def test_what_ffmpeg_only_guessed_from_a_file_name_is_not_media() -> None:
+    raw = MediaInfo("image2", 0.04, 1, (StreamInfo(0, "video", "rawvideo"),))
+    assert raw.guessed_as == "an image sequence of raw video (image2, rawvideo)"
+    garbage = MediaInfo("image2", 0.04, 1, (StreamInfo(0, "video", "png"),))
+    assert garbage.guessed_as is not None and "no picture" in garbage.guessed_as
+    jpeg = StreamInfo(0, "video", "mjpeg", width=64, height=64)
+    assert MediaInfo("image2", 0.04, 1, (jpeg,)).guessed_as is None  # a real picture
+    assert MediaInfo("png_pipe", None, 1, (StreamInfo(0, "video", "png"),)).guessed_as is None
+    assert MediaInfo("matroska,webm", 4.0, 1, (VIDEO_H264,)).guessed_as is None
+
+
+def test_reencoded_video_is_padded_to_even_dimensions() -> None:
+    plan = ff.plan_transcode([StreamInfo(0, "video", "vp8"), AUDIO_OPUS], "auto")
+    for encoder in ("libx264", "h264_nvenc", "h264_qsv"):
+        args = ff.transcode_args(FF, "in.mkv", "out.mp4", plan, encoder=encoder)
+        assert args[args.index("-filter:0") + 1] == ff.EVEN_SIZE
+        assert args[args.index("-pix_fmt:0") + 1] == "yuv420p"
+    assert ff.EVEN_SIZE == "pad=ceil(iw/2)*2:ceil(ih/2)*2"
+    copied = ff.transcode_args(FF, "in.mkv", "out.mp4", ff.plan_transcode([VIDEO_H264], "auto"))
+    assert not any(a.startswith("-filter") for a in copied)
+
+
+def test_duration_verdict_trusts_what_the_input_holds_over_its_header() -> None:
+    assert ff.duration_verdict(12.7, 12.72) == "ok"
+    assert ff.duration_verdict(10.72, 12.73) == "mismatch"  # not measured yet
+    assert ff.duration_verdict(10.72, 12.73, 10.73) == "input_shorter"
+    assert ff.duration_verdict(20.0, 10.0, 20.1) == "input_longer"  # a header written early
+    assert ff.duration_verdict(1.0, 4.0, 4.0) == "mismatch"  # the output lost part of it
+    assert ff.duration_verdict(None, 4.0, 4.0) == "mismatch"
+    assert ff.duration_verdict(3.0, None) == "ok"  # nothing declared: nothing to compare
+
+
+def test_captions_argv_reads_them_from_the_decoded_video_whatever_the_path() -> None:
+    path = "/media/we ird's [a],b;c:d\\e=f.ts"
+    args = ff.extract_captions_args(FF, path, 0, [("srt", "o.srt"), ("vtt", "o.vtt")])
+    assert args[args.index("-f") + 1] == "lavfi"
+    graph = args[args.index("-i") + 1]
+    assert graph == ff.captions_graph(path, 0)
+    # Both levels of ffmpeg's parsing undone give the path back: the graph's backslashes,
+    # then the option's quotes.
+    assert graph.startswith("movie=") and graph.endswith("[out0+subcc]")
+    assert graph == (
+        "movie=filename=\\'/media/we ird\\'\\\\\\'\\'s \\[a\\]\\,b\\;c:d\\\\e=f.ts\\'"
+        ":stream_index=0[out0+subcc]"
+    )
+    tail = args[args.index(graph) + 1 :]
+    assert tail == [
+        *("-map", "0:s", "-c:s", "srt", "-f", "srt", "o.srt"),
+        *("-map", "0:s", "-c:s", "webvtt", "-f", "webvtt", "o.vtt"),
+        *("-map", "0:v", "-c:v", "wrapped_avframe", "-f", "null", "-"),
+    ]
+    assert "h264" in ff.CAPTION_CODECS and "mpeg2video" in ff.CAPTION_CODECS
+
+
+def test_caption_markup_is_left_out_of_an_srt() -> None:
+    srt = (
+        '1\n00:00:01,080 --> 00:00:01,720\n<font face="Monospace">{\\an7}HELLO FROM FREDICA'
+        "</font>\n\n"
+    )
+    assert ff.tidy_captions(srt) == "1\n00:00:01,080 --> 00:00:01,720\nHELLO FROM FREDICA\n\n"

@@ -14,7 +14,7 @@ from fredica_app.errors import MediaImportError, SpecError, TemplateError
 from fredica_app.library.fingerprint import BLOCK, fingerprint
 from fredica_app.library.importer import safe_name
 from fredica_app.services import Fredica
-from fredica_app.templates import BUILTIN, get_template
+from fredica_app.templates import BUILTIN, Template, get_template
 
 
 def write(path: Path, data: bytes) -> Path:
@@ -85,7 +85,7 @@ async def test_import_a_single_file_of_any_type_and_urls(app: Fredica, tmp_path:
     local, url = report.added
     assert local.kind == "unknown"  # PROBE decides what it is
     assert url.source == "https://example.org/videos/Talk%201.webm?x=1" and url.is_url
-    assert url.title == "Talk 1"
+    assert url.title == "Talk 1.webm (example.org)"
     assert url.local_path is not None
     assert Path(url.local_path).name == "Talk_1.webm"
     assert Path(url.local_path).parent.name == "source"
@@ -172,6 +172,42 @@ def test_every_builtin_template_validates_against_the_task_types(tmp_path: Path)
         assert len(prepared.tasks) == len(template.tasks)
     with pytest.raises(TemplateError, match=r"needs a value for \{input\}"):
         get_template("transcode_mp4").expand(values={})
+
+
+def test_what_a_template_runs_on_is_derived_from_its_payloads() -> None:
+    """A template runs on a source exactly when its payloads name a placeholder; a template
+    whose declared source disagrees with its payloads is refused as data."""
+    from pydantic import ValidationError
+
+    from workers.spec import TaskSpec
+
+    assert {n for n, t in BUILTIN.items() if not t.needs_source} == {"diagnostic", "noop_chain"}
+    probe = TaskSpec(key="p", type="PROBE", payload={"input": "{input}"})
+    noop = TaskSpec(key="n", type="NOOP")
+    with pytest.raises(ValidationError, match="name placeholders"):
+        Template(name="x", description="", tasks=[probe])  # source "none"
+    with pytest.raises(ValidationError, match="name no placeholder"):
+        Template(name="x", description="", tasks=[noop], source="file")
+    assert Template(name="x", description="", tasks=[probe], source="file").needs_source
+    get_template("diagnostic").check_sources([])
+    get_template("transcode_mp4").check_sources(["a.mkv", "https://h/a.mp4"])
+    get_template("download_transcode").check_sources(["https://h/a.mp4"])
+    with pytest.raises(TemplateError, match=r"'diagnostic' takes no media file or URL, but"):
+        get_template("diagnostic").check_sources(["a.mkv"])
+    with pytest.raises(TemplateError, match=r"'media' needs a media file or an http\(s\) URL"):
+        get_template("media").check_sources([])
+    with pytest.raises(TemplateError, match=r"a\.mkv is a local file"):
+        get_template("download_transcode").check_sources(["https://h/a.mp4", "a.mkv"])
+
+
+async def test_a_template_that_takes_no_source_is_not_attached_to_a_material(
+    app: Fredica, tmp_path: Path
+) -> None:
+    f = write(tmp_path / "a.mp4", b"m")
+    (material,) = (await app.import_items([str(f)])).added
+    with pytest.raises(TemplateError, match="'diagnostic' takes no media file or URL"):
+        await app.submit_for_material(material, "diagnostic")
+    assert await app.store.list_runs() == []
 
 
 async def test_probe_result_fills_the_material(app: Fredica, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -518,6 +519,7 @@ async def test_a_listing_that_fails(
         http.routes[f"/api/models/{REPO}/tree/main"] = route
     frames = await fetch_model(endpoints, **{**params(http, tmp_path), **base})
     assert frames[-1]["error_type"] == error_type and words in frames[-1]["error"], frames[-1]
+    assert "retr" not in frames[-1]["error"]  # nothing downloaded: nothing to resume
     assert names(tmp_path) == []
 
 
@@ -551,6 +553,11 @@ async def test_a_model_changed_upstream_is_fetched_anew(
     serve_model(http, REPO, fake_model(seed=1))["model.bin"].drop_after = 1_000_000
     failed = await fetch_model(endpoints, **params(http, tmp_path))
     assert failed[-1]["error_type"] == "NETWORK_ERROR"
+    # The files done and the 1 MB of model.bin: what the next attempt starts from.
+    assert re.search(
+        r"; the 1\.\d MB downloaded so far are kept: a retry resumes from there$",
+        failed[-1]["error"],
+    ), failed[-1]["error"]
     new = fake_model(seed=2)
     serve_model(http, REPO, new)
     since = len(http.requests)

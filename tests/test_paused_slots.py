@@ -21,6 +21,7 @@ from workers.tasktypes import NoopPayload, TaskType, TaskTypeRegistry
 
 HOLD = TaskType("HOLD", NoopPayload, "gpu")
 BUSY = TaskType("BUSY", NoopPayload, "gpu")
+SLOW = TaskType("SLOW_TO_STOP", NoopPayload, "gpu")
 
 
 class HoldingExecutor(BaseExecutor):
@@ -50,12 +51,32 @@ class BusyExecutor(BaseExecutor):
         return ExecuteResult(result={})
 
 
+class SlowToStopExecutor(BaseExecutor):
+    """Finishes the piece of work in hand (``seconds``, reporting half-way) before it stops
+    for a pause — as a transcription finishes decoding its window."""
+
+    task_type = SLOW
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        await ctx.report(10.0, "working", force=True)
+        while not ctx.paused:
+            await ctx.sleep(0.02)
+        await ctx.sleep(self.seconds / 2)
+        await ctx.report(20.0, "finishing a piece", force=True)
+        await ctx.sleep(self.seconds / 2)
+        await ctx.wait_if_paused()
+        return ExecuteResult(result={})
+
+
 def gpu_sleep(key: str, seconds: float) -> dict[str, Any]:
     return {"key": key, "type": "SLEEP", "payload": {"seconds": seconds}, "resource": "gpu"}
 
 
 def gpu_registry(registry: TaskTypeRegistry) -> TaskTypeRegistry:
-    for t in (HOLD, BUSY):
+    for t in (HOLD, BUSY, SLOW):
         if t.name not in registry:
             registry.register(t)
     return registry
@@ -147,6 +168,36 @@ async def test_a_paused_task_that_holds_its_resources_or_goes_on_keeps_its_slot(
     await asyncio.wait_for(runner, 10)
     assert first(events, b, "started") >= first(events, a, "completed")
     assert (await store.get_task(b)).status is TaskStatus.COMPLETED
+
+
+async def test_a_running_task_is_pausing_until_it_has_stopped(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry = gpu_registry(registry)
+    tasks = [
+        {"key": "a", "type": "SLOW_TO_STOP"},
+        {"key": "b", "type": "NOOP", "depends_on": ["a"]},
+    ]
+    created = await submit(store, registry, tasks)
+    a, b = created.task_ids["a"], created.task_ids["b"]
+    engine = gpu_engine(store, SlowToStopExecutor(1.0))
+    runner = asyncio.create_task(engine.run(until_idle=True))
+    await text_of(store, a, "working")
+    await engine.pause(a)
+    await engine.pause(b)
+    # Held before it runs, B is paused at once; A is not, until its attempt has stopped.
+    assert (await store.get_task(b)).status_text == "paused"
+    assert (await store.get_task(a)).status_text == "pausing…"
+    # What it reports meanwhile does not hide that it is still to stop.
+    assert await text_of(store, a, "pausing… (") == "pausing… (finishing a piece)"
+    assert await text_of(store, a, "paused", within=3) == "paused"
+    task = await store.get_task(a)
+    assert task.is_paused and task.status is TaskStatus.RUNNING and task.progress == 20.0
+    await engine.resume(b)
+    await engine.resume(a)
+    await asyncio.wait_for(runner, 10)
+    done = [(await store.get_task(t)).status for t in (a, b)]
+    assert done == [TaskStatus.COMPLETED, TaskStatus.COMPLETED]
 
 
 async def test_a_task_waiting_for_a_slot_can_be_cancelled(

@@ -38,6 +38,7 @@ def test_sample_writes_a_clip_with_video_audio_and_subtitles(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "clips" / "sample.mkv"
+    out.parent.mkdir()  # `sample` makes no folder (tests/test_cli_newcomer.py)
     code, stdout, err = fredica(capsys, tmp_path / "data", "sample", str(out), "--seconds", "4")
     assert code == 0, err
     assert stdout.strip() == str(out)
@@ -81,7 +82,16 @@ def test_process_sample_transcode_completes_and_fills_the_material(
     )
     assert code == 0, err
     again = {t["key"]: t for t in json.loads(out)["tasks"]}
-    assert again["transcode"]["result"] == {"skipped": True}
+    # A skipped task's result names what it would have made, as one that ran does.
+    assert again["transcode"]["result"] == {"skipped": True, "outputs": [str(mp4)]}
+    # And the screen shows it under the task, with how the task ended.
+    code, out, err = fredica(capsys, data, "process", "--sample", "--template", "transcode_mp4")
+    assert code == 0, err
+    lines = out.splitlines()
+    (row,) = [i for i, line in enumerate(lines) if line.split()[0] == "transcode"]
+    assert "skipped: its output is already up to date" in lines[row]
+    assert lines[row + 1] == f"      → {mp4}"
+    assert "skipped" in err and str(mp4) in err  # the line per change of status
 
 
 def test_process_of_a_file_that_is_not_media_fails_clearly(
@@ -237,7 +247,7 @@ def test_process_exits_at_once_with_one_line_when_the_database_fails_under_its_e
     assert code == 1
     assert time.monotonic() - began < 60
     lines = [line for line in err.splitlines() if line.startswith("fredica: error:")]
-    assert lines and "kept the database locked" in lines[0], err
+    assert len(lines) == 1 and "kept the database locked" in lines[0], err  # said once
     assert "Traceback" not in err
 
 

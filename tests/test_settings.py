@@ -3,10 +3,13 @@ silently reset."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from fredica_app.cli import main
 from fredica_app.errors import SettingsError
 from fredica_app.paths import ENV_DATA_DIR, resolve_paths
 from fredica_app.settings import Settings, load_settings, save_settings
@@ -79,3 +82,162 @@ def test_save_failure_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(SettingsError, match="could not save settings to"):
         save_settings(blocker / "settings.json", Settings())
+
+
+# --- `fredica settings` -------------------------------------------------------------------
+
+
+def settings_cmd(
+    capsys: pytest.CaptureFixture[str], data: Path, *args: str
+) -> tuple[int, str, str]:
+    code = main(["--data-dir", str(data), "settings", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_settings_show_get_and_set_without_editing_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "settings.json"
+    code, out, _ = settings_cmd(capsys, tmp_path, "--json")
+    assert code == 0 and json.loads(out) == Settings().model_dump(
+        mode="json", exclude={"schema_version"}
+    )
+    code, out, _ = settings_cmd(capsys, tmp_path)
+    assert code == 0 and out.startswith(f"# no settings file ({path})")
+    assert "max_workers          = 4  (default)\n" in out
+
+    monkeypatch.chdir(tmp_path)
+    for key, value in [
+        ("max_workers", "8"),  # JSON: a number
+        ("vad", "false"),
+        ("slots", '{"gpu": 2}'),
+        ("language", "en"),  # not JSON: the text itself
+        ("initial_prompt", "true"),  # JSON, but the setting takes text: the word
+        ("library_dir", "out"),  # a path setting: made absolute
+    ]:
+        code, out, err = settings_cmd(capsys, tmp_path, "set", key, value)
+        assert code == 0 and err == "" and out.startswith(f"{key} = "), err
+    expected = {
+        "max_workers": 8,
+        "vad": False,
+        "slots": {"gpu": 2},
+        "language": "en",
+        "initial_prompt": "true",
+        "library_dir": str(tmp_path / "out"),
+    }
+    assert json.loads(path.read_text()) == expected  # only what was set, nothing else
+    assert load_settings(path).problem is None
+    assert settings_cmd(capsys, tmp_path, "get", "max_workers")[1] == "8\n"
+    assert settings_cmd(capsys, tmp_path, "get", "language")[1] == "en\n"
+    assert settings_cmd(capsys, tmp_path, "get", "slots")[1] == '{"gpu": 2}\n'
+    code, out, _ = settings_cmd(capsys, tmp_path)
+    assert "max_workers          = 8\n" in out and "whisper_model        = " in out
+
+    code, out, _ = settings_cmd(capsys, tmp_path, "set", "max_workers", "null")
+    assert code == 0 and out.startswith("max_workers = 4 (the default)")
+    assert "max_workers" not in json.loads(path.read_text())
+    assert not list(tmp_path.glob(".settings-*"))  # written through a temporary file
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["set", "max_worker", "3"], "unknown setting 'max_worker' (did you mean 'max_workers'?)"),
+        (
+            ["get", "whisper_modle"],
+            "unknown setting 'whisper_modle' (did you mean 'whisper_model'?)",
+        ),
+        (
+            ["set", "max_workers", "0"],
+            "max_workers: Input should be greater than or equal to 1; the settings are unchanged",
+        ),
+        (["set", "on_restart", "later"], "on_restart: Input should be 'resume' or 'hold'"),
+    ],
+)
+def test_settings_refuses_unknown_keys_and_invalid_values_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"max_workers": 2}')
+    code, out, err = settings_cmd(capsys, tmp_path, *args)
+    assert code == 1 and out == ""
+    assert err.startswith(f"fredica: error: {message}") and err.count("\n") == 1, err
+    assert path.read_text() == '{"max_workers": 2}'
+
+
+def test_a_settings_file_with_a_misspelt_key_names_the_closest_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"max_worker": 2}')
+    code, _, err = main_runs(capsys, tmp_path)
+    assert code == 0 and "unknown setting 'max_worker' (did you mean 'max_workers'?)" in err
+    for args in ([], ["get", "vad"], ["set", "vad", "false"]):
+        code, out, err = settings_cmd(capsys, tmp_path, *args)
+        assert code == 1 and out == ""
+        assert err == (
+            f"fredica: error: the settings file {path} is not valid (unknown setting "
+            "'max_worker' (did you mean 'max_workers'?)); fix it with `fredica settings edit`\n"
+        )
+    assert path.read_text() == '{"max_worker": 2}'
+
+
+def main_runs(capsys: pytest.CaptureFixture[str], data: Path) -> tuple[int, str, str]:
+    code = main(["--data-dir", str(data), "runs"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+EDITOR_SCRIPT = """
+import json, sys
+path = sys.argv[-1]
+data = json.load(open(path))
+data.update(json.loads(sys.argv[1]))
+json.dump(data, open(path, "w"))
+"""
+
+
+def test_settings_edit_runs_the_editor_without_a_shell_and_saves_only_what_is_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripts = tmp_path / "my editor"
+    scripts.mkdir()
+    editor = scripts / "edit.py"
+    editor.write_text(EDITOR_SCRIPT)
+    marker = tmp_path / "a-shell-ran-this"
+    path = tmp_path / "settings.json"
+
+    def use_editor(change: dict[str, object]) -> None:
+        # Quoted like a shell would want; the `;` would start a second command in a shell.
+        monkeypatch.setenv(
+            "EDITOR",
+            f"{sys.executable} '{editor}' '{json.dumps(change)}' ; touch {marker}",
+        )
+
+    monkeypatch.delenv("VISUAL", raising=False)
+    use_editor({"max_workers": 3})
+    code, out, err = settings_cmd(capsys, tmp_path, "edit")
+    assert code == 0 and out == f"saved {path}\n", err
+    assert json.loads(path.read_text())["max_workers"] == 3  # a new file starts from the defaults
+    assert not marker.exists()
+
+    use_editor({"max_workers": "many"})
+    before = path.read_text()
+    code, out, err = settings_cmd(capsys, tmp_path, "edit")
+    assert code == 1 and out == ""
+    kept = tmp_path / "settings.json.rejected"
+    assert err == (
+        "fredica: error: the edited settings are not valid (max_workers: Input should be a valid "
+        f"integer, unable to parse string as an integer); {path} is unchanged, your edit is "
+        f"kept in {kept}\n"
+    )
+    assert path.read_text() == before and json.loads(kept.read_text())["max_workers"] == "many"
+    assert not marker.exists()
+
+    # $VISUAL comes first; an editor that cannot be run is one line.
+    monkeypatch.setenv("VISUAL", str(tmp_path / "no-such-editor"))
+    code, _, err = settings_cmd(capsys, tmp_path, "edit")
+    assert code == 1 and err.startswith("fredica: error: cannot run the editor")
+    assert path.read_text() == before
+    assert not list(tmp_path.glob(".settings-*"))  # no draft left behind

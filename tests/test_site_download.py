@@ -610,7 +610,11 @@ async def test_a_network_failure_keeps_the_part_for_a_retry(
     out = tmp_path / "clip.mp4"
     frames = await run(endpoints, url=http.url("/clip.mp4"), output=str(out))
     assert frames[-1]["error_type"] == "NETWORK_ERROR", frames[-1]
-    assert "retried" in frames[-1]["error"]
+    # What is kept, not whether the task is retried (the engine's to say).
+    assert frames[-1]["error"].endswith(
+        "; check the network connection; what was downloaded so far is kept, and a retry "
+        "continues from it"
+    ), frames[-1]["error"]
     [part] = leftovers(out)
     assert part.endswith(".part") and not out.exists()
     http.routes["/clip.mp4"].drop_after = None

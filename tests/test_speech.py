@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from python_endpoints.jobs import speech
+from python_endpoints.jobs import speech, textio
 from python_endpoints.jobs.speech import Merger, RawSegment, RawWord, Verdict, Window
 
 # --- windows ----------------------------------------------------------------------------------
@@ -153,6 +153,24 @@ def test_a_segment_whose_first_word_is_past_the_cut_stops_the_window() -> None:
     m.begin(speech.plan_windows(61.0, 20.0, 4.0)[0], "en", 1.0)
     assert m.offer(words((18.5, 19.0, "late"), (19.0, 19.5, "words"))) == (Verdict.STOP, None)
     assert m.finish() == 18.0  # the cut comes first
+
+
+def test_a_segment_keeps_its_words_without_repeating_its_text() -> None:
+    m = Merger(61.0)
+    m.begin(speech.plan_windows(61.0, 20.0, 4.0)[0], "en", 1.0)
+    _, kept = m.offer(words((1.0, 1.4, "Hello,"), (1.5, 1.9, "world."), (2.0, 2.5, "Again")))
+    assert kept is not None and kept["text"] == "Hello, world. Again"
+    # [start, end, characters of the text]: the space before a word is its own.
+    assert kept["words"] == [[1.0, 1.4, 6], [1.5, 1.9, 7], [2.0, 2.5, 6]]
+    # Words that do not spell the text (the decoder's text differs) are not kept.
+    odd = RawSegment(3.0, 4.0, " Hi there", words=(RawWord(3.0, 4.0, " Hello"),))
+    _, kept = m.offer(odd)
+    assert kept is not None and kept["text"] == "Hi there" and "words" not in kept
+    _, kept = m.offer(seg(5.0, 6.0, " No words."))  # the decoder timed none
+    assert kept is not None and "words" not in kept
+    assert speech.word_lengths("a b", [" a", " b"]) == [1, 2]
+    assert speech.word_lengths("a b", [" a", " ", "b"]) == [1, 1, 1]
+    assert speech.word_lengths("a b", [" a", " c"]) is None
 
 
 def test_a_segment_whose_words_are_all_merged_already_is_dropped_whole() -> None:
@@ -366,6 +384,13 @@ def test_timed_words_are_merged_exactly_once_in_order(
     assert_well_formed(segments, positions)
     assert " ".join(s["text"] for s in segments).split() == [t for _, _, t in spoken.units]
     assert positions[-1] == pytest.approx(spoken.duration) if positions else True
+    # Every word is kept with its segment, when it was said, as the transcript file reads it
+    # back (a word cut by a window's edge or a resume point starts there).
+    document = speech.transcript_document("en", spoken.duration, "tiny.en", segments)
+    words = [w for s in textio.parse_transcript(document).segments for w in s.words]
+    assert [w.text.strip() for w in words] == [t for _, _, t in spoken.units]
+    for word, (start, end, _) in zip(words, spoken.units, strict=True):
+        assert start - 1e-9 <= word.start <= word.end <= end + 1e-9, (word, start, end)
 
 
 @settings(max_examples=200, deadline=None)
@@ -421,6 +446,8 @@ def test_whatever_the_decoder_says_the_transcript_is_ordered_and_never_overlaps(
         positions.append(m.finish())
     assert_well_formed(m.segments, positions)
     assert m.position == duration
+    # Whatever the words, the transcript written from them reads back.
+    textio.parse_transcript(speech.transcript_document("en", duration, "tiny.en", m.segments))
 
 
 # --- language ---------------------------------------------------------------------------------

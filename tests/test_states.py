@@ -22,6 +22,7 @@ from workers.states import (
     can_transition,
     check_transition,
     derive_run_status,
+    failure_status,
     is_terminal,
     retry_decision,
     sources_for,
@@ -283,6 +284,8 @@ EXPECTED_NON_RETRYABLE = {
     ErrorType.INPUT_MISSING,
     ErrorType.NOT_MEDIA,
     ErrorType.NO_AUDIO,
+    ErrorType.INPUT_DAMAGED,
+    ErrorType.FFMPEG_FAILED,
     ErrorType.UNSUPPORTED_MEDIA,
     ErrorType.NO_SPACE,
     ErrorType.HTTP_ERROR,
@@ -297,7 +300,7 @@ RETRYABLE = [e for e in ErrorType if e not in EXPECTED_NON_RETRYABLE]
 
 def test_non_retryable_set() -> None:
     assert set(NON_RETRYABLE) == EXPECTED_NON_RETRYABLE
-    assert len(RETRYABLE) == len(ErrorType) - 16
+    assert len(RETRYABLE) == len(ErrorType) - 18
 
 
 @pytest.mark.parametrize("error_type", sorted(EXPECTED_NON_RETRYABLE), ids=str)
@@ -333,6 +336,20 @@ def test_retries_stop_at_max_retries() -> None:
 def test_zero_max_retries_never_retries() -> None:
     decision = retry_decision(ErrorType.NETWORK_ERROR, 0, 0, 0.5)
     assert decision == RetryDecision(False, 0.0, "no retries left (0/0)")
+
+
+def test_a_failed_attempt_says_what_comes_next() -> None:
+    def status(error_type: str, retry_count: int, max_retries: int) -> str:
+        decision = retry_decision(error_type, retry_count, max_retries, 0.0)
+        return failure_status(decision, error_type, retry_count, max_retries)
+
+    assert status("NETWORK_ERROR", 0, 3) == "retrying in 2 s (retry 1 of 3)"
+    assert status("NETWORK_ERROR", 2, 3) == "retrying in 8 s (retry 3 of 3)"
+    assert status("NETWORK_ERROR", 3, 3) == "failed: no retries left (3 of 3 used)"
+    assert status("NETWORK_ERROR", 0, 0) == "failed, not retried"
+    assert status("HTTP_ERROR", 0, 3) == (
+        "failed, not retried (HTTP_ERROR: another attempt would fail the same way)"
+    )
 
 
 def test_non_retryable_wins_over_remaining_retries_and_exhaustion() -> None:

@@ -231,6 +231,7 @@ async def test_failed_attempt_is_retried_with_backoff(
     )
     assert task.next_run_at == pytest.approx(outcome.next_run_at)
     assert outcome.next_run_at - store.now() == pytest.approx(10, abs=0.5)
+    assert task.status_text == "retrying in 10 s (retry 1 of 2)"  # what comes next
     assert await store.claim("w") == []  # not due yet
     assert await store.next_retry_at() == pytest.approx(outcome.next_run_at)
     # Make it due, as the clock would.
@@ -241,6 +242,7 @@ async def test_failed_attempt_is_retried_with_backoff(
     second = await store.fail(again.id, again.lease_token, "again", ErrorType.IO_ERROR)
     assert second.next_run_at is not None
     assert second.next_run_at - store.now() == pytest.approx(20, abs=0.5)
+    assert (await store.get_task(a.id)).status_text == "retrying in 20 s (retry 2 of 2)"
     kinds = [e.kind for e in await store.events(a.id)]
     assert kinds == ["claimed", "retry_scheduled", "claimed", "retry_scheduled"]
     assert (await store.get_run(created.run_id)).status is RunStatus.PENDING
@@ -409,13 +411,26 @@ async def test_permanent_failure_cascades_downstream(
 
 
 async def test_fail_without_retries_left_is_final(
-    store: TaskStore, registry: TaskTypeRegistry
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
 ) -> None:
-    await submit(store, registry, [noop("a", max_retries=1)])
-    [a] = await store.claim("w")
+    await submit(store, registry, [noop("a", max_retries=1), noop("b", max_retries=1)])
+    [a, b] = await store.claim("w", limit=2)
+    await store.report_progress(a.id, a.lease_token, status_text="downloading 40 %")
     outcome = await store.fail(a.id, a.lease_token, "x", retryable=False)
     assert not outcome.retried
-    assert (await store.get_task(a.id)).status is TaskStatus.FAILED
+    failed = await store.get_task(a.id)
+    # The last progress no longer stands: it says it failed, and why it is not retried.
+    assert (failed.status, failed.status_text) == (TaskStatus.FAILED, "failed, not retried")
+    assert (await store.fail(b.id, b.lease_token, "y", ErrorType.IO_ERROR)).retried
+    with sqlite3.connect(db_path) as conn:  # due now
+        conn.execute("UPDATE task SET next_run_at = 0 WHERE id = ?", (b.id,))
+    [again] = await store.claim("w")
+    assert not (await store.fail(again.id, again.lease_token, "y", ErrorType.IO_ERROR)).retried
+    last = await store.get_task(b.id)
+    assert (last.status, last.status_text) == (
+        TaskStatus.FAILED,
+        "failed: no retries left (1 of 1 used)",
+    )
 
 
 async def test_finishing_writes_are_fenced_by_the_lease(

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,15 +23,25 @@ from websockets.asyncio.client import ClientConnection
 
 from python_endpoints.child import JobFailed
 from python_endpoints.jobs import outputs, speech, textio, transcribe
-from python_endpoints.jobs.sample import make_sample
+from python_endpoints.jobs.sample import SPEECH, make_sample
 from python_endpoints.params import TranscribeParams
-from python_endpoints.protocol import Cancel, Pause, Resume, dump
+from python_endpoints.protocol import (
+    MAX_FRAME_BYTES,
+    Cancel,
+    InitData,
+    InitParamAndRun,
+    Pause,
+    Resume,
+    Status,
+    dump,
+)
 from python_endpoints.registry import ENDPOINTS, TranscribeEndpoint
 from python_endpoints.server import EndpointServer
 from tests.procs import assert_no_job_process_left
 from tests.speech import SENTENCES, SpeechCache, duration
 from tests.test_endpoints import TOKEN, frames_until, open_task, running_child, start
 from tests.whisper_faults import faulty_transcribe_job
+from workers.executors.speech import bounded_resume
 
 SHORT = SENTENCES[:3]  # about 13 s
 FAULTY = "transcribe_faulty"
@@ -176,8 +187,12 @@ def assert_well_formed(frames: list[dict[str, Any]], segments: list[dict[str, An
     for a, b in itertools.pairwise(segments):
         assert a["end"] <= b["start"], f"{a} overlaps {b}"
     for s in segments:
-        assert set(s) == {"start", "end", "text", "avg_logprob", "no_speech_prob", "chunk"}
+        keys = {"start", "end", "text", "avg_logprob", "no_speech_prob", "chunk", "words"}
+        assert set(s) == keys, s  # the decoder's words spell its text: kept, timed
         assert s["start"] <= s["end"] and s["text"] == s["text"].strip() != ""
+        [read] = textio.parse_transcript({"version": 1, "segments": [s]}).segments
+        assert "".join(w.text for w in read.words) == s["text"]
+        assert read.words[0].start == s["start"] and read.words[-1].end <= s["end"]
     position = 0.0
     percent = 0.0
     for frame in frames:
@@ -366,23 +381,22 @@ async def test_a_cancelled_transcription_resumes_from_its_checkpoint(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("unload", [None, True])
 async def test_pause_holds_the_job_between_segments_and_resume_completes(
-    server: tuple[EndpointServer, int], voices: SpeechCache, tmp_path: Path, unload: bool | None
+    server: tuple[EndpointServer, int], voices: SpeechCache, tmp_path: Path
 ) -> None:
-    # unload None: on the CPU the model stays loaded while paused. True: unloaded (what a GPU
-    # does by default), so the paused job holds nothing, then loaded again on resume.
+    # With its model unloaded for the pause (what a GPU does; asked for here on the CPU), the
+    # job stops between segments and holds nothing; on resume the model is loaded again.
     output = tmp_path / "medium.transcript.json"
     seen: list[dict[str, Any]] = []
     job = params(voices.speech(MEDIUM), output, chunk_seconds=10, overlap_seconds=2, **FAST)
     async with open_task(server[1], name="transcribe") as ws:
-        await start(ws, **job, unload_on_pause=unload)
+        await start(ws, **job, unload_on_pause=True)
         await until(ws, seen, lambda f: f["type"] == "segment")
         await ws.send(dump(Pause()))
         await until(ws, seen, lambda f: f["type"] == "paused", within=30)
         assert seen[-1] == {"type": "paused", "held": False}  # nothing held: the slot is lent
-        texts = [f.get("status_text") for f in seen]
-        assert ("paused; the model tiny.en is unloaded" in texts) is bool(unload)
+        assert "paused; the model tiny.en is unloaded" in [f.get("status_text") for f in seen]
+        assert running_child(server[0]).status() != psutil.STATUS_STOPPED  # it waits
         quiet: list[str] = []
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(1.5):
@@ -392,12 +406,53 @@ async def test_pause_holds_the_job_between_segments_and_resume_completes(
         seen += await frames_until(ws, "result", "error", within=120)
     assert seen[-1]["type"] == "result", seen[-1]
     result = seen[-1]["result"]
-    reloaded = "loading the model tiny.en again" in [f.get("status_text") for f in seen]
-    assert (result["model_loads"], reloaded) == ((2, True) if unload else (1, False))
+    assert "loading the model tiny.en again" in [f.get("status_text") for f in seen]
+    assert result["model_loads"] == 2
     streamed = segments_of(seen)
     assert_well_formed(seen, streamed)
     assert repeated_runs(words_of(streamed)) == []  # the window decoded again: no duplicate
     assert recognised(streamed, MEDIUM_WORDS) >= 0.6, words_of(streamed)
+    assert transcript(output)["segments"] == streamed
+
+
+async def test_a_cpu_transcription_is_suspended_at_once_and_goes_on_where_it_stopped(
+    server: tuple[EndpointServer, int], tmp_path: Path
+) -> None:
+    # The shipped speech is one window: its decode is one long call into CTranslate2, which
+    # a pause between segments would wait out. On the CPU the job is suspended instead.
+    srv, port = server
+    unpaused = await run(port, **params(SPEECH, tmp_path / "unpaused.json", **FAST))
+    assert unpaused[-1]["type"] == "result", unpaused[-1]
+    output = tmp_path / "speech.transcript.json"
+    seen: list[dict[str, Any]] = []
+    async with open_task(port, name="transcribe") as ws:
+        await start(ws, **params(SPEECH, output, **FAST))
+        await until(ws, seen, lambda f: f.get("status_text") == "loading the model tiny.en")
+        asked = time.monotonic()
+        await ws.send(dump(Pause()))
+        await until(ws, seen, lambda f: f["type"] == "paused", within=10)
+        assert time.monotonic() - asked < 3
+        # Stopped where it was, before any segment: it keeps its memory, so its slot.
+        assert seen[-1] == {"type": "paused", "held": True}
+        assert segments_of(seen) == []
+        child = running_child(srv)
+        assert child.status() == psutil.STATUS_STOPPED
+        cpu = child.cpu_times()
+        quiet: list[str] = []
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(1.5):
+                quiet.append(await ws.recv())
+        assert quiet == []  # no segment, no progress while paused
+        assert child.cpu_times() == cpu  # and no work done
+        await ws.send(dump(Status()))
+        assert (await frames_until(ws, "status"))[-1]["state"] == "paused"
+        await ws.send(dump(Resume()))
+        seen += await frames_until(ws, "result", "error", within=120)
+    assert seen[-1]["type"] == "result", seen[-1]
+    assert seen[-1]["result"]["model_loads"] == 1  # nothing unloaded, nothing decoded twice
+    streamed = segments_of(seen)
+    assert_well_formed(seen, streamed)
+    assert words_of(streamed) == words_of(segments_of(unpaused))
     assert transcript(output)["segments"] == streamed
 
 
@@ -512,7 +567,31 @@ async def test_out_of_memory_falls_back_to_a_smaller_compute_type_when_allowed(
 # --- the job's parts, in this process ------------------------------------------------------------
 
 
-def test_the_endpoint_pauses_cooperatively() -> None:
+def test_the_resume_of_a_long_transcription_fits_in_one_frame() -> None:
+    # Four hours of speech as TRANSCRIBE streams it: ten timed words every 4 s.
+    segments = []
+    for i in range(3600):
+        at = i * 4.0
+        timed = [(at + k * 0.35, at + k * 0.35 + 0.3, f" word{k}") for k in range(10)]
+        text = "".join(w for _, _, w in timed)
+        segments.append(speech.segment_dict(at, at + 3.5, text, -0.31, 0.01, i // 75, timed))
+    checkpoint = {"segments": segments, "position": 14400.0, "languages": {"en": 12600.0}}
+    assert len(json.dumps(checkpoint)) > MAX_FRAME_BYTES  # with every word, it would not
+    sent = bounded_resume(checkpoint)
+    init = InitParamAndRun(data=InitData(params={"input": "/a.wav", "resume": sent}))
+    assert len(dump(init)) < MAX_FRAME_BYTES
+    # The latest segments keep their words, the earliest go without; nothing else changes.
+    timed_ = [s for s in sent["segments"] if "words" in s]
+    assert len(timed_) > 500 and timed_ == segments[-len(timed_) :]
+    bare = [{k: v for k, v in s.items() if k != "words"} for s in segments]
+    assert [{k: v for k, v in s.items() if k != "words"} for s in sent["segments"]] == bare
+    assert {**sent, "segments": []} == {**checkpoint, "segments": []}
+    small = {**checkpoint, "segments": segments[:100]}
+    assert bounded_resume(small) is small
+
+
+def test_the_endpoint_is_suspended_only_when_its_job_allows_it() -> None:
+    # Not on every pause (a GPU job unloads its model instead): when the job says so.
     assert ENDPOINTS["transcribe"] is TranscribeEndpoint
     assert TranscribeEndpoint.pausable == "always" and not TranscribeEndpoint.suspend_on_pause
 

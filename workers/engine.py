@@ -44,7 +44,7 @@ from workers.records import (
 )
 from workers.retention import PruneReport, RetentionPolicy
 from workers.spec import PreparedTask, prepare_tasks
-from workers.states import ErrorType, RunStatus
+from workers.states import PAUSING, ErrorType, RunStatus
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
 
@@ -78,6 +78,13 @@ class _Running:
     stalled: bool = False
     #: Its end has been handed to the loop (``_finished``, or dropped for recovery).
     ended: bool = False
+    #: It has stopped for the current pause (a ``paused`` frame, ``wait_if_paused``): until
+    #: then a user's pause shows as "pausing…".
+    parked: bool = False
+    #: Why its job asked for the current pause itself (None: a user's pause).
+    pause_reason: str | None = None
+    #: The last status text reported for it.
+    last_text: str | None = None
 
     @property
     def resource(self) -> str:
@@ -179,6 +186,12 @@ class WorkerEngine:
         self.store.run_listeners.append(self._on_run_changes)
         self._started = True
         await self.store.data_changed()  # the baseline: later commits of others are seen
+        log.info(
+            "engine %s started: max_workers %d, slots %s",
+            self.session_id,
+            self.max_workers,
+            self.slots,
+        )
         if recover:
             resumable = [name for name, e in self.executors.items() if e.resumable]
             self.recovery = await self.store.recover(
@@ -237,7 +250,9 @@ class WorkerEngine:
 
     def _fail_engine(self, exc: StoreUnavailable) -> None:
         if self._fatal is None:
-            log.error("the database failed; stopping the engine: %s", exc)
+            # Raised to whoever runs the engine, which tells the user: the log keeps it, a
+            # terminal gets it once.
+            log.info("the database failed; stopping the engine: %s", exc)
             self._fatal = exc
         self._wake.set()
 
@@ -474,6 +489,15 @@ class WorkerEngine:
             task = r.claimed.task
             if not outcome.applied:
                 continue
+            log.info(
+                "task %s (%s) attempt %d failed%s: [%s] %s",
+                task.id,
+                task.type,
+                task.attempt,
+                ", to be retried" if outcome.retried else "",
+                res.error_type,
+                res.error,
+            )
             if outcome.retried:
                 self.stats.retried += 1
                 self.bus.publish(
@@ -583,6 +607,11 @@ class WorkerEngine:
             async def sink(**values: object) -> bool:
                 progress = values.get("progress")
                 text = values.get("status_text")
+                if isinstance(text, str):
+                    running.last_text = text
+                    if self._pausing(running) and not text.startswith("paused"):
+                        # Asked to pause, the job still works: it is not paused yet.
+                        values["status_text"] = text = f"{PAUSING} ({text})"
                 self.bus.publish(
                     TaskChanged(
                         task.id,
@@ -599,6 +628,8 @@ class WorkerEngine:
                     return True
 
             async def pause_sink(paused: bool, reason: str | None) -> None:
+                running.pause_reason = reason if paused else None
+                running.parked = False  # a new pause (or none): not stopped for it yet
                 if not paused:  # the job resumed by itself: it runs, so it holds its slot
                     running.slot_held, running.waiting_since = True, None
                 try:
@@ -621,7 +652,7 @@ class WorkerEngine:
                 _park_sink=lambda held: self._parked(running, held),
             )
             if payload.check_skip and await executor.can_skip(task):
-                result = ExecuteResult(result={"skipped": True})
+                result = ExecuteResult(result=executor.skipped_result(task))
                 return
             result = await executor.execute(task, ctx)
             if not result.ok:
@@ -785,16 +816,36 @@ class WorkerEngine:
 
     def _pause_running(self, r: _Running) -> None:
         assert r.ctx is not None
+        if not r.ctx.paused:  # a new pause, the user's: the attempt has not stopped for it
+            r.parked, r.pause_reason = False, None
         r.ctx.resume_event.clear()
         r.waiting_since = None
 
-    def _parked(self, r: _Running, held: bool) -> None:
-        """The attempt has stopped for its pause; unless it holds its resources, lend its
-        slot to other work."""
+    def _pausing(self, r: _Running) -> bool:
+        """Asked to pause by the user, the attempt has not stopped for it yet."""
         ctx = r.ctx
-        if held or not r.slot_held or ctx is None or not ctx.paused or ctx.cancelled:
+        return (
+            ctx is not None
+            and ctx.paused
+            and not ctx.cancelled
+            and not r.parked
+            and r.waiting_since is None
+            and r.pause_reason is None
+        )
+
+    def _parked(self, r: _Running, held: bool) -> None:
+        """The attempt has stopped for its pause: say so ("pausing…" until now); unless it
+        holds its resources, lend its slot to other work."""
+        ctx = r.ctx
+        if ctx is None or not ctx.paused or ctx.cancelled or r.waiting_since is not None:
             return
-        if r.waiting_since is not None or self._stopping:
+        if not r.parked and r.pause_reason is None and not self._stopping:
+            # The job's own word for it when it has one ("paused; the model … is unloaded").
+            last = r.last_text or ""
+            text = last if last.startswith("paused") else "paused"
+            self._background_call(ctx.report(status_text=text, force=True))
+        r.parked = True
+        if held or not r.slot_held or self._stopping:
             return
         r.slot_held = False
         task = r.claimed.task
@@ -877,6 +928,8 @@ class WorkerEngine:
         ones are not waited for); stop the rest without writing anything, for recovery to
         resume at the next start. Never writes a cancel: a shutdown is not the user's
         decision."""
+        if not self._stopping:
+            log.info("stopping: %d task(s) running", len(self._running))
         self._stopping = True
         self.wake()
         for r in list(self._running.values()):

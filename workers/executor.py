@@ -59,6 +59,8 @@ class TaskExecutor(Protocol):
 
     async def can_skip(self, task: TaskRecord) -> bool: ...
 
+    def skipped_result(self, task: TaskRecord) -> dict[str, Any]: ...
+
     async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None: ...
 
 
@@ -84,6 +86,10 @@ class BaseExecutor:
 
     async def can_skip(self, task: TaskRecord) -> bool:
         return False
+
+    def skipped_result(self, task: TaskRecord) -> dict[str, Any]:
+        """The result of a task that ``can_skip``: what it would have made is there."""
+        return {"skipped": True}
 
     async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None:
         return None

@@ -95,6 +95,25 @@ class RunRecord(_FromRow):
 
 
 @dataclass(frozen=True, slots=True)
+class RunProgress:
+    """How far a run's tasks are, for a person (``fredica runs``)."""
+
+    #: When its first task started; None while none has.
+    started_at: float | None = None
+    #: Its tasks that can still complete or have (not failed, not cancelled).
+    live_tasks: int = 0
+    #: Their progress added up: a completed task counts 100.
+    progress_sum: float = 0.0
+    #: Its unfinished tasks that are held (paused).
+    held: int = 0
+
+    @property
+    def fraction(self) -> float | None:
+        """Done of what can be done, 0 to 1; None when nothing can."""
+        return min(1.0, self.progress_sum / (100.0 * self.live_tasks)) if self.live_tasks else None
+
+
+@dataclass(frozen=True, slots=True)
 class EventRecord(_FromRow):
     id: int
     task_id: str

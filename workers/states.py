@@ -64,6 +64,10 @@ class ErrorType(StrEnum):
     NOT_MEDIA = "NOT_MEDIA"
     NO_AUDIO = "NO_AUDIO"
     VERIFY_FAILED = "VERIFY_FAILED"
+    #: ffmpeg found damaged data in the input.
+    INPUT_DAMAGED = "INPUT_DAMAGED"
+    #: ffmpeg failed on the input, or made an output that lost part of it, for no cause known.
+    FFMPEG_FAILED = "FFMPEG_FAILED"
     HTTP_ERROR = "HTTP_ERROR"
     MODEL_MISSING = "MODEL_MISSING"
     BAD_TRANSCRIPT = "BAD_TRANSCRIPT"
@@ -90,6 +94,9 @@ NON_RETRYABLE: frozenset[str] = frozenset(
         ErrorType.INPUT_MISSING,
         ErrorType.NOT_MEDIA,
         ErrorType.NO_AUDIO,
+        # ffmpeg on the same input fails the same way (python_endpoints.jobs.failures).
+        ErrorType.INPUT_DAMAGED,
+        ErrorType.FFMPEG_FAILED,
         ErrorType.UNSUPPORTED_MEDIA,
         ErrorType.NO_SPACE,
         ErrorType.HTTP_ERROR,
@@ -208,6 +215,27 @@ def retry_decision(
     if retry_count >= max_retries:
         return RetryDecision(False, reason=f"no retries left ({retry_count}/{max_retries})")
     return RetryDecision(True, policy.delay(retry_count, rand), f"retry {retry_count + 1}")
+
+
+#: The status text of a running task asked to pause, until its attempt has stopped for it.
+PAUSING = "pausing…"
+
+
+def failure_status(
+    decision: RetryDecision, error_type: str | None, retry_count: int, max_retries: int
+) -> str:
+    """What the task of a failed attempt says next (its ``status_text``): when it is retried,
+    or that it is not, and why. The arguments are those :func:`retry_decision` was given
+    (``max_retries`` 0 for an error its executor says no retry can fix). A job's own message
+    says only what is true whatever comes next (what it kept, what to check); this says
+    what comes next."""
+    if decision.retry:
+        return f"retrying in {decision.delay:.0f} s (retry {retry_count + 1} of {max_retries})"
+    if error_type in NON_RETRYABLE:
+        return f"failed, not retried ({error_type}: another attempt would fail the same way)"
+    if max_retries <= 0:
+        return "failed, not retried"
+    return f"failed: no retries left ({max_retries} of {max_retries} used)"
 
 
 def derive_run_status(counts: Mapping[TaskStatus, int]) -> RunStatus:

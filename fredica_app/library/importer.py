@@ -26,6 +26,8 @@ class ImportReport:
     existing: list[MaterialRecord] = field(default_factory=list)
     #: Files in a folder that were not media, by extension.
     skipped: list[Path] = field(default_factory=list)
+    #: Folders given that held no media file (none at all, or only files skipped).
+    empty_folders: list[Path] = field(default_factory=list)
 
     @property
     def materials(self) -> list[MaterialRecord]:
@@ -40,12 +42,59 @@ def safe_name(text: str, limit: int = 80) -> str:
 
 
 def material_dir(library_dir: Path, material: MaterialRecord) -> Path:
-    """Where a material's outputs go: ``<library>/<title>-<id8>/``."""
+    """Where a material's outputs go: ``<library>/<title>-<id8>/``; a URL material's is the
+    folder its download was put in at import (``<folder>/source/<file>``)."""
+    if material.is_url and material.local_path:
+        source = Path(material.local_path).parent
+        if source.name == "source":
+            return source.parent
     return library_dir / f"{safe_name(material.title)}-{material.id[:8]}"
+
+
+def material_stem(material: MaterialRecord) -> str:
+    """The stem of a material's output files: its file-name-safe title, or for a URL material
+    the stem of its downloaded file (the title of a URL names its host too)."""
+    if material.is_url and material.local_path:
+        return Path(material.local_path).stem
+    return safe_name(material.title)
 
 
 def is_url(text: str) -> bool:
     return text.lower().startswith(("http://", "https://"))
+
+
+def _host(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def _last_segment(url: str) -> str:
+    return unquote(PurePosixPath(urlsplit(url).path).name)
+
+
+def url_title(url: str) -> str:
+    """A URL's title for a person: its last path segment and host, ``talk.mp4 (example.org)``,
+    or its host alone for a bare one, ``127.0.0.1:8765``."""
+    name = _last_segment(url)
+    return f"{name} ({_host(url)})" if name else _host(url)
+
+
+def url_file_name(url: str) -> str:
+    """The file a URL is downloaded to: its last path segment, file-name-safe, or its host
+    for a bare one; a page (no media extension) is downloaded by yt-dlp into Matroska, which
+    holds anything."""
+    name = _last_segment(url)
+    if not name:
+        return f"{safe_name(_host(url))}.mkv"
+    stem = safe_name(PurePosixPath(name).stem or name)
+    return (
+        f"{stem}{PurePosixPath(name).suffix.lower()}"
+        if is_media_name(Path(name))
+        else f"{stem}.mkv"
+    )
 
 
 class Importer:
@@ -72,22 +121,19 @@ class Importer:
         if existing is not None:
             report.existing.append(existing)
             return
-        name = unquote(PurePosixPath(parts.path).name) or parts.hostname
         material_id = str(uuid.uuid4())
-        stem = safe_name(PurePosixPath(name).stem or name)
-        suffix = PurePosixPath(name).suffix.lower()
-        # A page (a video site) is downloaded by yt-dlp into Matroska, which holds anything.
-        filename = f"{stem}{suffix if is_media_name(Path(name)) else '.mkv'}"
+        filename = Path(url_file_name(url))
         # Downloaded into the material's folder, apart from what is made of it (an MP4 of an
         # MP4 must not be written over its source).
-        folder = self.library_dir / f"{stem}-{material_id[:8]}" / "source"
+        folder = self.library_dir / f"{filename.stem}-{material_id[:8]}" / "source"
         report.added.append(
             self.store.add(
                 material_id=material_id,
                 source=url,
-                title=PurePosixPath(name).stem or name,
+                title=url_title(url),
                 local_path=str(folder / filename),
-                kind=kind_from_name(Path(name)) if is_media_name(Path(name)) else "unknown",
+                # A page's kind is unknown until PROBE has seen what was downloaded.
+                kind=kind_from_name(Path(_last_segment(url))),
             )
         )
 
@@ -100,6 +146,8 @@ class Importer:
             files: list[Path] = []
             for f in _walk(path):
                 (files if is_media_name(f) else report.skipped).append(f)
+            if not files:
+                report.empty_folders.append(path)
         elif path.is_file():
             files = [path]  # named explicitly: PROBE decides whether it is media
         else:

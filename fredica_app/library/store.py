@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -115,6 +116,27 @@ class LibraryStore:
                 .limit(1)
             ).first()
         return None if row is None else _record(row)
+
+    def titles(self, material_ids: Iterable[str]) -> dict[str, str]:
+        """The titles of these materials, by id (those that exist)."""
+        ids = sorted(set(material_ids))
+        out: dict[str, str] = {}
+        with self._engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                rows = conn.execute(
+                    sa.select(material_t.c.id, material_t.c.title).where(
+                        material_t.c.id.in_(ids[i : i + 500])
+                    )
+                ).all()
+                out.update({r.id: r.title for r in rows})
+        return out
+
+    def delete(self, material_id: str) -> bool:
+        """Remove a material from the library (its row only: files are the caller's matter).
+        False when it was not there."""
+        with self._engine.begin() as conn:
+            gone = conn.execute(sa.delete(material_t).where(material_t.c.id == material_id))
+        return bool(gone.rowcount)
 
     def list(self) -> list[MaterialRecord]:
         with self._engine.connect() as conn:

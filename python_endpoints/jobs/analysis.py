@@ -41,28 +41,38 @@ RETRY_AFTER_MAX = 30.0
 
 @dataclass(frozen=True)
 class SpokenText:
-    """The transcript as one text (segments joined by a space), knowing which segment each
-    character comes from."""
+    """The transcript as one text (segments joined by a space), knowing when each character
+    is said: when its word starts, where the transcript has the segment's words, else when
+    its segment does."""
 
     text: str
-    offsets: tuple[int, ...]  # where each segment's text starts in ``text``
-    starts: tuple[float, ...]  # and when it is said
+    #: Where each segment's text starts in ``text``, and each of its words (when known)...
+    offsets: tuple[int, ...]
+    #: ...and when it is said.
+    starts: tuple[float, ...]
 
     @classmethod
     def of(cls, segments: Iterable[Segment]) -> SpokenText:
-        parts, offsets, starts, at = [], [], [], 0
+        parts: list[str] = []
+        offsets: list[int] = []
+        starts: list[float] = []
+        at = 0
         for segment in ordered(segments):
             text = " ".join(segment.text.split())
             parts.append(text)
             offsets.append(at)
             starts.append(segment.start)
+            offsets_, starts_ = _word_starts(segment, text, at)
+            offsets += offsets_
+            starts += starts_
             at += len(text) + 1
         return cls(" ".join(parts), tuple(offsets), tuple(starts))
 
     def times(self, phrase: str) -> list[float]:
-        """When ``phrase`` is said: the start of each segment where it begins, in order, once
-        each. Case-insensitive, whole words, any punctuation or spacing between them (a phrase
-        may run from one segment into the next)."""
+        """When ``phrase`` is said: when the word it begins in starts (the start of the
+        segment where the transcript has no words), in order, once each. Case-insensitive,
+        whole words, any punctuation or spacing between them (a phrase may run from one
+        segment into the next)."""
         words = phrase.split()
         if not words or not self.text:
             return []
@@ -70,11 +80,35 @@ class SpokenText:
         out: list[float] = []
         last = -1
         for match in re.finditer(pattern, self.text, re.IGNORECASE):
+            # The last of equal offsets: a segment's first word rather than the segment.
             index = bisect.bisect_right(self.offsets, match.start()) - 1
             if index != last:
                 out.append(round(float(self.starts[index]), 3))
                 last = index
         return out
+
+
+def _word_starts(segment: Segment, text: str, at: int) -> tuple[list[int], list[float]]:
+    """Where each of ``segment``'s words starts in the joined text (``text``: the segment's
+    own with its spaces made single, starting at ``at``), and when it is said; none when its
+    words do not spell its text."""
+    offsets: list[int] = []
+    starts: list[float] = []
+    spelled = ""
+    space = False  # a space is due before the next word
+    for word in segment.words:
+        if not word.text.strip():
+            space = space or bool(word.text)
+            continue
+        if (space or word.text[0].isspace()) and spelled:
+            spelled += " "
+        offsets.append(at + len(spelled))
+        starts.append(word.start)
+        spelled += " ".join(word.text.split())
+        space = word.text[-1].isspace()
+    if spelled != text:
+        return [], []
+    return offsets, starts
 
 
 def covered(phrase: str, by: Iterable[str]) -> bool:

@@ -37,12 +37,26 @@ INAUDIBLE = "[inaudible]"
 
 
 @dataclass(frozen=True)
-class Segment:
-    """A transcript segment: seconds, and what was said."""
+class Word:
+    """A word of a segment: seconds, and the characters of the segment's text it spans, the
+    spaces before it included (a word without them is joined to the one before it:
+    ``round`` and ``-trip``)."""
 
     start: float
     end: float
     text: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A transcript segment: seconds, and what was said; its words with their times when the
+    transcript has them (in order, together they spell ``text``, give or take the spaces
+    around it)."""
+
+    start: float
+    end: float
+    text: str
+    words: tuple[Word, ...] = ()
 
 
 @dataclass(frozen=True)

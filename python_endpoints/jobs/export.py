@@ -7,7 +7,8 @@ lengths, cue durations, no overlap) are pure functions in
 
 Files (:func:`python_endpoints.jobs.outputs.export_path`): ``<stem>.srt``, ``<stem>.vtt``,
 ``<stem>.transcript.txt`` (paragraphs where speech pauses) and ``<stem>.segments.json``
-(``{"version", "language", "duration", "segments": [{"start", "end", "text"}], "unheard"}``).
+(``{"version", "language", "duration", "segments": [{"start", "end", "text", "words"}],
+"unheard"}``; ``words``, ``[start, end, word]`` each, when the transcript has them).
 Where the transcript says speech could not be made out, the captions and the text say
 ``[inaudible]``. Each is
 written to its temporary name and read back (SRT and WebVTT re-parsed with pysubs2: the same
@@ -50,11 +51,23 @@ def render_subtitles(cues: list[captions.Cue], fmt: str) -> str:
     return subs.to_string(fmt, keep_ssa_tags=True)
 
 
+def _segment_json(segment: captions.Segment) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "start": round(segment.start, 3),
+        "end": round(segment.end, 3),
+        "text": " ".join(segment.text.split()),
+    }
+    if segment.words:
+        out["words"] = [
+            [round(w.start, 3), round(w.end, 3), w.text.strip()]
+            for w in segment.words
+            if w.text.strip()
+        ]
+    return out
+
+
 def render_json(transcript: textio.Transcript) -> str:
-    segments = [
-        {"start": round(s.start, 3), "end": round(s.end, 3), "text": " ".join(s.text.split())}
-        for s in captions.ordered(transcript.segments)
-    ]
+    segments = [_segment_json(s) for s in captions.ordered(transcript.segments)]
     document = {
         "version": JSON_VERSION,
         "language": transcript.language,

@@ -17,11 +17,18 @@ Decisions written down here:
 - Text subtitle streams become ``mov_text`` (MP4's own text track: players show it, and it
   costs nothing to convert). Bitmap subtitles (PGS, DVD), cover art, data and attachment
   streams are dropped: MP4 has no good place for them. The plan says what was dropped.
+- An audio stream without a sample rate carries no sound (a transport stream can declare audio
+  it never sends): it is treated as absent — dropped from a transcode, never extracted.
+- Re-encoded video is padded to even dimensions: H.264 in 4:2:0 needs them (720x405 → 720x406,
+  one black line; no pixel is lost or resampled).
+- Durations are the longest audio or video stream's, never the container's: Matroska counts
+  a subtitle that runs past the picture in its duration, MP4 does not.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -84,6 +91,9 @@ class StreamInfo:
     default: bool = False
     #: Seconds, when the container says.
     duration: float | None = None
+    #: A declared audio stream without a sample rate: no packet of it was found (a transport
+    #: stream that declares audio it never sends). Treated as absent.
+    empty: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The stream as PROBE reports it."""
@@ -100,6 +110,8 @@ class StreamInfo:
                 out["attached_pic"] = True
         elif self.type == "audio":
             out.update(sample_rate=self.sample_rate, channels=self.channels)
+            if self.empty:
+                out["empty"] = True
         elif self.type == "subtitle":
             out["text"] = self.text
         return out
@@ -107,6 +119,28 @@ class StreamInfo:
     @property
     def is_main_video(self) -> bool:
         return self.type == "video" and not self.attached_pic
+
+    @property
+    def is_sound(self) -> bool:
+        """An audio stream that carries sound (not an :attr:`empty` one)."""
+        return self.type == "audio" and not self.empty
+
+    @property
+    def plays(self) -> bool:
+        """A stream whose length is the media's: real video or sound."""
+        return self.is_main_video or self.is_sound
+
+
+#: Image formats ffmpeg takes a file for by its extension alone (real pictures are recognised
+#: by their content and read by the ``*_pipe`` demuxers, or have a frame size).
+GUESSED_FORMATS = frozenset({"image2"})
+#: Codecs that hold raw data whose shape ffmpeg cannot know without being told.
+RAW_CODECS = frozenset({"rawvideo"})
+
+
+def longest(streams: Iterable[StreamInfo]) -> float | None:
+    """The longest duration among streams that play (see :attr:`StreamInfo.plays`)."""
+    return max((s.duration for s in streams if s.plays and s.duration), default=None)
 
 
 @dataclass(frozen=True)
@@ -133,9 +167,29 @@ class MediaInfo:
             return "other"
         if any(s.is_main_video for s in self.streams):
             return "video"
-        if any(s.type == "audio" for s in self.streams):
+        if any(s.is_sound for s in self.streams):
             return "audio"
         return "other"
+
+    @property
+    def playing_duration(self) -> float | None:
+        """How long it plays: its longest video or audio stream, else what the container says
+        (a subtitle that runs past the picture does not count)."""
+        return longest(self.streams) or self.duration
+
+    @property
+    def guessed_as(self) -> str | None:
+        """What ffmpeg only guessed this file to be, by its extension, when it found nothing it
+        could read in it: headerless audio taken for an image (``.raw``), a garbage ``.png``.
+        None for a file ffmpeg recognised."""
+        if self.format not in GUESSED_FORMATS:
+            return None
+        for s in self.of_type("video"):
+            if s.codec in RAW_CODECS:
+                return f"an image sequence of raw video ({self.format}, {s.codec})"
+            if not s.width or not s.height:
+                return f"an image sequence ({self.format}, {s.codec}) with no picture in it"
+        return None
 
     def of_type(self, kind: str) -> list[StreamInfo]:
         return [s for s in self.streams if s.type == kind]
@@ -145,8 +199,9 @@ class MediaInfo:
         return [s for s in self.streams if s.type == "subtitle" and s.text]
 
     def main_audio(self) -> StreamInfo | None:
-        """The audio stream a job extracts: the default one, else the first."""
-        audio = self.of_type("audio")
+        """The audio stream a job extracts: the default one, else the first (streams without
+        sound left out)."""
+        audio = [s for s in self.streams if s.is_sound]
         return next((s for s in audio if s.default), audio[0] if audio else None)
 
     def as_dict(self) -> dict[str, Any]:
@@ -218,6 +273,10 @@ class TranscodePlan:
         return sum(1 for s in self.streams if s.type == kind)
 
 
+#: Why an :attr:`~StreamInfo.empty` audio stream is left out.
+EMPTY_AUDIO = "an audio stream without sound: no packet of it found (no sample rate)"
+
+
 def plan_transcode(streams: Sequence[StreamInfo], mode: Mode) -> TranscodePlan:
     """Decide, stream by stream, what an MP4 transcode does (see the module's docstring).
     Raises :class:`UnsupportedMedia` when there is no video or a stream cannot be handled."""
@@ -229,7 +288,9 @@ def plan_transcode(streams: Sequence[StreamInfo], mode: Mode) -> TranscodePlan:
     planned: list[StreamPlan] = []
     dropped: list[tuple[int, str]] = []
     for s in streams:
-        if s.is_main_video or s.type == "audio":
+        if s.type == "audio" and s.empty:
+            dropped.append((s.index, EMPTY_AUDIO))
+        elif s.is_main_video or s.type == "audio":
             target = "h264" if s.type == "video" else "aac"
             fits = fits_mp4(s)
             if mode == "remux" and not fits:
@@ -277,6 +338,12 @@ def hardware_input_args(encoder: str) -> list[str]:
     return []
 
 
+#: Pads a picture to even dimensions (H.264 in 4:2:0 needs them; libx264 refuses 720x405).
+#: A picture already even is left as it is; a stream whose size changes midway is padded
+#: again at each change (ffmpeg sets its filters up anew).
+EVEN_SIZE = "pad=ceil(iw/2)*2:ceil(ih/2)*2"
+
+
 def video_encoder_args(encoder: str, stream: int | str, crf: int, preset: str) -> list[str]:
     """Options that encode output stream ``stream`` (an index, or ``v`` for every video
     stream) to H.264 with ``encoder`` at a quality comparable to libx264's ``crf``."""
@@ -294,11 +361,11 @@ def video_encoder_args(encoder: str, stream: int | str, crf: int, preset: str) -
         # -q:v runs 1..100, higher is better; crf 23 maps to about 65.
         args += [f"-q:{k}", str(max(1, min(100, 111 - 2 * crf)))]
     if encoder == "h264_vaapi":
-        args += [f"-filter:{k}", "format=nv12,hwupload", f"-qp:{k}", str(crf)]
+        args += [f"-filter:{k}", f"{EVEN_SIZE},format=nv12,hwupload", f"-qp:{k}", str(crf)]
     else:
         # 4:2:0 8-bit: what every player decodes (a 10-bit or 4:4:4 source would otherwise
         # give a High 10 / High 4:4:4 stream that many cannot play).
-        args += [f"-pix_fmt:{k}", "yuv420p"]
+        args += [f"-filter:{k}", EVEN_SIZE, f"-pix_fmt:{k}", "yuv420p"]
     return args
 
 
@@ -367,6 +434,56 @@ def extract_subtitles_args(
         codec, muxer = SUBTITLE_MUXERS[fmt]
         args += ["-map", f"0:{index}", "-c:s", codec, "-f", muxer, path]
     return args
+
+
+#: Video codecs whose frames can carry closed captions (CEA-608, or CEA-708 carrying 608:
+#: ATSC A/53 in H.264 and HEVC SEI, MPEG-2 user data) — TV recordings, HLS, DVDs.
+CAPTION_CODECS = frozenset({"h264", "hevc", "mpeg2video", "mpeg1video"})
+#: The label of a movie source's captions output (the video's label + ``+subcc``).
+_CAPTIONS_LABEL = "out0+subcc"
+
+
+def _quote_option(value: str) -> str:
+    # A filter option's value, read literally: inside '…' nothing is special but ' itself.
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def _escape_graph(text: str) -> str:
+    # The filter's arguments inside a filtergraph: these end or quote a filter's arguments.
+    return "".join("\\" + c if c in "\\'[],;" else c for c in text)
+
+
+def captions_graph(input: str, stream: int) -> str:
+    """A lavfi graph that decodes video stream ``stream`` of ``input`` and outputs the closed
+    captions its frames carry as a subtitle stream (``eia_608``): the ``movie`` source with
+    ``+subcc``. The path is escaped for both levels of ffmpeg's parsing (the filter's options,
+    then the graph), so any file name works."""
+    options = f"filename={_quote_option(input)}:stream_index={stream}"
+    return f"movie={_escape_graph(options)}[{_CAPTIONS_LABEL}]"
+
+
+def extract_captions_args(
+    ffmpeg: str, input: str, stream: int, outputs: Sequence[tuple[SubtitleFormat, str]]
+) -> list[str]:
+    """ffmpeg's argv that writes the closed captions of video stream ``stream`` to each
+    ``(format, path)``, in one pass. The video is decoded (captions ride in its frames) and
+    thrown away; mapping it to a null output keeps ``-progress`` moving with it."""
+    args = [*_head(ffmpeg), *_progress(), "-f", "lavfi", "-i", captions_graph(input, stream)]
+    for fmt, path in outputs:
+        codec, muxer = SUBTITLE_MUXERS[fmt]
+        args += ["-map", "0:s", "-c:s", codec, "-f", muxer, path]
+    return [*args, "-map", "0:v", "-c:v", "wrapped_avframe", "-f", "null", "-"]
+
+
+#: What ffmpeg's caption decoder leaves in an SRT that a player would show or obey: its
+#: positioning override (``{\\an7}``: top left) and its monospace font.
+_CAPTION_MARKUP = re.compile(r"\{\\[^}]*\}|</?font[^>]*>")
+
+
+def tidy_captions(srt: str) -> str:
+    """An SRT of closed captions without the decoder's markup: plain text, where the player
+    puts subtitles."""
+    return _CAPTION_MARKUP.sub("", srt)
 
 
 def encoders_args(ffmpeg: str) -> list[str]:
@@ -527,16 +644,23 @@ def duration_ok(actual: float | None, expected: float | None) -> bool:
     return abs(actual - expected) <= duration_tolerance(expected)
 
 
-def classify_failure(stderr: Sequence[str]) -> str:
-    """The error type of a failed ffmpeg run, from the end of its stderr."""
-    text = "\n".join(stderr).lower()
-    if "no space left on device" in text:
-        return "NO_SPACE"
-    if "invalid data found when processing input" in text:
-        return "NOT_MEDIA"
-    if "decoder" in text and "not found" in text:
-        return "UNSUPPORTED_MEDIA"
-    return "EXECUTOR_ERROR"
+DurationVerdict = Literal["ok", "input_shorter", "input_longer", "mismatch"]
+
+
+def duration_verdict(
+    output: float | None, declared: float | None, holds: float | None = None
+) -> DurationVerdict:
+    """Judge an output's length. ``declared``: what the input's header says its streams last;
+    ``holds``: what they actually hold (measured only when the first comparison fails).
+    ``ok``: as declared. ``input_shorter``/``input_longer``: not as declared, but as long as
+    what the input holds — the header is wrong, the output has all there is. ``mismatch``: the
+    output lost something the input holds."""
+    if duration_ok(output, declared):
+        return "ok"
+    if holds is not None and duration_ok(output, holds):
+        assert declared is not None  # duration_ok(…, None) is True
+        return "input_shorter" if holds < declared else "input_longer"
+    return "mismatch"
 
 
 # --- disk space -------------------------------------------------------------------------------

@@ -2,24 +2,32 @@
 
 Runs in the child: standard library, PyAV and the bundled ffmpeg only. Params were validated by
 the server (:mod:`python_endpoints.params`). The decisions (which streams are copied, ffmpeg's
-argv, progress parsing, tolerances) are pure functions in :mod:`python_endpoints.jobs.ffmpeg`;
-where outputs go and how they are put in place, in :mod:`python_endpoints.jobs.outputs`. This
-module is the shell around them: it probes with PyAV, runs ffmpeg, verifies, commits.
+argv, progress parsing, tolerances) are pure functions in :mod:`python_endpoints.jobs.ffmpeg`,
+what a failed ffmpeg run means in :mod:`python_endpoints.jobs.failures`; what is read with
+PyAV (the probe, captions, outputs read back) in :mod:`python_endpoints.jobs.avread`; where
+outputs go and how they are put in place, in :mod:`python_endpoints.jobs.outputs`. This module
+is the shell around them: it probes, runs ffmpeg, verifies, commits.
 
 Every output goes through a temporary name and is renamed into place only once verified with
 PyAV; a failed or cancelled job removes its temporary files and leaves the final path alone.
 ffmpeg is started through :func:`python_endpoints.child.start_process`, so it dies with the
 child however the child dies. A cancel is seen by polling ``ctx.cancelled`` while ffmpeg runs;
 a pause needs nothing here: the endpoint suspends the whole process tree, ffmpeg included.
+
+A job that cannot apply to its input — TRANSCODE_MP4 of a file without video, EXTRACT_AUDIO of
+one without sound — fails (``UNSUPPORTED_MEDIA``, ``NO_AUDIO``) unless its params say
+``if_no_video``/``if_no_audio: "skip"``: then it completes with
+``{"skipped": true, "reason": "no video"}`` and writes nothing. Templates that make several
+things of a material ask for that, so that a silent video still gets its MP4.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -28,14 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import av
-import av.error
 import imageio_ffmpeg
-from av.stream import Disposition
 
 from python_endpoints.child import ChildContext, JobFailed, start_process, untrack_process
+from python_endpoints.jobs import avread, failures, outputs
 from python_endpoints.jobs import ffmpeg as ff
-from python_endpoints.jobs import outputs
+from python_endpoints.jobs.avread import count_cues, open_media, probe, verify_media
+
+__all__ = ["count_cues", "open_media", "probe", "verify_media"]
 
 PROBE = "PROBE"
 TRANSCODE_MP4 = "TRANSCODE_MP4"
@@ -48,124 +56,10 @@ DEFAULT_KEEP_FREE = 256 << 20
 POLL = 0.1
 #: At most this many progress reports a second.
 REPORTS_PER_SECOND = 5
-#: Lines of ffmpeg's stderr kept, and quoted in an error.
-STDERR_KEPT = 40
-STDERR_QUOTED = 5
 #: A short ffmpeg run (the encoder list, a one-frame test encode) that takes longer is stuck.
 QUICK_TIMEOUT = 30.0
 #: Seconds a terminated ffmpeg gets to exit before it is killed.
 STOP_GRACE = 2.0
-
-
-# --- probing ----------------------------------------------------------------------------------
-
-
-def probe(path: str) -> ff.MediaInfo:
-    """Read a file's container and streams with PyAV (no decoding). Raises :class:`JobFailed`:
-    ``INPUT_MISSING`` when there is no such file, ``NOT_MEDIA`` when FFmpeg cannot read it."""
-    p = Path(path)
-    if not p.exists():
-        raise JobFailed(
-            f"the input {path} does not exist: it was moved, renamed or deleted; "
-            "put it back or import it again, then retry",
-            "INPUT_MISSING",
-        )
-    if not p.is_file():
-        raise JobFailed(f"the input {path} is not a file; choose a media file", "NOT_MEDIA")
-    try:
-        container = av.open(str(p), metadata_errors="replace")
-    except FileNotFoundError as exc:
-        raise JobFailed(
-            f"the input {path} disappeared while being read; put it back, then retry",
-            "INPUT_MISSING",
-        ) from exc
-    except PermissionError as exc:
-        raise JobFailed(
-            f"cannot read {path}: permission denied; give Fredica read access, then retry",
-            "IO_ERROR",
-        ) from exc
-    except (av.error.FFmpegError, OSError) as exc:
-        raise JobFailed(
-            f"{p.name} is not a media file FFmpeg can read ({_reason(exc)}); "
-            "check that it is a complete video or audio file",
-            "NOT_MEDIA",
-        ) from exc
-    with container:
-        streams = tuple(_stream_info(s) for s in container.streams)
-        duration = container.duration / 1e6 if container.duration else None
-        format_name = container.format.name
-    if duration is None:  # the container does not say: its longest stream may
-        duration = max((s.duration for s in streams if s.duration), default=None)
-    info = ff.MediaInfo(format_name, duration, p.stat().st_size, streams)
-    if not info.is_media:
-        raise JobFailed(
-            f"{p.name} is not a media file (FFmpeg finds no video, audio or subtitles in it); "
-            "choose a video or audio file",
-            "NOT_MEDIA",
-        )
-    return info
-
-
-def _reason(exc: BaseException) -> str:
-    return str(getattr(exc, "strerror", None) or exc)
-
-
-def _stream_info(stream: Any) -> ff.StreamInfo:
-    # PyAV's streams differ by type (and data/attachment streams may have no codec context):
-    # read each attribute defensively, a probe must describe whatever it finds.
-    cc: Any = getattr(stream, "codec_context", None)
-    codec = _attr(lambda: cc.codec.canonical_name) or _attr(lambda: cc.name) or "unknown"
-    metadata = dict(_attr(lambda: stream.metadata) or {})
-    language = _attr(lambda: stream.language) or metadata.get("language")
-    flags = int(_attr(lambda: stream.disposition) or 0)
-    kind = str(_attr(lambda: stream.type) or "data")
-    duration: float | None
-    if stream.duration and stream.time_base:
-        duration = float(stream.duration * stream.time_base)
-    else:
-        duration = ff.parse_clock(str(metadata.get("DURATION") or metadata.get("duration") or ""))
-    info: dict[str, Any] = {}
-    if kind == "video":
-        rate = _attr(lambda: stream.average_rate) or _attr(lambda: stream.guessed_rate)
-        info = {
-            "width": _attr(lambda: cc.width) or None,
-            "height": _attr(lambda: cc.height) or None,
-            "fps": round(float(rate), 3) if rate else None,
-        }
-    elif kind == "audio":
-        info = {
-            "sample_rate": _attr(lambda: cc.sample_rate) or None,
-            "channels": _attr(lambda: cc.layout.nb_channels) or None,
-        }
-    elif kind == "subtitle":
-        info = {"text": ff.is_text_subtitle(codec, _attr(lambda: bool(cc.codec.text_sub)))}
-    return ff.StreamInfo(
-        index=int(stream.index),
-        type=kind,
-        codec=codec,
-        language=None if not language or language == "und" else str(language),
-        title=metadata.get("title") or None,
-        decodable=_decodable(codec),
-        attached_pic=bool(flags & Disposition.attached_pic.value),
-        default=bool(flags & Disposition.default.value),
-        duration=duration,
-        **info,
-    )
-
-
-def _attr(get: Callable[[], Any]) -> Any:
-    try:
-        return get()
-    except (AttributeError, ValueError, TypeError, av.error.FFmpegError):
-        return None
-
-
-def _decodable(codec: str) -> bool:
-    try:
-        av.codec.Codec(codec, "r")
-    except (av.codec.codec.UnknownCodecError, ValueError):
-        return False
-    return True
 
 
 # --- running ffmpeg ---------------------------------------------------------------------------
@@ -189,9 +83,24 @@ class FfmpegRun:
     """How an ffmpeg run ended."""
 
     returncode: int
-    #: The last lines of its stderr.
+    #: The lines of its stderr worth keeping (the first and the last ones).
     stderr: list[str]
     cancelled: bool
+
+    @property
+    def signal(self) -> str | None:
+        """The signal that killed it (``SIGKILL``), if one did."""
+        if self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+    @property
+    def how(self) -> str:
+        """How it ended, for a message: ``exit code 1``, ``killed by SIGKILL``."""
+        return f"killed by {self.signal}" if self.signal else f"exit code {self.returncode}"
 
 
 def _start(args: list[str]) -> subprocess.Popen[bytes]:
@@ -199,7 +108,7 @@ def _start(args: list[str]) -> subprocess.Popen[bytes]:
         return start_process(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         raise JobFailed(
-            f"cannot run ffmpeg {args[0]!r}: {_reason(exc)}; fix the ffmpeg path in the "
+            f"cannot run ffmpeg {args[0]!r}: {avread.reason(exc)}; fix the ffmpeg path in the "
             "settings, or clear it to use the bundled ffmpeg",
             "EXECUTOR_ERROR",
         ) from exc
@@ -224,13 +133,19 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def run_ffmpeg(
-    args: list[str], ctx: ChildContext, *, duration: float | None, verb: str
+    args: list[str],
+    ctx: ChildContext,
+    *,
+    duration: float | None,
+    verb: str,
+    span: tuple[float, float] = (0.0, 100.0),
 ) -> FfmpegRun:
     """Run ffmpeg (with ``-progress pipe:1`` in ``args``), reporting progress at most 5 times
-    a second, and stop it if the job is cancelled."""
+    a second — its percent mapped onto ``span`` of the job's —, and stop it if the job is
+    cancelled."""
     process = _start(args)
     lines: queue.Queue[str | None] = queue.Queue()
-    stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
+    stderr = failures.StderrLog()
 
     def read_progress() -> None:
         _pump(process.stdout, lines.put)
@@ -238,13 +153,14 @@ def run_ffmpeg(
 
     readers = [
         threading.Thread(target=read_progress, daemon=True),
-        threading.Thread(target=_pump, args=(process.stderr, stderr.append), daemon=True),
+        threading.Thread(target=_pump, args=(process.stderr, stderr.add), daemon=True),
     ]
     for reader in readers:
         reader.start()
     parser = ff.ProgressParser()
     throttle = ff.Throttle(1.0 / REPORTS_PER_SECOND)
     cancelled = False
+    low, high = span
     with process:  # closes its pipes on the way out
         try:
             while True:
@@ -260,13 +176,16 @@ def run_ffmpeg(
                 snapshot = parser.feed(line)
                 if snapshot is not None and (snapshot.done or throttle.ready(time.monotonic())):
                     percent = snapshot.percent(duration)
-                    ctx.progress(percent, ff.status_text(verb, percent, snapshot.speed))
+                    ctx.progress(
+                        low + (high - low) * percent / 100.0,
+                        ff.status_text(verb, percent, snapshot.speed),
+                    )
         finally:
             _stop(process)
             for reader in readers:
                 reader.join()
             untrack_process(process)
-    return FfmpegRun(process.returncode, list(stderr), cancelled)
+    return FfmpegRun(process.returncode, stderr.lines, cancelled)
 
 
 def _run_quick(args: list[str]) -> tuple[int, str]:
@@ -319,19 +238,19 @@ def warm_up(endpoint: str) -> None:
 
 
 def _ffmpeg_failed(run: FfmpegRun, what: str) -> JobFailed:
-    kind = ff.classify_failure(run.stderr)
-    tail = " | ".join(line for line in run.stderr[-STDERR_QUOTED:] if line) or "no message"
-    advice = {
-        "NO_SPACE": "the disk is full; free some space, then retry",
-        "NOT_MEDIA": "the input is damaged or not media; check that it plays",
-        "UNSUPPORTED_MEDIA": "this ffmpeg cannot decode the input; set another in the settings",
-    }.get(kind, "check that the input plays to the end, then retry")
+    """The job's error for a failed ffmpeg run: the type :func:`failures.classify` gives (what
+    the input causes is never retried), its cause, ffmpeg's lines that say why, and what to
+    do."""
+    failure = failures.classify(run.stderr, run.returncode, run.signal)
+    said = " | ".join(failure.lines).rstrip(".") or "nothing"
     return JobFailed(
-        f"ffmpeg failed while {what} (exit code {run.returncode}): {tail}; {advice}", kind
+        f"ffmpeg failed while {what} ({run.how}): {failure.cause}; ffmpeg said: {said}; "
+        f"{failure.advice}",
+        failure.error_type,
     )
 
 
-# --- space, verification, committing ----------------------------------------------------------
+# --- space, committing ------------------------------------------------------------------------
 
 
 def check_space(directory: Path, needed: int, keep_free: int) -> None:
@@ -345,66 +264,6 @@ def check_space(directory: Path, needed: int, keep_free: int) -> None:
             "to a larger disk, then retry",
             "NO_SPACE",
         )
-
-
-def _verify_failed(path: Path, why: str) -> JobFailed:
-    return JobFailed(f"the output {path.name} failed verification: {why}", "VERIFY_FAILED")
-
-
-def verify_media(
-    path: Path,
-    fmt: str,
-    *,
-    duration: float | None,
-    streams: dict[str, int],
-    sample_rate: int | None = None,
-    channels: int | None = None,
-) -> float | None:
-    """Check a written output with PyAV: it opens, has ``streams`` (type → count), lasts as
-    long as ``duration`` (within :func:`~python_endpoints.jobs.ffmpeg.duration_tolerance`),
-    and has the audio format asked for. Returns its duration."""
-    try:
-        container = av.open(str(path), format=fmt)
-    except (av.error.FFmpegError, OSError) as exc:
-        raise _verify_failed(path, f"it cannot be read back ({_reason(exc)})") from exc
-    with container:
-        actual = container.duration / 1e6 if container.duration else None
-        for kind, count in streams.items():
-            found = sum(1 for s in container.streams if s.type == kind)
-            if found != count:
-                raise _verify_failed(path, f"it has {found} {kind} streams, {count} expected")
-        if sample_rate or channels:
-            audio = container.streams.audio[0]
-            got = (audio.codec_context.sample_rate, audio.codec_context.layout.nb_channels)
-            if got != (sample_rate or got[0], channels or got[1]):
-                raise _verify_failed(path, f"it has {got[0]} Hz and {got[1]} channels")
-    if not ff.duration_ok(actual, duration):
-        lasts = "an unknown time" if actual is None else f"{actual:.2f} s"
-        raise _verify_failed(
-            path,
-            f"it lasts {lasts} where the input lasts {duration:.2f} s; the input may be "
-            "damaged or cut short: check that it plays to the end, then retry",
-        )
-    return actual
-
-
-def count_cues(path: Path, fmt: ff.SubtitleFormat) -> int:
-    """The cues in a subtitle file, read back with PyAV (0 for an empty or unreadable one)."""
-    try:
-        container = av.open(str(path), format=ff.SUBTITLE_MUXERS[fmt][1])
-    except (av.error.FFmpegError, OSError):
-        return 0
-    with container:
-        if not container.streams.subtitles:
-            return 0
-        stream = container.streams.subtitles[0]
-        return sum(1 for packet in container.demux(stream) if packet.size)
-
-
-def _count_packets(path: str, index: int) -> int:
-    with av.open(path) as container:
-        stream = container.streams[index]
-        return sum(1 for packet in container.demux(stream) if packet.size)
 
 
 def _distinct(input: Path, output: Path) -> None:
@@ -424,6 +283,18 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
+def _not_applicable(ctx: ChildContext, reason: str, why: str) -> dict[str, Any]:
+    """The result of a job whose input has nothing for it to work on, when asked to skip."""
+    ctx.progress(100.0, f"skipped: {why}")
+    return {"outputs": [], "skipped": True, "reason": reason}
+
+
+def _with_note(result: dict[str, Any], verified: avread.Verified) -> dict[str, Any]:
+    if verified.note:
+        result.update(note=verified.note, declared_duration=verified.declared)
+    return result
+
+
 # --- the jobs ---------------------------------------------------------------------------------
 
 
@@ -441,13 +312,18 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     input, output = Path(params["input"]), Path(params["output"])
     _distinct(input, output)
     info = probe(params["input"])
+    if params.get("if_no_video") == "skip" and not any(s.is_main_video for s in info.streams):
+        return _not_applicable(ctx, "no video", f"{input.name} has no video stream")
     try:
         plan = ff.plan_transcode(info.streams, params.get("mode", "auto"))
     except ff.UnsupportedMedia as exc:
         raise JobFailed(f"{input.name}: {exc}", "UNSUPPORTED_MEDIA") from None
+    kept = {s.index for s in plan.streams}
+    playing = [s for s in info.streams if s.index in kept and s.plays]
+    declared = ff.longest(playing) or info.duration
     binary = ffmpeg_binary(params)
     _make_dir(output.parent)
-    needed = ff.estimate_output_bytes(TRANSCODE_MP4, input_size=info.size, duration=info.duration)
+    needed = ff.estimate_output_bytes(TRANSCODE_MP4, input_size=info.size, duration=declared)
     check_space(output.parent, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
     encoder = "copy"
     if plan.encodes_video:
@@ -472,7 +348,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             crf=int(params.get("crf", 23)),
             preset=str(params.get("preset", "veryfast")),
         )
-        return run_ffmpeg(args, ctx, duration=info.duration, verb=verb)
+        return run_ffmpeg(args, ctx, duration=declared, verb=verb)
 
     try:
         if ctx.cancelled:
@@ -490,8 +366,14 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             return None
         if run.returncode:
             raise _ffmpeg_failed(run, f"{verb} {input.name}")
-        streams = {kind: plan.count(kind) for kind in ("video", "audio", "subtitle")}
-        duration = verify_media(temp, "mp4", duration=info.duration, streams=streams)
+        verified = verify_media(
+            temp,
+            "mp4",
+            name=output.name,
+            declared=declared,
+            input_holds=lambda: avread.holds(str(input), [s.index for s in playing]),
+            streams={kind: plan.count(kind) for kind in ("video", "audio", "subtitle")},
+        )
         with outputs.writing(output):
             outputs.commit(temp, output)
     finally:
@@ -499,14 +381,15 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     with outputs.writing(output):
         outputs.write_sidecar(output, input, TRANSCODE_MP4, params)
     ctx.progress(100.0, "done")
-    return {
+    result = {
         "outputs": [str(output)],
         "mode": plan.mode,
         "video_encoder": encoder,
-        "duration": duration,
+        "duration": verified.duration,
         "bytes": _size(output),
         "dropped": [{"index": i, "reason": why} for i, why in plan.dropped],
     }
+    return _with_note(result, verified)
 
 
 def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
@@ -517,9 +400,14 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     info = probe(params["input"])
     stream = info.main_audio()
     if stream is None:
+        silent = [s.index for s in info.of_type("audio")]
+        why = f"{input.name} has no audio stream" + (
+            f" with sound (stream {silent[0]} declares audio but carries none)" if silent else ""
+        )
+        if params.get("if_no_audio") == "skip":
+            return _not_applicable(ctx, "no audio", why)
         raise JobFailed(
-            f"{input.name} has no audio stream, so there is no audio to extract; "
-            "check that it is the right file",
+            f"{why}, so there is no audio to extract; check that it is the right file",
             "NO_AUDIO",
         )
     if not stream.decodable:
@@ -530,13 +418,13 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         )
     fmt = params.get("format", "wav")
     rate, channels = int(params.get("sample_rate", 16000)), int(params.get("channels", 1))
-    expected = stream.duration or info.duration
+    declared = stream.duration or info.playing_duration
     binary = ffmpeg_binary(params)
     _make_dir(output.parent)
     needed = ff.estimate_output_bytes(
         EXTRACT_AUDIO,
         input_size=info.size,
-        duration=expected,
+        duration=declared,
         sample_rate=rate,
         channels=channels,
         audio_format=fmt,
@@ -556,15 +444,17 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         if ctx.cancelled:
             return None
         ctx.progress(0.0, "extracting audio")
-        run = run_ffmpeg(args, ctx, duration=expected, verb="extracting audio")
+        run = run_ffmpeg(args, ctx, duration=declared, verb="extracting audio")
         if run.cancelled:
             return None
         if run.returncode:
             raise _ffmpeg_failed(run, f"extracting the audio of {input.name}")
-        duration = verify_media(
+        verified = verify_media(
             temp,
             fmt,
-            duration=expected,
+            name=output.name,
+            declared=declared,
+            input_holds=lambda: avread.holds(str(input), [stream.index]),
             streams={"audio": 1, "video": 0},
             sample_rate=rate,
             channels=channels,
@@ -576,21 +466,43 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     with outputs.writing(output):
         outputs.write_sidecar(output, input, EXTRACT_AUDIO, params)
     ctx.progress(100.0, "done")
-    return {
+    result = {
         "outputs": [str(output)],
-        "duration": duration,
+        "duration": verified.duration,
         "bytes": _size(output),
         "format": fmt,
         "sample_rate": rate,
         "channels": channels,
         "stream": stream.index,
     }
+    return _with_note(result, verified)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where EXTRACT_SUBTITLES finds cues: a text subtitle stream, or the closed captions a
+    video stream carries in its frames."""
+
+    stream: ff.StreamInfo
+    captions: bool = False
+
+
+def _caption_sources(input: Path, info: ff.MediaInfo) -> list[_Source]:
+    return [
+        _Source(s, captions=True)
+        for s in info.streams
+        if s.is_main_video
+        and s.codec in ff.CAPTION_CODECS
+        and s.decodable
+        and avread.has_captions(str(input), s.index)
+    ]
 
 
 def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
-    """EXTRACT_SUBTITLES: every embedded text subtitle stream to SRT and/or WebVTT, with the
-    stream's own timestamps. Bitmap subtitles are skipped (and listed as such); a file with no
-    text subtitles is a success with no outputs."""
+    """EXTRACT_SUBTITLES: every embedded text subtitle stream, and the closed captions
+    (CEA-608) a video stream carries in its frames, to SRT and/or WebVTT, with the stream's own
+    timestamps. Bitmap subtitles are skipped (and listed as such); a file with neither is a
+    success with no outputs."""
     input, output_dir = Path(params["input"]), Path(params["output_dir"])
     info = probe(params["input"])
     skipped = [
@@ -598,15 +510,24 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
         for s in info.of_type("subtitle")
         if not s.text
     ]
-    streams = info.text_subtitles
-    if not streams:
+    if ctx.cancelled:
+        return None
+    texts = [_Source(s) for s in info.text_subtitles]
+    captions = _caption_sources(input, info)
+    if not texts and not captions:
         ctx.progress(100.0, "no text subtitles")
         return {"outputs": [], "streams": [], "skipped": skipped}
     formats: list[ff.SubtitleFormat] = list(dict.fromkeys(params.get("formats", ["srt", "vtt"])))
     stem = str(params["stem"])
     files = {
-        (s.index, fmt): outputs.subtitle_path(output_dir, stem, s.index, s.language, fmt)
-        for s in streams
+        (source, fmt): (
+            outputs.caption_path(output_dir, stem, source.stream.index, fmt)
+            if source.captions
+            else outputs.subtitle_path(
+                output_dir, stem, source.stream.index, source.stream.language, fmt
+            )
+        )
+        for source in [*texts, *captions]
         for fmt in formats
     }
     part = outputs.part_id(params)
@@ -617,43 +538,81 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
         EXTRACT_SUBTITLES, input_size=info.size, duration=info.duration, files=len(files)
     )
     check_space(output_dir, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
-    args = ff.extract_subtitles_args(
-        binary, str(input), [(index, fmt, str(temp)) for (index, fmt), temp in temps.items()]
-    )
+    # Captions need the video decoded, text streams only read: most of the time goes there.
+    split = 100.0 if not captions else (20.0 if texts else 0.0)
     report: list[dict[str, Any]] = []
     keep: list[tuple[Path, Path]] = []  # (temporary, final)
     try:
-        if ctx.cancelled:
-            return None
-        ctx.progress(0.0, "extracting subtitles")
-        run = run_ffmpeg(args, ctx, duration=info.duration, verb="extracting subtitles")
-        if run.cancelled:
-            return None
-        if run.returncode:
-            raise _ffmpeg_failed(run, f"extracting the subtitles of {input.name}")
-        for s in streams:
-            cues = {fmt: count_cues(temps[s.index, fmt], fmt) for fmt in formats}
-            if not any(cues.values()) and _count_packets(str(input), s.index):
-                raise _verify_failed(
-                    files[s.index, formats[0]],
-                    f"no cue could be read back from subtitle stream {s.index} ({s.codec}); "
-                    "the stream may be damaged",
+        if texts:
+            args = ff.extract_subtitles_args(
+                binary,
+                str(input),
+                [(s.stream.index, fmt, str(temps[s, fmt])) for s in texts for fmt in formats],
+            )
+            ctx.progress(0.0, "extracting subtitles")
+            run = run_ffmpeg(
+                args,
+                ctx,
+                duration=info.duration,
+                verb="extracting subtitles",
+                span=(0.0, split),
+            )
+            if run.cancelled:
+                return None
+            if run.returncode:
+                raise _ffmpeg_failed(run, f"extracting the subtitles of {input.name}")
+        for source in captions:
+            args = ff.extract_captions_args(
+                binary,
+                str(input),
+                source.stream.index,
+                [(fmt, str(temps[source, fmt])) for fmt in formats],
+            )
+            ctx.progress(split, "extracting captions")
+            run = run_ffmpeg(
+                args,
+                ctx,
+                duration=source.stream.duration or info.playing_duration,
+                verb="extracting captions",
+                span=(split, 100.0),
+            )
+            if run.cancelled:
+                return None
+            if run.returncode:
+                raise _ffmpeg_failed(run, f"extracting the captions of {input.name}")
+            srt = temps.get((source, "srt"))
+            if srt is not None and srt.exists():
+                with outputs.writing(files[source, "srt"]):
+                    srt.write_text(ff.tidy_captions(srt.read_text("utf-8")), "utf-8")
+        for source in [*texts, *captions]:
+            s = source.stream
+            cues = {fmt: count_cues(temps[source, fmt], fmt) for fmt in formats}
+            first = files[source, formats[0]]
+            if (
+                not source.captions
+                and not any(cues.values())
+                and avread.count_packets(str(input), s.index)
+            ):
+                raise avread.verify_failed(
+                    first.name,
+                    f"no cue could be read back from subtitle stream {s.index} ({s.codec}): "
+                    "the stream is damaged",
+                    "INPUT_DAMAGED",
                 )
             if min(cues.values()) != max(cues.values()):
-                raise _verify_failed(
-                    files[s.index, formats[0]], f"the formats disagree on the cues: {cues}"
-                )
-            written = [files[s.index, fmt] for fmt in formats] if cues[formats[0]] else []
-            keep += [(temps[s.index, fmt], files[s.index, fmt]) for fmt in formats if written]
-            report.append(
-                {
-                    "index": s.index,
-                    "codec": s.codec,
-                    "language": s.language,
-                    "files": [str(f) for f in written],
-                    "cues": cues[formats[0]],
-                }
-            )
+                raise avread.verify_failed(first.name, f"the formats disagree on the cues: {cues}")
+            written = [files[source, fmt] for fmt in formats] if cues[formats[0]] else []
+            keep += [(temps[source, fmt], files[source, fmt]) for fmt in formats if written]
+            entry = {
+                "index": s.index,
+                "codec": "eia_608" if source.captions else s.codec,
+                "language": None if source.captions else s.language,
+                "files": [str(f) for f in written],
+                "cues": cues[formats[0]],
+            }
+            if source.captions:
+                entry["captions"] = True  # carried in the frames of video stream `index`
+            report.append(entry)
         # Verified all, then moved all: a failure above leaves no final file behind.
         for temp, final in keep:
             with outputs.writing(final):

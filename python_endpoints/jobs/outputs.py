@@ -99,6 +99,13 @@ def subtitle_path(output_dir: Path, stem: str, index: int, language: str | None,
     return output_dir / ".".join([*parts, fmt])
 
 
+def caption_path(output_dir: Path, stem: str, index: int, fmt: str) -> Path:
+    """Where the closed captions carried in video stream ``index`` go:
+    ``<output_dir>/<stem>.<stream index>.cc.<fmt>`` (``cc`` where a subtitle stream's file
+    has its language)."""
+    return output_dir / f"{stem}.{index}.cc.{fmt}"
+
+
 #: What EXPORT_SUBTITLES writes, by format. Never ``<stem>.transcript.json``: that is
 #: TRANSCRIBE's output, the export's input.
 EXPORT_NAMES = {
@@ -171,7 +178,8 @@ def _final_names(job: str, params: Mapping[str, Any]) -> list[tuple[Path, Callab
         directory, stem = _absolute(params, "output_dir"), _stem(params)
         if directory is None or stem is None:
             return []
-        # <stem>.<stream index>[.<language>].<srt|vtt> (subtitle_path), and its sidecar.
+        # <stem>.<stream index>[.<language>|.cc].<srt|vtt> (subtitle_path, caption_path), and
+        # its sidecar.
         file = re.escape(stem) + r"\.\d+(\.[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*)?\.(srt|vtt)"
         pattern = re.compile(rf"^({file}|\.{file}{re.escape(SIDECAR_SUFFIX)})$")
         return [(directory, lambda name: pattern.match(name) is not None)]

@@ -12,7 +12,8 @@ Kinds:
   ``TRANSCODE_MP4`` re-encodes it (H.264/AAC), as it would an old DVD rip or a capture.
 - ``noaudio`` — the ``mkv`` without its audio.
 - ``corrupt`` — the ``mkv`` cut in half: it still probes (Matroska states its duration up
-  front) but holds half of it, so a transcode fails verification.
+  front) but holds half of it, so a transcode makes an MP4 of that half and says that the
+  input is shorter than its header claims.
 - ``text`` — a plain text file: not media.
 
 With ``speech=True`` the audio is a spoken clip instead of the tones: ``assets/speech-en.opus``

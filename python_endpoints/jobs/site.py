@@ -351,7 +351,8 @@ def classify(exc: BaseException) -> str:
 
 _ADVICE = {
     "HTTP_ERROR": "check the URL (the video may be private, removed, or need a login)",
-    "NETWORK_ERROR": "the download is retried and resumes from the bytes already downloaded",
+    "NETWORK_ERROR": "check the network connection; what was downloaded so far is kept, and a "
+    "retry continues from it",
     "UNSUPPORTED_MEDIA": "check that the page holds a video; a direct file URL can also be "
     "downloaded as a plain download",
     "NO_SPACE": "free some space, then retry the task",

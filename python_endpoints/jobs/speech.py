@@ -15,7 +15,8 @@ Windows and merging
 
     When the decoder timed the words (the job asks it to), the rule is applied to each word
     instead of the whole segment: a segment that straddles a cut keeps its words before the
-    cut, and the next window gives the rest. Whisper's segments can last 30 s, and one cut
+    cut, and the next window gives the rest; the merged segment keeps its words, with their
+    times (what ANALYZE times a phrase by). Whisper's segments can last 30 s, and one cut
     off by a window's end takes the window's end as its own, whatever its text covers: judged
     whole, it would lose or repeat words at a cut unless the overlap were twice the longest
     segment.
@@ -142,19 +143,56 @@ class RawSegment:
     words: tuple[RawWord, ...] = ()
 
 
+def word_lengths(text: str, words: Sequence[str]) -> list[int] | None:
+    """How many characters of ``text`` (a segment's text, stripped) each of its ``words``
+    spans, as the decoder spells them (with their leading space): the spaces before a word
+    are its own, so the lengths add up to the text's. None when the words do not spell the
+    text."""
+    joined = "".join(words)
+    if joined.strip() != text:
+        return None
+    at = -(len(joined) - len(joined.lstrip()))  # where the next word starts in ``text``
+    lengths = []
+    for word in words:
+        lengths.append(max(0, min(len(text), at + len(word)) - max(0, at)))
+        at += len(word)
+    return lengths
+
+
 def segment_dict(
-    start: float, end: float, text: str, avg_logprob: float, no_speech_prob: float, chunk: int
+    start: float,
+    end: float,
+    text: str,
+    avg_logprob: float,
+    no_speech_prob: float,
+    chunk: int,
+    words: Sequence[tuple[float, float, str]] = (),
 ) -> dict[str, Any]:
     """A merged segment as it is streamed, checkpointed and written: times in seconds of the
-    media (to the millisecond), the text stripped, the decoder's confidence, the window."""
-    return {
+    media (to the millisecond), the text stripped, the decoder's confidence, the window; and
+    when the decoder timed its words (and they spell the text), ``words``: ``[start, end,
+    length]`` each, ``length`` the characters of the text it spans (see
+    :func:`word_lengths`). The text is not repeated: a checkpoint holds every segment, and
+    has to fit in one frame."""
+    stripped = text.strip()
+    segment: dict[str, Any] = {
         "start": round(start, 3),
         "end": round(end, 3),
-        "text": text.strip(),
+        "text": stripped,
         "avg_logprob": round(avg_logprob, 4),
         "no_speech_prob": round(no_speech_prob, 4),
         "chunk": chunk,
     }
+    lengths = word_lengths(stripped, [t for _, _, t in words]) if words else None
+    if lengths:
+        timed = [
+            [round(a, 3), round(max(a, b), 3), n]
+            for (a, b, _), n in zip(words, lengths, strict=True)
+            if n
+        ]
+        if timed:
+            segment["words"] = timed
+    return segment
 
 
 class Verdict(enum.Enum):
@@ -254,7 +292,13 @@ class Merger:
         if not kept or not text:
             return (Verdict.DROP if beyond is None else Verdict.STOP), None
         segment = segment_dict(
-            kept[0][0], kept[-1][1], text, raw.avg_logprob, raw.no_speech_prob, window.index
+            kept[0][0],
+            kept[-1][1],
+            text,
+            raw.avg_logprob,
+            raw.no_speech_prob,
+            window.index,
+            kept if raw.words else (),
         )
         self.segments.append(segment)
         self.position = max(self.position, segment["end"])
@@ -530,6 +574,7 @@ def transcript_document(
     unheard: Sequence[tuple[float, float]] = (),
 ) -> dict[str, Any]:
     """The transcript file's content (version 1; read by EXPORT_SUBTITLES and ANALYZE):
+    the segments as merged (with their ``words`` when timed: :func:`segment_dict`);
     ``unheard`` lists the stretches with speech that no decoding made out."""
     return {
         "version": 1,

@@ -9,7 +9,10 @@ Standard library only. A transcript is JSON::
 
 ``language``, ``duration`` and ``model`` may be null; ``unheard`` (stretches with speech that
 no decoding made out) may be missing; a segment's other keys (the decoder's
-``avg_logprob``, ``no_speech_prob``, ``chunk``) are not read. Anything else is a
+``avg_logprob``, ``no_speech_prob``, ``chunk``) are not read. A segment may have its
+``words``, each ``[start, end, length]``: when it is said, and how many characters of the
+segment's text it spans (the spaces before it included), in order — together they span the
+whole text; transcripts written before words were kept have none. Anything else is a
 ``BAD_TRANSCRIPT`` that says what is wrong.
 """
 
@@ -24,10 +27,12 @@ from typing import Any
 
 from python_endpoints.child import JobFailed
 from python_endpoints.jobs import outputs
-from python_endpoints.jobs.captions import Segment
+from python_endpoints.jobs.captions import Segment, Word
 
 TRANSCRIPT_VERSION = 1
 BAD_TRANSCRIPT = "BAD_TRANSCRIPT"
+#: Times are written to the millisecond: a word may start that much before its segment.
+WORD_SLACK = 0.001
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,8 @@ def parse_transcript(data: Any) -> Transcript:
         start, end = _span(item.get("start"), item.get("end"), where, '"start"', '"end"')
         if not isinstance(text, str):
             raise ValueError(f'{where}: "text" is {json.dumps(text)}, not a string')
-        segments.append(Segment(start, end, text.strip()))
+        words = _words(item["words"], text, start, end, where) if "words" in item else ()
+        segments.append(Segment(start, end, text.strip(), words))
     return Transcript(
         language=_optional_str(data, "language"),
         duration=duration,
@@ -96,6 +102,42 @@ def parse_transcript(data: Any) -> Transcript:
         segments=tuple(segments),
         unheard=_stretches(data.get("unheard", [])),
     )
+
+
+def _shown(value: Any) -> str:
+    """A value in an error message: its JSON, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _words(raw: Any, text: str, start: float, end: float, where: str) -> tuple[Word, ...]:
+    """A segment's ``words``: each ``[start, end, length]``, in order, said within the
+    segment, their lengths spanning its ``text`` exactly."""
+    if not isinstance(raw, list):
+        raise ValueError(f'{where}: "words" is {_shown(raw)}, not a list')
+    words = []
+    at, last = 0, start
+    for index, item in enumerate(raw):
+        word = f"{where}: word {index}"
+        if not isinstance(item, list) or len(item) != 3:
+            raise ValueError(f"{word} is {_shown(item)}, not [start, end, length]")
+        a, b = _span(item[0], item[1], word)
+        length = item[2]
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise ValueError(f"{word}: its length is {_shown(length)}, not a count of characters")
+        if a < last - WORD_SLACK:
+            raise ValueError(
+                f"{word} starts ({a} s) before the word or segment before it ({last} s)"
+            )
+        if a > end + WORD_SLACK:
+            raise ValueError(f"{word} starts ({a} s) after its segment ends ({end} s)")
+        words.append(Word(a, b, text[at : at + length]))
+        at, last = at + length, a
+    if at != len(text):
+        raise ValueError(
+            f"{where}: its words span {at} characters of its text, which has {len(text)}"
+        )
+    return tuple(words)
 
 
 def _stretches(raw: Any) -> tuple[tuple[float, float], ...]:

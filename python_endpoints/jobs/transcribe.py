@@ -8,11 +8,15 @@ the checkpoint (``position``, ``languages``) in the progress frames' ``extras``.
 verified (speech after its last segment is an error, never a silently short transcript), and
 the transcript is written to a temporary name, flushed and renamed into place.
 
-Pause is cooperative: the job waits between segments (``pausable: always``; the endpoint does
-not suspend the process), and says so with a ``paused`` frame. On a GPU (or with
-``unload_on_pause``) it first unloads the model, so that the paused job holds no GPU memory and
-the engine can give the GPU slot to other work; on resume the model is loaded again and the
-window decoded again from its last merged segment. Cancel is seen between segments too. A GPU
+Pause: on the CPU with the model kept (``unload_on_pause`` not true) the job allows the server
+to suspend its process (``allow_suspend``): a window's decode is one long call into
+CTranslate2 that the job cannot leave (tens of seconds on a small machine), so a pause stops it
+where it is, at once, and ``paused`` says ``held`` (its memory stays taken); resumed, it goes on
+from there. Otherwise the pause is cooperative: the job waits between segments, and says so
+with a ``paused`` frame. On a GPU (or with ``unload_on_pause``) it first unloads the model, so
+that the paused job holds no GPU memory and the engine can give the GPU slot to other work; on
+resume the model is loaded again and the window decoded again from its last merged segment.
+Cancel is seen between segments (a suspended job is resumed to be cancelled). A GPU
 out of memory reloads the model with a smaller compute type, then on the CPU
 (``allow_fallback``), or asks the user to free memory (a pause request), then decodes the
 window again from the last merged segment.
@@ -412,21 +416,24 @@ class Transcription:
         self.windows = 0
         self.attempts = 0
         self.unload_on_pause: bool | None = params.get("unload_on_pause")
+        self._suspendable = False  # what the server was told last
 
     def run(self) -> dict[str, Any] | None:
         _prepare()  # (warm_up did, in a spare)
         path = resolve_model(self.name, self.params.get("models_dir"))
+        model = Model(path, self.name, self.params)
+        self._allow_suspend(model)
         self.ctx.progress(0.0, "reading the audio")
         audio = load_audio(self.input)
         duration = round(len(audio) / SAMPLE_RATE, 3)  # whole milliseconds, as segments are
         merger = speech.Merger.resume(duration, self.params.get("resume"))
-        model = Model(path, self.name, self.params)
         plan = collections.deque(self._plan(merger))
         if plan:
             if self.ctx.cancelled:
                 return None
             self._report(merger, f"loading the model {self.name}")
             model.load()
+            self._allow_suspend(model)
             if self.fixed not in (None, "en") and not model.multilingual:
                 raise JobFailed(
                     f"the model {self.name} knows English only, and the language is set to "
@@ -619,6 +626,19 @@ class Transcription:
     def _unloads(self, model: Model) -> bool:
         return model.on_gpu if self.unload_on_pause is None else self.unload_on_pause
 
+    def _allow_suspend(self, model: Model) -> None:
+        """Tell the server whether a pause may suspend this process (see the module's
+        docstring): only on the CPU (before the model is loaded: when it will be), with the
+        model kept while paused. A GPU job unloads its model instead, between segments."""
+        if model.whisper is not None:
+            on_cpu = model.device == "cpu"
+        else:
+            on_cpu = bool(model.candidates) and all(d == "cpu" for d, _ in model.candidates)
+        allowed = on_cpu and self.unload_on_pause is not True
+        if allowed != self._suspendable:
+            self._suspendable = allowed
+            self.ctx.allow_suspend(allowed)
+
     def _hold(self, model: Model, merger: speech.Merger) -> bool:
         """Wait while paused. When the model is to be unloaded, it is unloaded meanwhile (the
         ``paused`` frame then says nothing is held) and loaded again on resume. False:
@@ -656,6 +676,7 @@ class Transcription:
         device, compute_type = chain[0]
         self._report(merger, f"out of memory: loading the model as {compute_type} on {device}")
         model.load(chain)
+        self._allow_suspend(model)
         return True
 
     def _report(self, merger: speech.Merger, text: str) -> None:

@@ -41,6 +41,9 @@ class _FileJobExecutor(WebSocketExecutor):
     def params_for_skip(self, task: TaskRecord) -> dict[str, Any]:
         return {k: v for k, v in task.payload.items() if k not in ("schema_version", "check_skip")}
 
+    def skipped_result(self, task: TaskRecord) -> dict[str, Any]:
+        return _skipped(task)
+
 
 class ProbeExecutor(WebSocketExecutor):
     task_type = PROBE
@@ -73,6 +76,16 @@ class _CompleteOutput(WebSocketExecutor):
     async def can_skip(self, task: TaskRecord) -> bool:
         output = task.payload.get("output")
         return isinstance(output, str) and await asyncio.to_thread(Path(output).is_file)
+
+    def skipped_result(self, task: TaskRecord) -> dict[str, Any]:
+        return _skipped(task)
+
+
+def _skipped(task: TaskRecord) -> dict[str, Any]:
+    """A skipped job's result names its output, as a job that ran does (the endpoints server's
+    skip after waiting for another writer says the same)."""
+    output = task.payload.get("output")
+    return {"skipped": True, "outputs": [output] if isinstance(output, str) else []}
 
 
 class DownloadExecutor(ResumingExecutor, _CompleteOutput):

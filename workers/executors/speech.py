@@ -7,16 +7,40 @@ merged, final segment (appended), and progress ``extras`` carry how far decoding
 (``unheard``). The job sends a segment before any position past
 its end, so a checkpoint never claims more than the segments it holds. The next attempt gets
 it back as ``params["resume"]`` and decodes from ``position`` on: a paused, crashed or
-cancelled-then-retried transcription resumes at its last checkpointed segment.
+cancelled-then-retried transcription resumes at its last checkpointed segment. Segments carry
+their timed words; what is handed back is kept within one frame (:func:`bounded_resume`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from workers.executor import ExecutionContext
 from workers.executors.websocket import ResumingExecutor, WebSocketExecutor
+from workers.records import TaskRecord
 from workers.tasktypes import ANALYZE, DOWNLOAD_MODEL, EXPORT_SUBTITLES, TRANSCRIBE
+
+#: The most of the 1 MiB ``init_param_and_run`` frame a transcription's ``resume`` may take.
+#: Segments carry their timed words (~18 bytes a word, ~160 kB an hour of speech, about as
+#: much as the segments themselves): past this, the earliest segments are sent without them,
+#: and the transcript keeps them so (ANALYZE then times a phrase there by its segment).
+RESUME_BUDGET = 768 << 10
+
+
+def bounded_resume(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """``checkpoint`` as the next attempt gets it: within :data:`RESUME_BUDGET`, the words of
+    its earliest segments left out when it would not be."""
+    excess = len(json.dumps(checkpoint)) - RESUME_BUDGET
+    if excess <= 0:
+        return checkpoint
+    segments = []
+    for segment in checkpoint.get("segments", []):
+        if excess > 0 and isinstance(segment, dict) and "words" in segment:
+            excess -= len(json.dumps({"words": segment["words"]}))
+            segment = {k: v for k, v in segment.items() if k != "words"}
+        segments.append(segment)
+    return {**checkpoint, "segments": segments}
 
 
 class TranscribeExecutor(ResumingExecutor):
@@ -24,6 +48,12 @@ class TranscribeExecutor(ResumingExecutor):
     endpoint = "transcribe"
     #: Loading a large model or decoding a long window can be quiet for a while.
     stall_timeout = 600.0
+
+    def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
+        params = super().params(task, ctx)
+        if isinstance(params.get("resume"), dict):
+            params["resume"] = bounded_resume(params["resume"])
+        return params
 
     def _current(self, ctx: ExecutionContext) -> dict[str, Any]:
         checkpoint = ctx.checkpoint or {}

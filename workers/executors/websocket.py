@@ -9,6 +9,12 @@ completion, ``error`` into a failed attempt with its error type, ``cancelled`` i
 A progress frame's ``extras.checkpoint`` becomes the task's checkpoint (what the next attempt
 resumes from). A connection that cannot be made or is lost is a retryable failure
 (``CONNECTION_LOST``).
+
+A task one of whose dependencies was skipped *for a reason* — its input had nothing for it
+(``{"skipped": true, "reason": "no audio"}``: EXTRACT_AUDIO of a silent video) — has nothing
+to work on either: it completes skipped with the same reason, without connecting
+(:func:`skipped_upstream`). A dependency skipped because its output was already up to date has
+no reason, and its output is there: that does not count.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -63,6 +69,15 @@ class EndpointsAddress:
         return f"{scheme}://{self.host}:{self.port}/tasks/{endpoint}"
 
 
+def skipped_upstream(upstream: Mapping[str, dict[str, Any] | None]) -> str | None:
+    """The reason a dependency was skipped for, when one was skipped because it could not
+    apply to the material (its result has ``skipped`` and a ``reason``); else None."""
+    for result in upstream.values():
+        if result and result.get("skipped") and isinstance(result.get("reason"), str):
+            return str(result["reason"])
+    return None
+
+
 #: Where to connect, asked at each attempt (the server may have been restarted on another
 #: port, or be started on first use).
 AddressSource = Callable[[], Awaitable[EndpointsAddress | None]]
@@ -97,6 +112,9 @@ class WebSocketExecutor(BaseExecutor):
         return checkpoint if isinstance(checkpoint, dict) else None
 
     async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        reason = skipped_upstream(ctx.upstream)
+        if reason is not None:
+            return ExecuteResult(result={"skipped": True, "reason": reason, "outputs": []})
         try:
             address = await self.address()
         except OSError as exc:

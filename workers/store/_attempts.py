@@ -497,18 +497,18 @@ class AttemptsMixin(StoreBase):
         ).first()
         if cur is None:
             return FailOutcome(applied=False)
+        max_retries = cur.max_retries if retryable else 0
         decision = states.retry_decision(
-            error_type,
-            cur.retry_count,
-            cur.max_retries if retryable else 0,
-            self._rng.random(),
-            self.backoff,
+            error_type, cur.retry_count, max_retries, self._rng.random(), self.backoff
         )
         common = {
             "error": error[:10_000],
             "error_type": error_type,
             "lease_token": None,
             "lease_until": None,
+            "status_text": states.failure_status(
+                decision, error_type, cur.retry_count, max_retries
+            ),
         }
         run_id = cur.workflow_run_id
         if decision.retry:
@@ -520,7 +520,6 @@ class AttemptsMixin(StoreBase):
                     status=S.PENDING,
                     retry_count=task_t.c.retry_count + 1,
                     next_run_at=next_run_at,
-                    status_text=f"retrying in {decision.delay:.0f} s",
                     **common,
                 )
             )

@@ -204,8 +204,14 @@ class ControlMixin(StoreBase):
     ) -> list[str]:
         now = self.now()
         values: dict[str, Any] = {"is_paused": paused}
-        if paused:
-            values["status_text"] = f"paused: {reason}" if reason else "paused"
+        if paused and reason:
+            values["status_text"] = f"paused: {reason}"  # the job asked: it is stopping itself
+        elif paused:
+            # A held task is not claimed: paused at once. One that runs goes on until its
+            # attempt stops for the pause: its engine then says "paused".
+            values["status_text"] = sa.case(
+                (task_t.c.status.in_(HELD), states.PAUSING), else_=sa.literal("paused")
+            )
         else:
             values["status_text"] = None
         rows = conn.execute(

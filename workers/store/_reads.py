@@ -7,10 +7,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from workers import states
 from workers.errors import NotFound
 from workers.records import (
     EventRecord,
     HeartbeatOutcome,
+    RunProgress,
     RunRecord,
     TaskRecord,
 )
@@ -63,14 +65,49 @@ class ReadsMixin(StoreBase):
         except NotFound:
             raise NotFound(f"no task or run with id {some_id!r}") from None
 
-    async def list_runs(self, limit: int = 1000) -> list[RunRecord]:
-        return await self._read(self._list_runs_tx, limit)
+    async def list_runs(
+        self, limit: int | None = 1000, *, material_id: str | None = None
+    ) -> list[RunRecord]:
+        """Runs, newest first (``limit`` None: all); with ``material_id``, that material's."""
+        return await self._read(self._list_runs_tx, limit, material_id)
 
-    def _list_runs_tx(self, conn: sa.Connection, limit: int) -> list[RunRecord]:
+    def _list_runs_tx(
+        self, conn: sa.Connection, limit: int | None, material_id: str | None
+    ) -> list[RunRecord]:
+        q = sa.select(run_t).order_by(run_t.c.created_at.desc())
+        if limit is not None:
+            q = q.limit(limit)
+        if material_id is not None:
+            q = q.where(run_t.c.material_id == material_id)
+        return [RunRecord.from_row(r) for r in conn.execute(q).mappings()]
+
+    async def run_progress(self, run_ids: Collection[str]) -> dict[str, RunProgress]:
+        """For each of these runs that has tasks: when its first task started, how far its
+        tasks are, how many are held (one read)."""
+        if not run_ids:
+            return {}
+        return await self._read(self._run_progress_tx, list(run_ids))
+
+    def _run_progress_tx(self, conn: sa.Connection, run_ids: list[str]) -> dict[str, RunProgress]:
+        status = task_t.c.status
+        live = status.notin_((S.FAILED, S.CANCELLED))
         rows = conn.execute(
-            sa.select(run_t).order_by(run_t.c.created_at.desc()).limit(limit)
-        ).mappings()
-        return [RunRecord.from_row(r) for r in rows]
+            sa.select(
+                task_t.c.workflow_run_id,
+                sa.func.min(task_t.c.started_at),
+                sa.func.sum(sa.case((live, 1), else_=0)),
+                sa.func.sum(
+                    sa.case((status == S.COMPLETED, 100.0), (live, task_t.c.progress), else_=0.0)
+                ),
+                sa.func.sum(sa.case((status.in_(states.ACTIVE) & task_t.c.is_paused, 1), else_=0)),
+            )
+            .where(task_t.c.workflow_run_id.in_(run_ids))
+            .group_by(task_t.c.workflow_run_id)
+        ).all()
+        return {
+            r[0]: RunProgress(r[1], int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0))
+            for r in rows
+        }
 
     async def list_tasks(self, run_id: str) -> list[TaskRecord]:
         return await self._read(self._list_tasks_tx, run_id)

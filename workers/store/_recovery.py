@@ -35,7 +35,16 @@ from workers.store._base import (
     task_t,
 )
 
-DISPOSITIONS = ("pending_review", "dismissed", "retried")
+DISPOSITIONS = ("pending_review", "dismissed", "retried", "settled")
+
+# An entry waiting for review whose task has since completed, or was cancelled by the user, is
+# settled: nothing is left to review. (Retrying marks it ``retried`` in the retry's own
+# transaction; a task that failed again stays to review.)
+SETTLE_SQL = """UPDATE restart_task_log SET disposition = 'settled', updated_at = :now
+WHERE disposition = 'pending_review' AND EXISTS (
+    SELECT 1 FROM task AS t WHERE t.id = restart_task_log.task_id
+      AND (t.status = 'completed' OR (t.status = 'cancelled' AND t.error_type = 'CANCELLED'))
+)"""
 
 B = sa.bindparam
 RELEASE_STMT = (
@@ -254,9 +263,16 @@ class RecoveryMixin(StoreBase):
     # --- the restart log ------------------------------------------------------------------
 
     async def restart_log(self, *, only_pending: bool = False) -> list[RestartLogEntry]:
-        return await self._read(self._restart_log_tx, only_pending)
+        """The restart log, oldest first. Entries whose task has completed since, or was
+        cancelled by the user, are settled first (``settled``), in the same transaction: the
+        engine's completions (its hot path) never touch the log, which is rarely read."""
+        return await self._write(self._restart_log_tx, only_pending)
+
+    def _settle(self, conn: sa.Connection) -> None:
+        conn.exec_driver_sql(SETTLE_SQL, {"now": self.now()})
 
     def _restart_log_tx(self, conn: sa.Connection, only_pending: bool) -> list[RestartLogEntry]:
+        self._settle(conn)
         q = sa.select(log_t).order_by(log_t.c.id)
         if only_pending:
             q = q.where(log_t.c.disposition == "pending_review")
@@ -269,6 +285,7 @@ class RecoveryMixin(StoreBase):
         return await self._write(self._disposition_tx, entry_id, disposition)
 
     def _disposition_tx(self, conn: sa.Connection, entry_id: int | None, disposition: str) -> int:
+        self._settle(conn)
         q = sa.update(log_t).values(disposition=disposition, updated_at=self.now())
         if entry_id is None:
             q = q.where(log_t.c.disposition == "pending_review")

@@ -18,6 +18,9 @@ migration 0002), so SQLite's ``ON DELETE CASCADE`` would scan the whole timeline
 deleted task. The batch deletes every child row itself, by an index, before the parents, and
 deletes only closed sets (whole runs, with every edge of their tasks), so nothing is left
 pointing at a deleted row. Materials are not the queue's: they stay.
+
+:meth:`RetentionMixin.delete_run` deletes one run by id, whatever its age (``fredica remove``):
+the same rule, the same statements, one transaction.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from workers.errors import InvalidState, NotFound
 from workers.retention import PruneReport, RetentionPolicy
 from workers.store._base import StoreBase
 
@@ -50,11 +54,10 @@ EVENT_WINDOW = 5_000
 
 _ACTIVE = "('pending', 'claimed', 'running')"
 
-# Finished runs, oldest first, that can go: none of their tasks is active, and no task of
-# another run depends on one of theirs. The index's predicate is repeated word for word.
-CANDIDATE_RUNS_SQL = f"""
-SELECT r.id, r.total_tasks FROM workflow_run AS r INDEXED BY ix_workflow_run_finished
-WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.completed_at < :cutoff
+# Whether the run ``r`` can go: finished, none of its tasks is active, and no task of another
+# run depends on one of its tasks. Its first term is the finished-runs index's predicate, word
+# for word (SQLite then uses that partial index).
+_REMOVABLE = f"""r.status IN ('completed', 'failed', 'cancelled')
   AND r.pending_tasks = 0 AND r.claimed_tasks = 0 AND r.running_tasks = 0
   AND NOT EXISTS (
       SELECT 1 FROM task AS t WHERE t.workflow_run_id = r.id AND t.status IN {_ACTIVE}
@@ -64,10 +67,18 @@ WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.completed_at < :cut
       JOIN task_dependency AS d ON d.depends_on_id = t.id
       JOIN task AS c ON c.id = d.task_id
       WHERE t.workflow_run_id = r.id AND c.workflow_run_id IS NOT r.id
-  )
+  )"""
+
+# Finished runs, oldest first, that can go.
+CANDIDATE_RUNS_SQL = f"""
+SELECT r.id, r.total_tasks FROM workflow_run AS r INDEXED BY ix_workflow_run_finished
+WHERE {_REMOVABLE} AND r.completed_at < :cutoff
 ORDER BY r.completed_at
 LIMIT :limit
 """
+
+# One run, by id, when it can go (``remove``); its status and counters when it cannot.
+REMOVABLE_RUN_SQL = f"SELECT {_REMOVABLE} FROM workflow_run AS r WHERE r.id = :run"
 
 _IN_RUNS = "(SELECT value FROM json_each(:runs))"
 _RUN_TASKS = f"(SELECT id FROM task WHERE workflow_run_id IN {_IN_RUNS})"
@@ -164,11 +175,50 @@ class RetentionMixin(StoreBase):
             found.close()
         if not runs:
             return None
+        return self._delete_runs(conn, runs)
+
+    def _delete_runs(self, conn: sa.Connection, runs: list[str]) -> dict[str, int]:
+        """Delete these runs with every row that belongs to them (foreign-key enforcement off:
+        see the module's docstring); how many rows of each kind went."""
         params = {"runs": json.dumps(runs)}
         return {
             name: conn.exec_driver_sql(f"DELETE FROM {table} WHERE {rows}", params).rowcount
             for name, table, rows in RUN_ROWS
         }
+
+    # --- one run, by id -------------------------------------------------------------------
+
+    async def delete_run(self, run_id: str) -> PruneReport:
+        """Delete one finished run now, whatever its age, with everything that belongs to it:
+        the same rule and the same statements as a prune's batch, in one transaction.
+
+        Raises :class:`NotFound` without the run, and :class:`InvalidState` (nothing deleted)
+        when it cannot go: a task of it is still pending, claimed or running, or a task of
+        another run depends on one of its tasks."""
+        counts, took = await self._timed_write(False, self._delete_run_tx, run_id)
+        return PruneReport(
+            runs=counts["runs"],
+            tasks=counts["tasks"],
+            dependencies=counts["dependencies"],
+            events=counts["events"],
+            restart_log=counts["restart_log"],
+            transactions=1,
+            longest_transaction_ms=took * 1e3,
+        )
+
+    def _delete_run_tx(self, conn: sa.Connection, run_id: str) -> dict[str, int]:
+        removable = conn.exec_driver_sql(REMOVABLE_RUN_SQL, {"run": run_id}).scalar()
+        if removable is None:
+            raise NotFound(f"no run {run_id}")
+        if not removable:
+            active = conn.exec_driver_sql(
+                f"SELECT count(*) FROM task WHERE workflow_run_id = :run AND status IN {_ACTIVE}",
+                {"run": run_id},
+            ).scalar_one()
+            if active:
+                raise InvalidState(f"run {run_id} has {active} unfinished task(s): cancel it first")
+            raise InvalidState(f"a task of another run depends on run {run_id}: it is kept")
+        return self._delete_runs(conn, [run_id])
 
     # --- old events -----------------------------------------------------------------------
 
