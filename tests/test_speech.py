@@ -171,6 +171,8 @@ def test_a_segment_keeps_its_words_without_repeating_its_text() -> None:
     assert speech.word_lengths("a b", [" a", " b"]) == [1, 2]
     assert speech.word_lengths("a b", [" a", " ", "b"]) == [1, 1, 1]
     assert speech.word_lengths("a b", [" a", " c"]) is None
+    # Words that span none of the text (blank ones) time nothing: no "words" at all.
+    assert "words" not in speech.segment_dict(0.0, 1.0, " ", 0.0, 0.0, 0, [(0.0, 1.0, " ")])
 
 
 def test_a_segment_whose_words_are_all_merged_already_is_dropped_whole() -> None:
