@@ -133,7 +133,8 @@ class Fredica:
 
     def spec_for_material(self, material: MaterialRecord, template_name: str) -> WorkflowSpec:
         """A template expanded for one material: its file, its output folder (created here,
-        under the library directory), and the settings that jobs take (proxy, speech, LLM).
+        under the library directory), and the settings that jobs take (proxy, MP4 profile,
+        speech, LLM).
         The ffmpeg is not among them: the endpoints server runs the one it was started with."""
         template = get_template(template_name)
         if not template.needs_source:
@@ -164,6 +165,9 @@ class Fredica:
                 task.type = "DOWNLOAD_SITE"
             if self.settings.proxy and task.type in ("DOWNLOAD", "DOWNLOAD_SITE"):
                 task.payload["proxy"] = self.settings.proxy
+            if task.type == "TRANSCODE_MP4":
+                # A template that names a profile keeps it.
+                task.payload.setdefault("profile", self.settings.mp4_profile)
             if task.type == "TRANSCRIBE":
                 extra += self._speech_settings(task, spec)
             if task.type == "ANALYZE" and self.settings.llm_base_url and self.settings.llm_model:

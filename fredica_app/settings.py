@@ -40,6 +40,10 @@ class Settings(BaseModel):
     ffmpeg_path: Path | None = None
     #: HTTP(S) proxy for downloads.
     proxy: str | None = None
+    #: What TRANSCODE_MP4 makes: ``compatible`` (H.264 High@4.1 and AAC stereo: plays on
+    #: anything from the last ten years), ``modern`` (copies whatever MP4 holds: Opus, FLAC,
+    #: HEVC) or ``archive`` (copies every stream, re-encodes nothing).
+    mp4_profile: Literal["compatible", "modern", "archive"] = "compatible"
     #: What start-up does with work that was running when Fredica stopped: ``resume`` it (from
     #: its checkpoint when it can, else from the start), or ``hold`` it (paused) for review.
     on_restart: Literal["resume", "hold"] = "resume"

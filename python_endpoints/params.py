@@ -91,11 +91,34 @@ class TranscodeParams(_MediaParams):
     #: An input without video: ``fail`` (``UNSUPPORTED_MEDIA``), or ``skip`` — complete with
     #: ``{"skipped": true, "reason": "no video"}`` (a template that makes other things of it).
     if_no_video: Literal["fail", "skip"] = "fail"
+    #: What the MP4 must play on: ``compatible`` (H.264 High@4.1 yuv420p, AAC-LC stereo —
+    #: anything from the last ten years), ``modern`` (copies whatever MP4 holds: Opus, FLAC,
+    #: HEVC, AV1), ``archive`` (copies every stream, re-encodes nothing, refuses what MP4
+    #: cannot hold). See :mod:`python_endpoints.jobs.ffmpeg`.
+    profile: Literal["compatible", "modern", "archive"] = "compatible"
+    #: A taller picture is scaled down to this height (aspect kept, even dimensions).
+    max_height: int | None = Field(default=None, ge=144, le=8640)
+    #: A faster frame rate is brought down to this.
+    max_fps: float | None = Field(default=None, ge=1, le=240)
+    #: Normalise the audio's loudness (EBU R128, two passes); re-encodes it.
+    loudness: bool = False
+    #: A video re-encode of an input that lasts two of these (seconds) or more goes by
+    #: segments of about this length, which a next attempt resumes from.
+    segment_seconds: float = Field(default=240.0, ge=1.0)
+    #: The checkpoint of an earlier attempt of a segmented re-encode (given by the queue).
+    resume: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _paths(self) -> TranscodeParams:
         _absolute(self.input)
         _absolute(self.output)
+        if self.profile == "archive" and (
+            self.mode == "reencode" or self.max_height or self.max_fps or self.loudness
+        ):
+            raise ValueError(
+                "profile archive copies every stream as it is: it takes no mode reencode, "
+                "max_height, max_fps or loudness"
+            )
         return self
 
 

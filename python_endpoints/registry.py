@@ -78,7 +78,10 @@ class MediaEndpoint(ProcessEndpoint):
         return {**params, outputs.PART_ID: self.part_id}
 
     def partial_outputs(self) -> list[Path]:
-        return outputs.partial_outputs(self.job, self._params)
+        # A user's cancel (not an interruption: a shutdown, a lost client) ends the work: the
+        # pieces a segmented re-encode kept for resuming go too.
+        user_cancel = self._cancelling and not self.interrupted
+        return outputs.partial_outputs(self.job, self._params, keep_pieces=not user_cancel)
 
 
 class ProbeEndpoint(MediaEndpoint):

@@ -457,3 +457,154 @@ def test_caption_markup_is_left_out_of_an_srt() -> None:
         "</font>\n\n"
     )
     assert ff.tidy_captions(srt) == "1\n00:00:01,080 --> 00:00:01,720\nHELLO FROM FREDICA\n\n"
+
+
+# --- output profiles, limits, loudness --------------------------------------------------------
+
+H264_HIGH = StreamInfo(
+    0,
+    "video",
+    "h264",
+    width=1920,
+    height=1080,
+    fps=25.0,
+    profile="High",
+    level=40,
+    pix_fmt="yuv420p",
+)
+AAC_LC = StreamInfo(1, "audio", "aac", sample_rate=48000, channels=2, profile="LC")
+
+
+@pytest.mark.parametrize(
+    ("stream", "fits"),
+    [
+        (H264_HIGH, True),
+        (StreamInfo(0, "video", "h264", profile="Main", level=31, pix_fmt="yuv420p"), True),
+        (
+            StreamInfo(
+                0, "video", "h264", profile="Constrained Baseline", level=13, pix_fmt="yuv420p"
+            ),
+            True,
+        ),
+        (StreamInfo(0, "video", "h264", profile="High", level=42, pix_fmt="yuv420p"), False),
+        (StreamInfo(0, "video", "h264", profile="High", level=None, pix_fmt="yuv420p"), False),
+        (StreamInfo(0, "video", "h264", profile="High 10", level=40, pix_fmt="yuv420p10le"), False),
+        (StreamInfo(0, "video", "h264", profile="High 4:2:2", level=40, pix_fmt="yuv422p"), False),
+        (StreamInfo(0, "video", "h264", profile="High", level=40, pix_fmt="yuvj420p"), False),
+        (StreamInfo(0, "video", "hevc", profile="Main", level=93, pix_fmt="yuv420p"), False),
+        (AAC_LC, True),
+        (StreamInfo(1, "audio", "aac", channels=1, profile="LC"), True),
+        (StreamInfo(1, "audio", "aac", channels=6, profile="LC"), False),
+        (StreamInfo(1, "audio", "aac", channels=2, profile="HE-AAC"), False),
+        (StreamInfo(1, "audio", "opus", channels=2), False),
+        (StreamInfo(1, "audio", "flac", channels=2), False),
+    ],
+)
+def test_what_the_compatible_profile_copies(stream: StreamInfo, fits: bool) -> None:
+    assert ff.fits_profile(stream, "compatible") is fits
+    assert ff.fits_profile(stream, "modern") is ff.fits_mp4(stream)
+
+
+def test_compatible_reencodes_opus_and_high10_but_copies_what_plays_everywhere() -> None:
+    high10 = StreamInfo(0, "video", "h264", profile="High 10", level=30, pix_fmt="yuv420p10le")
+    plan = ff.plan_transcode([high10, AUDIO_OPUS, SUB_SRT], "auto", "compatible")
+    assert [(s.index, s.action, s.codec) for s in plan.streams] == [
+        (0, "encode", "h264"),
+        (1, "encode", "aac"),
+        (2, "encode", "mov_text"),
+    ]
+    plan = ff.plan_transcode([H264_HIGH, AAC_LC], "auto", "compatible")
+    assert plan.mode == "remux"
+    with pytest.raises(ff.UnsupportedMedia, match="High 10 level 3 yuv420p10le"):
+        ff.plan_transcode([high10, AAC_LC], "remux", "compatible")
+
+
+def test_modern_copies_opus() -> None:
+    plan = ff.plan_transcode([VIDEO_H264, AUDIO_OPUS], "auto", "modern")
+    assert plan.mode == "remux"
+
+
+def test_archive_copies_and_refuses_what_mp4_cannot_hold() -> None:
+    plan = ff.plan_transcode([VIDEO_H264, AUDIO_OPUS, SUB_SRT], "auto", "archive")
+    assert [s.action for s in plan.streams] == ["copy", "copy", "encode"]
+    vorbis = StreamInfo(1, "audio", "vorbis", sample_rate=48000, channels=2)
+    with pytest.raises(ff.UnsupportedMedia, match="use profile modern"):
+        ff.plan_transcode([VIDEO_H264, vorbis], "auto", "archive")
+    pgs = StreamInfo(2, "subtitle", "hdmv_pgs_subtitle")
+    with pytest.raises(ff.UnsupportedMedia, match="bitmap subtitles"):
+        ff.plan_transcode([VIDEO_H264, pgs], "auto", "archive")
+    with pytest.raises(ff.UnsupportedMedia, match="archive"):
+        ff.plan_transcode([VIDEO_H264], "auto", "archive", ff.Limits(loudness=True))
+
+
+def test_limits_force_a_reencode_with_a_scale_and_an_fps_filter() -> None:
+    fast = StreamInfo(
+        0,
+        "video",
+        "h264",
+        width=1920,
+        height=1080,
+        fps=59.94,
+        profile="High",
+        level=40,
+        pix_fmt="yuv420p",
+    )
+    limits = ff.Limits(max_height=721, max_fps=30)
+    plan = ff.plan_transcode([fast, AAC_LC], "auto", "compatible", limits)
+    video, audio = plan.streams
+    assert video.action == "encode" and video.filters == ("scale=-2:720", "fps=30")
+    assert audio.action == "copy"
+    args = ff.transcode_args(FF, "in.mkv", "out.mp4", plan, compatible=True)
+    assert args[args.index("-filter:0") + 1] == f"scale=-2:720,fps=30,{ff.EVEN_SIZE}"
+    # Within the limits: nothing to do, copied.
+    plan = ff.plan_transcode([fast], "auto", "compatible", ff.Limits(max_height=1080, max_fps=60))
+    assert plan.mode == "remux"
+
+
+def test_compatible_argv_is_high_at_4_1_and_stereo_aac() -> None:
+    six = StreamInfo(1, "audio", "eac3", sample_rate=48000, channels=6)
+    plan = ff.plan_transcode([VIDEO_H264, six], "reencode", "compatible")
+    args = ff.transcode_args(FF, "in.mkv", "out.mp4", plan, compatible=True)
+    assert args[args.index("-profile:0") + 1] == "high"
+    assert args[args.index("-level:0") + 1] == "4.1"
+    assert args[args.index("-pix_fmt:0") + 1] == "yuv420p"
+    assert args[args.index("-c:1") + 1] == "aac" and args[args.index("-ac:1") + 1] == "2"
+    assert args[args.index("-movflags") + 1] == "+faststart"
+    modern = ff.transcode_args(FF, "in.mkv", "out.mp4", plan)
+    assert "-profile:0" not in modern and "-ac:1" not in modern
+
+
+LOUDNORM_STDERR = """[Parsed_loudnorm_0 @ 0x5581] 
+{
+	"input_i" : "-27.61",
+	"input_tp" : "-4.47",
+	"input_lra" : "18.06",
+	"input_thresh" : "-39.20",
+	"output_i" : "-16.58",
+	"output_tp" : "-1.50",
+	"output_lra" : "14.78",
+	"output_thresh" : "-27.71",
+	"normalization_type" : "dynamic",
+	"target_offset" : "0.58"
+}
+[out#0/null @ 0x5582] video:0KiB audio:1KiB"""  # noqa: W291 - ffmpeg's own trailing space
+
+
+def test_loudness_two_passes() -> None:
+    args = ff.loudness_measure_args(FF, "in.mkv", 3)
+    assert args[args.index("-map") + 1] == "0:3"
+    assert args[args.index("-loglevel") + 1] == "info"  # loudnorm prints at info
+    assert args[args.index("-filter:a") + 1] == "loudnorm=I=-23:TP=-1:LRA=7:print_format=json"
+    assert args[-3:] == ["-f", "null", "-"]
+    measured = ff.parse_loudnorm(LOUDNORM_STDERR.splitlines())
+    assert measured == ff.Loudness(-27.61, -4.47, 18.06, -39.2, 0.58)
+    assert ff.parse_loudnorm(["nothing"]) is None
+    silent = LOUDNORM_STDERR.replace('"-27.61"', '"-inf"').splitlines()
+    assert ff.parse_loudnorm(silent) is None
+    plan = ff.plan_transcode([H264_HIGH, AAC_LC], "auto", "compatible", ff.Limits(loudness=True))
+    assert plan.encoded_audio() == [1] and not plan.encodes_video
+    args = ff.transcode_args(FF, "in.mkv", "out.mp4", plan, loudness={1: measured})
+    assert args[args.index("-filter:1") + 1] == (
+        "loudnorm=I=-23:TP=-1:LRA=7:measured_I=-27.61:measured_TP=-4.47:measured_LRA=18.06"
+        ":measured_thresh=-39.2:offset=0.58:linear=true,aresample=48000"
+    )

@@ -75,7 +75,7 @@ def test_latin1_tags_do_not_break_a_job(tmp_path: Path) -> None:
     with pytest.raises(UnicodeDecodeError), av.open(str(source)):
         pass  # the fault: PyAV's strict default
     out = tmp_path / "out"
-    result = run("transcode", input=str(source), output=str(out / "old.mp4"))
+    result = run("transcode", input=str(source), output=str(out / "old.mp4"), profile="modern")
     assert result["mode"] == "remux"  # MPEG-4 Part 2 and MP3 fit: the tag is copied too
     with media.open_media(out / "old.mp4") as container:
         assert container.metadata["title"] == "Caf\ufffd \ufffd 1999"

@@ -171,6 +171,10 @@ async def test_remux_an_mp4_then_skip_it_while_it_is_current(
     checked = {**params, "mode": "auto", "hardware": True, "crf": 23, "preset": "veryfast"}
     assert outputs.output_is_current(output, source, "TRANSCODE_MP4", checked)
     assert not outputs.output_is_current(output, source, "TRANSCODE_MP4", {**checked, "crf": 30})
+    # Another profile or option is another output (it was made as the default, compatible).
+    assert outputs.output_is_current(output, source, "TRANSCODE_MP4", {**checked, "profile": None})
+    for other in ({"profile": "modern"}, {"max_height": 720}, {"loudness": True}):
+        assert not outputs.output_is_current(output, source, "TRANSCODE_MP4", {**checked, **other})
     os.utime(source, ns=(time.time_ns(), time.time_ns() + 10**9))
     assert not outputs.output_is_current(output, source, "TRANSCODE_MP4", checked)
 
@@ -180,7 +184,11 @@ async def test_auto_remuxes_the_mkv_with_its_subtitles_as_mov_text(
 ) -> None:
     output = tmp_path / "movie.mp4"
     result = await result_of(
-        server, "transcode_mp4", input=str(samples.get("mkv")), output=str(output)
+        server,
+        "transcode_mp4",
+        input=str(samples.get("mkv")),
+        output=str(output),
+        profile="modern",
     )
     assert result["mode"] == "remux" and result["video_encoder"] == "copy"
     assert media_summary(output)["streams"] == {

@@ -118,17 +118,24 @@ def _stream_info(stream: Any) -> ff.StreamInfo:
         duration = ff.parse_clock(str(metadata.get("DURATION") or metadata.get("duration") or ""))
     decodable = _decodable(codec)
     info: dict[str, Any] = {}
+    # What decides whether the compatible profile copies a stream (see ff.fits_profile).
+    profile = _attr(lambda: cc.profile) or None
+    level = _attr(lambda: cc.level)
     if kind == "video":
         rate = _attr(lambda: stream.average_rate) or _attr(lambda: stream.guessed_rate)
         info = {
             "width": _attr(lambda: cc.width) or None,
             "height": _attr(lambda: cc.height) or None,
             "fps": round(float(rate), 3) if rate else None,
+            "profile": str(profile) if profile else None,
+            "level": int(level) if isinstance(level, int) and level > 0 else None,
+            "pix_fmt": _attr(lambda: cc.format.name) or None,
         }
     elif kind == "audio":
         info = {
             "sample_rate": _attr(lambda: cc.sample_rate) or None,
             "channels": _attr(lambda: cc.layout.nb_channels) or None,
+            "profile": str(profile) if profile else None,
         }
         # FFmpeg reads a stream's sample rate from its first packets: none means none came
         # (an undecodable codec may say nothing either: that one is reported as such).

@@ -19,6 +19,16 @@ Decisions written down here:
   streams are dropped: MP4 has no good place for them. The plan says what was dropped.
 - An audio stream without a sample rate carries no sound (a transport stream can declare audio
   it never sends): it is treated as absent — dropped from a transcode, never extracted.
+- An output *profile* decides what fits (see :func:`fits_profile`): ``compatible`` (the
+  default) copies only H.264 High/Main/Baseline at level 4.1 or below in yuv420p and AAC-LC
+  in at most two channels, and re-encodes anything else to exactly that (libx264 High@4.1
+  yuv420p, AAC stereo) — an MP4 that TVs, phones, older Apple devices and editors play.
+  ``modern`` copies whatever MP4 holds (the MP4 rule above). ``archive`` re-encodes
+  nothing: a stream that cannot go into MP4 as it is (a codec, a bitmap subtitle) is refused.
+- ``max_height`` and ``max_fps`` scale a taller picture down (keeping its aspect, to even
+  dimensions) and drop frames above the rate; a stream above either is re-encoded.
+  ``loudness`` normalises every audio stream to EBU R128 in two passes (``loudnorm``: a
+  measuring pass, then a linear gain with the measured values) and so re-encodes it.
 - Re-encoded video is padded to even dimensions: H.264 in 4:2:0 needs them (720x405 → 720x406,
   one black line; no pixel is lost or resampled).
 - Durations are the longest audio or video stream's, never the container's: Matroska counts
@@ -29,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -56,6 +66,21 @@ AAC_BITRATE = "192k"
 PROGRESS_PERIOD = 0.2
 
 Mode = Literal["auto", "remux", "reencode"]
+Profile = Literal["compatible", "modern", "archive"]
+
+#: What the ``compatible`` profile copies: H.264 in these profiles (as FFmpeg names them) at
+#: this level or below, in this pixel format; AAC in this profile, at most in stereo.
+COMPATIBLE_H264_PROFILES = frozenset({"High", "Main", "Baseline", "Constrained Baseline"})
+COMPATIBLE_LEVEL = 41
+COMPATIBLE_PIX_FMT = "yuv420p"
+COMPATIBLE_AAC_PROFILE = "LC"
+COMPATIBLE_CHANNELS = 2
+#: EBU R128's targets: integrated loudness (LUFS), true peak (dBTP), loudness range (LU).
+LOUDNESS_TARGET = -23.0
+LOUDNESS_TRUE_PEAK = -1.0
+LOUDNESS_RANGE = 7.0
+#: loudnorm works at 192 kHz internally; its output is resampled to this.
+LOUDNESS_SAMPLE_RATE = 48000
 SubtitleFormat = Literal["srt", "vtt"]
 
 
@@ -94,6 +119,12 @@ class StreamInfo:
     #: A declared audio stream without a sample rate: no packet of it was found (a transport
     #: stream that declares audio it never sends). Treated as absent.
     empty: bool = False
+    #: The codec's profile as FFmpeg names it (``High``, ``High 10``, ``LC``), when known.
+    profile: str | None = None
+    #: The codec's level (H.264: 41 for 4.1), when known.
+    level: int | None = None
+    #: A video stream's pixel format (``yuv420p``), when known.
+    pix_fmt: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The stream as PROBE reports it."""
@@ -240,6 +271,51 @@ def all_fit_mp4(streams: Iterable[StreamInfo]) -> bool:
     return all(fits_mp4(s) for s in streams if s.is_main_video or s.type == "audio")
 
 
+def fits_profile(stream: StreamInfo, profile: Profile) -> bool:
+    """Whether an audio or video stream is copied as it is under an output profile:
+    ``compatible`` copies only what plays everywhere (see the module's docstring), ``modern``
+    and ``archive`` whatever fits MP4."""
+    if not fits_mp4(stream) or profile != "compatible":
+        return fits_mp4(stream)
+    if stream.type == "video":
+        return (
+            stream.codec == "h264"
+            and stream.profile in COMPATIBLE_H264_PROFILES
+            and stream.level is not None
+            and 0 < stream.level <= COMPATIBLE_LEVEL
+            and stream.pix_fmt == COMPATIBLE_PIX_FMT
+        )
+    return (
+        stream.codec == "aac"
+        and stream.profile == COMPATIBLE_AAC_PROFILE
+        and stream.channels is not None
+        and stream.channels <= COMPATIBLE_CHANNELS
+    )
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a transcode's output may not exceed: a picture height and a frame rate (None:
+    as the input), and whether audio is normalised in loudness."""
+
+    max_height: int | None = None
+    max_fps: float | None = None
+    loudness: bool = False
+
+    def video_filters(self, stream: StreamInfo) -> tuple[str, ...]:
+        """The filters that bring a video stream within the limits (none: it is within)."""
+        filters: list[str] = []
+        if self.max_height and stream.height and stream.height > self.max_height:
+            # -2: the width that keeps the aspect, rounded to even.
+            filters.append(f"scale=-2:{self.max_height - self.max_height % 2}")
+        if self.max_fps and stream.fps and stream.fps > self.max_fps + 0.01:
+            filters.append(f"fps={self.max_fps:g}")
+        return tuple(filters)
+
+
+NO_LIMITS = Limits()
+
+
 @dataclass(frozen=True)
 class StreamPlan:
     """What happens to one input stream: copied, or encoded to ``codec``."""
@@ -249,6 +325,8 @@ class StreamPlan:
     action: Literal["copy", "encode"]
     #: The output codec: the input's for a copy; ``h264``, ``aac`` or ``mov_text`` otherwise.
     codec: str
+    #: Filters before the encoder (a video's scale and fps; see :class:`Limits`).
+    filters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -268,6 +346,10 @@ class TranscodePlan:
     def encodes_video(self) -> bool:
         return any(s.action == "encode" and s.type == "video" for s in self.streams)
 
+    def encoded_audio(self) -> list[int]:
+        """The input indices of the audio streams that are re-encoded."""
+        return [s.index for s in self.streams if s.action == "encode" and s.type == "audio"]
+
     def count(self, kind: str) -> int:
         """How many output streams of a type (``video``, ``audio``, ``subtitle``)."""
         return sum(1 for s in self.streams if s.type == kind)
@@ -277,9 +359,21 @@ class TranscodePlan:
 EMPTY_AUDIO = "an audio stream without sound: no packet of it found (no sample rate)"
 
 
-def plan_transcode(streams: Sequence[StreamInfo], mode: Mode) -> TranscodePlan:
+def plan_transcode(
+    streams: Sequence[StreamInfo],
+    mode: Mode,
+    profile: Profile = "modern",
+    limits: Limits = NO_LIMITS,
+) -> TranscodePlan:
     """Decide, stream by stream, what an MP4 transcode does (see the module's docstring).
     Raises :class:`UnsupportedMedia` when there is no video or a stream cannot be handled."""
+    if profile == "archive":
+        if mode == "reencode" or limits != NO_LIMITS:
+            raise UnsupportedMedia(
+                "the archive profile copies every stream as it is: it cannot re-encode, "
+                "scale, change the frame rate or normalise loudness; use profile compatible"
+            )
+        mode = "remux"
     if not any(s.is_main_video for s in streams):
         raise UnsupportedMedia(
             "the input has no video stream, so it cannot become an MP4 video; "
@@ -292,11 +386,18 @@ def plan_transcode(streams: Sequence[StreamInfo], mode: Mode) -> TranscodePlan:
             dropped.append((s.index, EMPTY_AUDIO))
         elif s.is_main_video or s.type == "audio":
             target = "h264" if s.type == "video" else "aac"
-            fits = fits_mp4(s)
+            filters = limits.video_filters(s) if s.type == "video" else ()
+            fits = fits_profile(s, profile) and not filters
+            fits = fits and not (s.type == "audio" and limits.loudness)
             if mode == "remux" and not fits:
+                advice = (
+                    "use profile modern (it re-encodes what MP4 cannot hold) or compatible"
+                    if profile == "archive"
+                    else "use mode auto or reencode"
+                )
                 raise UnsupportedMedia(
-                    f"stream {s.index} ({s.type} {s.codec}) cannot be copied into an MP4; "
-                    "use mode auto or reencode"
+                    f"stream {s.index} ({s.type} {_described(s)}) cannot be copied into "
+                    f"{'a compatible' if profile == 'compatible' else 'an'} MP4 as it is; {advice}"
                 )
             if fits and mode != "reencode":
                 planned.append(StreamPlan(s.index, s.type, "copy", s.codec))
@@ -306,16 +407,32 @@ def plan_transcode(streams: Sequence[StreamInfo], mode: Mode) -> TranscodePlan:
                     f"stream {s.index} ({s.type} {s.codec}) cannot be decoded by this ffmpeg, "
                     "so it cannot be re-encoded; set another ffmpeg in the settings"
                 )
-            planned.append(StreamPlan(s.index, s.type, "encode", target))
+            planned.append(StreamPlan(s.index, s.type, "encode", target, filters))
         elif s.type == "video":
             dropped.append((s.index, "cover art"))
         elif s.type == "subtitle" and s.text:
             planned.append(StreamPlan(s.index, s.type, "encode", "mov_text"))
+        elif s.type == "subtitle" and profile == "archive":
+            raise UnsupportedMedia(
+                f"stream {s.index} (bitmap subtitles, {s.codec}) cannot go into an MP4; "
+                "use profile modern or compatible (they drop it), or keep the original file"
+            )
         elif s.type == "subtitle":
             dropped.append((s.index, f"bitmap subtitles ({s.codec}) do not fit MP4"))
         else:
             dropped.append((s.index, f"{s.type} stream"))
     return TranscodePlan(tuple(planned), tuple(dropped))
+
+
+def _described(s: StreamInfo) -> str:
+    """``h264 High 10 level 5.1 yuv420p10le``: what decides whether a stream fits."""
+    parts = [s.codec, s.profile or ""]
+    if s.type == "video" and s.level and s.level > 0:
+        parts.append(f"level {s.level / 10:g}")
+    parts.append(s.pix_fmt or "")
+    if s.type == "audio" and s.channels:
+        parts.append(f"{s.channels} channels")
+    return " ".join(p for p in parts if p)
 
 
 # --- argv -------------------------------------------------------------------------------------
@@ -344,11 +461,24 @@ def hardware_input_args(encoder: str) -> list[str]:
 EVEN_SIZE = "pad=ceil(iw/2)*2:ceil(ih/2)*2"
 
 
-def video_encoder_args(encoder: str, stream: int | str, crf: int, preset: str) -> list[str]:
+def video_encoder_args(
+    encoder: str,
+    stream: int | str,
+    crf: int,
+    preset: str,
+    *,
+    filters: Sequence[str] = (),
+    compatible: bool = False,
+) -> list[str]:
     """Options that encode output stream ``stream`` (an index, or ``v`` for every video
-    stream) to H.264 with ``encoder`` at a quality comparable to libx264's ``crf``."""
+    stream) to H.264 with ``encoder`` at a quality comparable to libx264's ``crf``, after
+    ``filters`` (a scale, an fps). ``compatible``: High profile, level 4.1 (an encoder that
+    refuses them fails, and the job falls back to libx264)."""
     k = str(stream)
     args = [f"-c:{k}", encoder]
+    if compatible:
+        args += [f"-profile:{k}", "high", f"-level:{k}", "4.1"]
+    graph = ",".join([*filters, EVEN_SIZE])
     if encoder in (CPU_H264_ENCODER, "libx264rgb"):
         args += [f"-preset:{k}", preset, f"-crf:{k}", str(crf)]
     elif encoder == "h264_nvenc":
@@ -361,12 +491,74 @@ def video_encoder_args(encoder: str, stream: int | str, crf: int, preset: str) -
         # -q:v runs 1..100, higher is better; crf 23 maps to about 65.
         args += [f"-q:{k}", str(max(1, min(100, 111 - 2 * crf)))]
     if encoder == "h264_vaapi":
-        args += [f"-filter:{k}", f"{EVEN_SIZE},format=nv12,hwupload", f"-qp:{k}", str(crf)]
+        args += [f"-filter:{k}", f"{graph},format=nv12,hwupload", f"-qp:{k}", str(crf)]
     else:
         # 4:2:0 8-bit: what every player decodes (a 10-bit or 4:4:4 source would otherwise
         # give a High 10 / High 4:4:4 stream that many cannot play).
-        args += [f"-filter:{k}", EVEN_SIZE, f"-pix_fmt:{k}", "yuv420p"]
+        args += [f"-filter:{k}", graph, f"-pix_fmt:{k}", "yuv420p"]
     return args
+
+
+@dataclass(frozen=True)
+class Loudness:
+    """What loudnorm's measuring pass found in one audio stream (its ``print_format=json``)."""
+
+    input_i: float
+    input_tp: float
+    input_lra: float
+    input_thresh: float
+    target_offset: float
+
+
+def _loudnorm_targets() -> str:
+    return f"I={LOUDNESS_TARGET:g}:TP={LOUDNESS_TRUE_PEAK:g}:LRA={LOUDNESS_RANGE:g}"
+
+
+def loudness_measure_args(ffmpeg: str, input: str, stream: int) -> list[str]:
+    """ffmpeg's argv for loudnorm's first pass over audio stream ``stream``: it decodes the
+    audio to nowhere and prints what it measured as JSON on stderr (at the ``info`` level,
+    see :func:`parse_loudnorm`)."""
+    args = [ffmpeg, "-hide_banner", "-nostdin", "-y", "-loglevel", "info", *_progress()]
+    args += ["-i", input, "-map", f"0:{stream}", "-vn", "-sn", "-dn"]
+    args += ["-filter:a", f"loudnorm={_loudnorm_targets()}:print_format=json"]
+    return [*args, "-f", "null", "-"]
+
+
+_LOUDNORM_KEYS = ("input_i", "input_tp", "input_lra", "input_thresh", "target_offset")
+
+
+def parse_loudnorm(lines: Sequence[str]) -> Loudness | None:
+    """The last JSON object loudnorm printed among ``lines`` (ffmpeg's stderr), or None when
+    there is none or it holds no finite numbers (silence measures ``-inf``)."""
+    end = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip() == "}"), None)
+    if end is None:
+        return None
+    start = next((i for i in range(end, -1, -1) if lines[i].strip() == "{"), None)
+    if start is None:
+        return None
+    values: dict[str, float] = {}
+    for line in lines[start + 1 : end]:
+        key, sep, value = line.partition(":")
+        key = key.strip().strip('"')
+        if sep and key in _LOUDNORM_KEYS:
+            number = _float(value.strip().rstrip(",").strip('"'))
+            if number is None:
+                return None
+            values[key] = number
+    if set(values) != set(_LOUDNORM_KEYS):
+        return None
+    return Loudness(**values)
+
+
+def loudnorm_filter(measured: Loudness) -> str:
+    """loudnorm's second pass: the measured values, a linear gain (no dynamic compression
+    when the targets allow it), resampled back from loudnorm's 192 kHz."""
+    m = measured
+    return (
+        f"loudnorm={_loudnorm_targets()}:measured_I={m.input_i:g}:measured_TP={m.input_tp:g}"
+        f":measured_LRA={m.input_lra:g}:measured_thresh={m.input_thresh:g}"
+        f":offset={m.target_offset:g}:linear=true,aresample={LOUDNESS_SAMPLE_RATE}"
+    )
 
 
 def transcode_args(
@@ -378,8 +570,12 @@ def transcode_args(
     encoder: str = CPU_H264_ENCODER,
     crf: int = 23,
     preset: str = "veryfast",
+    compatible: bool = False,
+    loudness: Mapping[int, Loudness] | None = None,
 ) -> list[str]:
-    """ffmpeg's argv for a transcode to MP4 following ``plan``, written to ``output``."""
+    """ffmpeg's argv for a transcode to MP4 following ``plan``, written to ``output``.
+    ``compatible``: re-encoded video is High@4.1, re-encoded audio stereo. ``loudness``: the
+    measured loudness of each re-encoded audio stream (by input index) to normalise it."""
     args = [*_head(ffmpeg), *_progress()]
     if plan.encodes_video:
         args += hardware_input_args(encoder)
@@ -392,9 +588,15 @@ def transcode_args(
             if s.codec == "hevc":
                 args += [f"-tag:{k}", "hvc1"]  # what Apple's players require of HEVC in MP4
         elif s.type == "video":
-            args += video_encoder_args(encoder, k, crf, preset)
+            args += video_encoder_args(
+                encoder, k, crf, preset, filters=s.filters, compatible=compatible
+            )
         elif s.type == "audio":
             args += [f"-c:{k}", "aac", f"-b:{k}", AAC_BITRATE]
+            if compatible:
+                args += [f"-ac:{k}", str(COMPATIBLE_CHANNELS)]
+            if loudness and s.index in loudness:
+                args += [f"-filter:{k}", loudnorm_filter(loudness[s.index])]
         else:
             args += [f"-c:{k}", s.codec]
     return [*args, "-movflags", "+faststart", "-f", "mp4", output]

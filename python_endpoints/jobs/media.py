@@ -34,12 +34,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import imageio_ffmpeg
 
 from python_endpoints.child import ChildContext, JobFailed, start_process, untrack_process
-from python_endpoints.jobs import avread, failures, outputs
+from python_endpoints.jobs import avread, failures, outputs, segments
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.avread import count_cues, open_media, probe, verify_media
 
@@ -60,6 +60,9 @@ REPORTS_PER_SECOND = 5
 QUICK_TIMEOUT = 30.0
 #: Seconds a terminated ffmpeg gets to exit before it is killed.
 STOP_GRACE = 2.0
+#: The share of a transcode's progress that loudnorm's measuring pass takes (it only
+#: decodes the audio: far faster than the encode).
+LOUDNESS_SPAN = 20.0
 
 
 # --- running ffmpeg ---------------------------------------------------------------------------
@@ -314,8 +317,14 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     info = probe(params["input"])
     if params.get("if_no_video") == "skip" and not any(s.is_main_video for s in info.streams):
         return _not_applicable(ctx, "no video", f"{input.name} has no video stream")
+    profile: ff.Profile = params.get("profile") or "compatible"
+    limits = ff.Limits(
+        max_height=params.get("max_height"),
+        max_fps=params.get("max_fps"),
+        loudness=bool(params.get("loudness")),
+    )
     try:
-        plan = ff.plan_transcode(info.streams, params.get("mode", "auto"))
+        plan = ff.plan_transcode(info.streams, params.get("mode", "auto"), profile, limits)
     except ff.UnsupportedMedia as exc:
         raise JobFailed(f"{input.name}: {exc}", "UNSUPPORTED_MEDIA") from None
     kept = {s.index for s in plan.streams}
@@ -336,9 +345,32 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             ctx.progress(0.0, "looking for a hardware encoder")
             encoder = hardware_encoder(binary) or ff.CPU_H264_ENCODER
     verb = "transcoding" if plan.mode == "reencode" else "remuxing"
-    temp = outputs.temp_path(output, outputs.part_id(params))
+    part = outputs.part_id(params)
+    temp = outputs.temp_path(output, part)
+    # A long re-encode goes by segments that a next attempt resumes from (see segments.py).
+    target = float(params.get("segment_seconds") or segments.SEGMENT_SECONDS)
+    segmented = None
+    if plan.encodes_video and segments.worth_segmenting(declared, target):
+        segmented = segments.SegmentedEncode(
+            ctx,
+            binary,
+            input,
+            output,
+            temp,
+            plan,
+            crf=int(params.get("crf", 23)),
+            preset=str(params.get("preset", "veryfast")),
+            compatible=profile == "compatible",
+            target=target,
+            part=part,
+            resume=params.get("resume"),
+            runner=run_ffmpeg,
+        )
 
     def attempt(with_encoder: str) -> FfmpegRun:
+        if segmented is not None:
+            segmented.span = (start, 100.0)
+            return cast(FfmpegRun, segmented.execute(with_encoder, measured))
         args = ff.transcode_args(
             binary,
             str(input),
@@ -347,20 +379,30 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             encoder=with_encoder,
             crf=int(params.get("crf", 23)),
             preset=str(params.get("preset", "veryfast")),
+            compatible=profile == "compatible",
+            loudness=measured,
         )
-        return run_ffmpeg(args, ctx, duration=declared, verb=verb)
+        return run_ffmpeg(args, ctx, duration=declared, verb=verb, span=(start, 100.0))
 
+    measured: dict[int, ff.Loudness] = {}
+    start = 0.0
     try:
         if ctx.cancelled:
             return None
-        ctx.progress(0.0, verb)
+        if limits.loudness and plan.encoded_audio():
+            start = LOUDNESS_SPAN
+            found = measure_loudness(binary, input, plan.encoded_audio(), ctx, declared)
+            if found is None:
+                return None
+            measured = found
+        ctx.progress(start, verb)
         run = attempt(encoder)
         if run.returncode and not run.cancelled and encoder not in ("copy", ff.CPU_H264_ENCODER):
             # The hardware encoder passed its one-frame test but failed on the real thing
             # (a driver, a size it does not take): once more on the CPU.
             encoder = ff.CPU_H264_ENCODER
             outputs.remove_quietly(temp)
-            ctx.progress(0.0, f"{verb} (hardware encoder failed, using the CPU)")
+            ctx.progress(start, f"{verb} (hardware encoder failed, using the CPU)")
             run = attempt(encoder)
         if run.cancelled:
             return None
@@ -378,18 +420,44 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             outputs.commit(temp, output)
     finally:
         outputs.remove_quietly(temp)
+    if segmented is not None:
+        segmented.remove_pieces()
     with outputs.writing(output):
         outputs.write_sidecar(output, input, TRANSCODE_MP4, params)
     ctx.progress(100.0, "done")
     result = {
         "outputs": [str(output)],
         "mode": plan.mode,
+        "profile": profile,
         "video_encoder": encoder,
         "duration": verified.duration,
         "bytes": _size(output),
         "dropped": [{"index": i, "reason": why} for i, why in plan.dropped],
+        **(segmented.summary() if segmented is not None else {}),
     }
     return _with_note(result, verified)
+
+
+def measure_loudness(
+    binary: str, input: Path, streams: list[int], ctx: ChildContext, duration: float | None
+) -> dict[int, ff.Loudness] | None:
+    """loudnorm's first pass over each audio stream, within the job's first
+    :data:`LOUDNESS_SPAN` percent: what it measured by input index (a silent stream, which
+    has no loudness to measure, is left out). None when the job was cancelled."""
+    found: dict[int, ff.Loudness] = {}
+    step = LOUDNESS_SPAN / len(streams)
+    for n, index in enumerate(streams):
+        span = (n * step, (n + 1) * step)
+        args = ff.loudness_measure_args(binary, str(input), index)
+        run = run_ffmpeg(args, ctx, duration=duration, verb="measuring loudness", span=span)
+        if run.cancelled:
+            return None
+        if run.returncode:
+            raise _ffmpeg_failed(run, f"measuring the loudness of {input.name}")
+        measured = ff.parse_loudnorm(run.stderr)
+        if measured is not None:
+            found[index] = measured
+    return found
 
 
 def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:

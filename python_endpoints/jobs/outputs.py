@@ -43,7 +43,16 @@ SIDECAR_VERSION = 1
 #: a payload stored without its defaults must compare equal to the validated params the job
 #: ran with. Others (the ffmpeg binary, the space reserve) do not shape the output.
 RELEVANT_PARAMS: dict[str, dict[str, Any]] = {
-    "TRANSCODE_MP4": {"mode": "auto", "hardware": True, "crf": 23, "preset": "veryfast"},
+    "TRANSCODE_MP4": {
+        "mode": "auto",
+        "hardware": True,
+        "crf": 23,
+        "preset": "veryfast",
+        "profile": "compatible",
+        "max_height": None,
+        "max_fps": None,
+        "loudness": False,
+    },
     "EXTRACT_AUDIO": {"format": "wav", "sample_rate": 16000, "channels": 1},
     "EXTRACT_SUBTITLES": {},  # a file's name says its stream and its format
 }
@@ -80,6 +89,46 @@ def parse_temp(name: str) -> tuple[str, str] | None:
     if match is None:
         return None
     return match["stem"] + (match["suffix"] or ""), match["part"]
+
+
+#: The pieces of a segmented re-encode of ``<stem>.mp4`` (see
+#: :mod:`python_endpoints.jobs.segments`), by the final-like name :func:`piece_path` gives them:
+#: ``<stem>.seg00003.mp4``, ``<stem>.rest.mp4``, ``<stem>.concat.txt``.
+_PIECE = r"\.(seg\d{5}\.mp4|rest\.mp4|concat\.txt)"
+
+
+def piece_path(output: Path, part: str, piece: str) -> Path:
+    """Where run ``part`` writes a piece of ``output`` (``seg00003.mp4``, ``rest.mp4``,
+    ``concat.txt``): a temporary name next to it, ``.<stem>.seg00003.<part>.fredica-part.mp4``."""
+    return temp_path(output.with_name(f"{output.stem}.{piece}"), part)
+
+
+def is_piece_of(output: Path, name: str) -> bool:
+    """Whether ``name`` (in ``output``'s folder) is a piece of ``output`` made by
+    :func:`piece_path`."""
+    parsed = parse_temp(name)
+    return parsed is not None and _is_piece(output.stem, parsed[0])
+
+
+def _is_piece(stem: str, final: str) -> bool:
+    return re.fullmatch(re.escape(stem) + _PIECE, final) is not None
+
+
+def resumed_pieces(resume: object) -> set[str]:
+    """The file names a segmented re-encode's checkpoint (``params["resume"]``) lists: the
+    pieces a resumed attempt reuses, which no sweep may remove."""
+    if not isinstance(resume, Mapping):
+        return set()
+    entries = resume.get("segments")
+    listed = [*(entries if isinstance(entries, list) else []), resume.get("rest")]
+    return {
+        e["file"]
+        for e in listed
+        if isinstance(e, Mapping)
+        and isinstance(e.get("file"), str)
+        and "/" not in e["file"]
+        and "\\" not in e["file"]
+    }
 
 
 def sidecar_path(final: Path) -> Path:
@@ -165,15 +214,21 @@ def locked_paths(job: str, params: Mapping[str, Any]) -> list[Path]:
     return [directory / f"{stem}.*"]
 
 
-def _final_names(job: str, params: Mapping[str, Any]) -> list[tuple[Path, Callable[[str], bool]]]:
+def _final_names(
+    job: str, params: Mapping[str, Any], *, pieces: bool = True
+) -> list[tuple[Path, Callable[[str], bool]]]:
     """Where ``job`` writes through :func:`temp_path`: (folder, whether a final name in it is
-    one of the job's — an output or its sidecar)."""
+    one of the job's — an output or its sidecar; with ``pieces``, a piece of a segmented
+    re-encode too)."""
     job = job_name(job)
     if job in _ONE_OUTPUT or job == "EXPORT_SUBTITLES":
         wanted: dict[Path, set[str]] = {}
+        stems: dict[Path, str] = {}
         for final in locked_paths(job, params):
             wanted.setdefault(final.parent, set()).update({final.name, sidecar_path(final).name})
-        return [(folder, names.__contains__) for folder, names in wanted.items()]
+            if job == "TRANSCODE_MP4" and pieces:
+                stems[final.parent] = final.stem
+        return [(folder, _one_of(names, stems.get(folder))) for folder, names in wanted.items()]
     if job == "EXTRACT_SUBTITLES":
         directory, stem = _absolute(params, "output_dir"), _stem(params)
         if directory is None or stem is None:
@@ -186,9 +241,16 @@ def _final_names(job: str, params: Mapping[str, Any]) -> list[tuple[Path, Callab
     return []
 
 
-def _temporaries(job: str, params: Mapping[str, Any], keep: Callable[[str], bool]) -> list[Path]:
+def _one_of(names: set[str], stem: str | None) -> Callable[[str], bool]:
+    """Whether a final name is one of ``names``, or a piece of ``<stem>.mp4``."""
+    return lambda name: name in names or (stem is not None and _is_piece(stem, name))
+
+
+def _temporaries(
+    job: str, params: Mapping[str, Any], keep: Callable[[str], bool], *, pieces: bool = True
+) -> list[Path]:
     out = []
-    for folder, is_final in _final_names(job, params):
+    for folder, is_final in _final_names(job, params, pieces=pieces):
         try:
             with os.scandir(folder) as entries:
                 names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
@@ -201,22 +263,36 @@ def _temporaries(job: str, params: Mapping[str, Any], keep: Callable[[str], bool
     return sorted(out)
 
 
-def partial_outputs(job: str, params: Mapping[str, Any]) -> list[Path]:
+def partial_outputs(job: str, params: Mapping[str, Any], *, keep_pieces: bool = True) -> list[Path]:
     """The temporary files this run of ``job`` left — those of its part id
     (``params["part_id"]``) only, never another attempt's: for the endpoint to remove after a
-    cancel or a crash (the child that knew them is dead by then)."""
+    cancel or a crash (the child that knew them is dead by then). The pieces of a segmented
+    re-encode stay unless ``keep_pieces`` is False (the user cancelled: nothing will resume
+    from them; then the pieces this run took over from its checkpoint go too): a next attempt
+    resumes from them (and the sweep before it removes those its checkpoint does not list)."""
     part = params.get(PART_ID)
     if not isinstance(part, str) or not _PART_ID.match(part):
         return []
-    return _temporaries(job, params, part.__eq__)
+    if keep_pieces:
+        return _temporaries(job, params, part.__eq__, pieces=False)
+    taken_over = resumed_pieces(params.get("resume"))
+    others = _temporaries(job, params, lambda other: other != part)
+    return _temporaries(job, params, part.__eq__) + [p for p in others if p.name in taken_over]
 
 
 def leftover_parts(job: str, params: Mapping[str, Any]) -> list[Path]:
     """The temporary files of ``job``'s outputs made by any other run than this one (of
     another part id). Only for a caller that holds the outputs' lock, before the job starts:
-    then no other run is writing them, and these are what a crashed attempt left."""
+    then no other run is writing them, and these are what a crashed attempt left. The pieces a
+    segmented re-encode's checkpoint lists (``params["resume"]``) are spared: the job resumes
+    from them."""
     own = params.get(PART_ID)
-    return _temporaries(job, params, lambda part: part != own)
+    kept = resumed_pieces(params.get("resume"))
+    return [
+        path
+        for path in _temporaries(job, params, lambda part: part != own)
+        if path.name not in kept
+    ]
 
 
 def remove_quietly(path: Path) -> None:
@@ -232,6 +308,11 @@ def fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder (a file created or renamed in it is durable once it is)."""
+    _fsync_dir(path)
 
 
 def _fsync_dir(path: Path) -> None:

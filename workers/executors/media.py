@@ -52,7 +52,10 @@ class ProbeExecutor(WebSocketExecutor):
     stall_timeout = 60.0
 
 
-class TranscodeExecutor(_FileJobExecutor):
+class TranscodeExecutor(ResumingExecutor, _FileJobExecutor):
+    """A long re-encode goes by segments; the checkpoint lists those done, and the next
+    attempt gets it back as ``params["resume"]`` (python_endpoints/jobs/segments.py)."""
+
     task_type = TRANSCODE_MP4
     endpoint = "transcode_mp4"
 
