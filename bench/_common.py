@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.invariants import RUN_COUNTERS
+
 _VARIANT = "89ab"
 
 
@@ -35,26 +37,9 @@ class Ids:
         return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-# Every run whose counters disagree with its tasks (the store keeps them in step).
-INCONSISTENT_RUNS_SQL = """
-SELECT COUNT(*) FROM workflow_run r
-LEFT JOIN (
-    SELECT workflow_run_id AS rid, COUNT(*) AS total,
-           SUM(status = 'pending') AS p, SUM(status = 'claimed') AS c,
-           SUM(status = 'running') AS r, SUM(status = 'completed') AS d,
-           SUM(status = 'failed') AS f, SUM(status = 'cancelled') AS x
-    FROM task GROUP BY workflow_run_id
-) t ON t.rid = r.id
-WHERE r.total_tasks != COALESCE(t.total, 0) OR r.pending_tasks != COALESCE(t.p, 0)
-   OR r.claimed_tasks != COALESCE(t.c, 0) OR r.running_tasks != COALESCE(t.r, 0)
-   OR r.done_tasks != COALESCE(t.d, 0) OR r.failed_tasks != COALESCE(t.f, 0)
-   OR r.cancelled_tasks != COALESCE(t.x, 0)
-"""
-
-
 def inconsistent_runs(conn: sqlite3.Connection) -> int:
     """How many runs have counters that disagree with their tasks."""
-    return int(conn.execute(INCONSISTENT_RUNS_SQL).fetchone()[0])
+    return len(conn.execute(RUN_COUNTERS).fetchall())
 
 
 def profile_location(key: tuple[str, int, str]) -> str:
