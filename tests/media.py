@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from python_endpoints.jobs.avread import open_media
 from python_endpoints.jobs.sample import make_sample
+
+
+class JobContext:
+    """What a media job run in this process needs of its
+    :class:`~python_endpoints.child.ChildContext`: the progress it reports is kept."""
+
+    cancelled = False
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[float, str | None]] = []
+
+    def progress(
+        self, percent: float, status_text: str | None = None, pausable: Any = None
+    ) -> None:
+        self.reports.append((percent, status_text))
 
 
 class SampleCache:

@@ -19,7 +19,7 @@ from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media
 from python_endpoints.jobs.sample import make_sample
 from tests import odd_media
-from tests.media import ffmpeg_processes, media_summary
+from tests.media import JobContext, ffmpeg_processes, media_summary
 from workers.executors.websocket import skipped_upstream
 from workers.states import NON_RETRYABLE
 
@@ -31,29 +31,15 @@ JOBS = {
 }
 
 
-class Context:
-    """What a job needs of its child context."""
-
-    cancelled = False
-
-    def __init__(self) -> None:
-        self.reports: list[tuple[float, str | None]] = []
-
-    def progress(
-        self, percent: float, status_text: str | None = None, pausable: Any = None
-    ) -> None:
-        self.reports.append((percent, status_text))
-
-
 def run(job: str, **params: Any) -> dict[str, Any]:
-    result = JOBS[job]({"hardware": False, **params}, Context())  # type: ignore[arg-type]
+    result = JOBS[job]({"hardware": False, **params}, JobContext())  # type: ignore[arg-type]
     assert result is not None
     return result
 
 
 def fails(job: str, **params: Any) -> JobFailed:
     with pytest.raises(JobFailed) as info:
-        JOBS[job](params, Context())  # type: ignore[arg-type]
+        JOBS[job](params, JobContext())  # type: ignore[arg-type]
     return info.value
 
 

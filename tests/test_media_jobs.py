@@ -26,7 +26,7 @@ from python_endpoints.params import ExtractAudioParams, ExtractSubtitlesParams, 
 from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
 from python_endpoints.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.server import EndpointServer
-from tests.media import SampleCache, ffmpeg_processes, media_summary
+from tests.media import JobContext, SampleCache, ffmpeg_processes, media_summary
 from tests.procs import assert_no_job_process_left, job_processes
 from tests.test_endpoints import TOKEN, frames_until, open_task, start
 
@@ -820,27 +820,13 @@ def test_a_started_process_dies_with_the_process_that_started_it() -> None:
 # --- a job run in this process: paths the real machine does not take by itself -----------------
 
 
-class FakeContext:
-    """What a job needs of its :class:`~python_endpoints.child.ChildContext`."""
-
-    cancelled = False
-
-    def __init__(self) -> None:
-        self.reports: list[tuple[float, str | None]] = []
-
-    def progress(
-        self, percent: float, status_text: str | None = None, pausable: Any = None
-    ) -> None:
-        self.reports.append((percent, status_text))
-
-
 @pytest.mark.skipif(Path("/dev/nvidia0").exists(), reason="NVENC may work here")
 def test_a_hardware_encoder_that_fails_for_real_is_retried_on_the_cpu(
     samples: SampleCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As if h264_nvenc had passed its one-frame test: the real encode fails, libx264 follows.
     monkeypatch.setattr(media, "hardware_encoder", lambda binary: "h264_nvenc")
-    ctx = FakeContext()
+    ctx = JobContext()
     output = tmp_path / "movie.mp4"
     params = {"input": str(samples.get("mp4", 2.0)), "output": str(output), "mode": "reencode"}
     result = media.transcode_job(params, ctx)  # type: ignore[arg-type]
@@ -866,7 +852,7 @@ def test_a_failing_ffmpeg_is_reported_with_the_end_of_its_stderr(
     output = tmp_path / "out" / "movie.mp4"
     params = {"input": str(samples.get("mp4", 2.0)), "output": str(output), "ffmpeg": str(fake)}
     with pytest.raises(child.JobFailed) as info:
-        media.transcode_job(params, FakeContext())  # type: ignore[arg-type]
+        media.transcode_job(params, JobContext())  # type: ignore[arg-type]
     assert info.value.error_type == error_type
     message = str(info.value)
     assert "exit code 1" in message and stderr.split("\\n")[-1] in message

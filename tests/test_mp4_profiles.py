@@ -16,7 +16,7 @@ from fredica_app.services import Fredica
 from python_endpoints.child import JobFailed
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media
-from tests.media import SampleCache
+from tests.media import JobContext, SampleCache
 
 FFMPEG = imageio_ffmpeg.get_ffmpeg_exe()
 
@@ -26,20 +26,8 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> SampleCache:
     return SampleCache(tmp_path_factory.mktemp("samples"))
 
 
-class Context:
-    cancelled = False
-
-    def __init__(self) -> None:
-        self.reports: list[tuple[float, str | None]] = []
-
-    def progress(
-        self, percent: float, status_text: str | None = None, pausable: Any = None
-    ) -> None:
-        self.reports.append((percent, status_text))
-
-
 def transcode(**params: Any) -> dict[str, Any]:
-    result = media.transcode_job({"hardware": False, **params}, Context())  # type: ignore[arg-type]
+    result = media.transcode_job({"hardware": False, **params}, JobContext())  # type: ignore[arg-type]
     assert result is not None
     return result
 
@@ -201,7 +189,7 @@ def test_loudness_is_normalised_to_ebu_r128_in_two_passes(tmp_path: Path) -> Non
     before = integrated_loudness(source)
     assert before < ff.LOUDNESS_TARGET - 6  # far from the target to begin with
     out = tmp_path / "out.mp4"
-    ctx = Context()
+    ctx = JobContext()
     result = media.transcode_job(  # type: ignore[arg-type]
         {"input": str(source), "output": str(out), "hardware": False, "loudness": True}, ctx
     )
