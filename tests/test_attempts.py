@@ -57,6 +57,19 @@ class SlowToStop(BaseExecutor):
         self.failed.append(str(result.error_type))
 
 
+def watched_engine(
+    store: TaskStore, executor: SlowToStop
+) -> tuple[WorkerEngine, list[TaskChanged]]:
+    """An engine with room for both attempts, and the task events it publishes."""
+    bus = EventBus()
+    seen: list[TaskChanged] = []
+    bus.subscribe(lambda e: seen.append(e) if isinstance(e, TaskChanged) else None)
+    engine = WorkerEngine(
+        store, [executor], heartbeat_interval=0.1, cancel_grace=3.0, bus=bus, slots=SLOTS
+    )
+    return engine, seen
+
+
 def assert_one_after_the_other(executor: SlowToStop) -> None:
     assert sorted(executor.intervals) == [1, 2]
     first_end = executor.intervals[1][1]
@@ -71,12 +84,7 @@ async def test_a_stall_retry_waits_for_the_stalled_attempt_and_commits_once(
     store.backoff = BackoffPolicy(base=0.01, cap=0.01)
     created = await submit(store, registry, [{"key": "s", "type": "SLOW_STOP", "max_retries": 1}])
     executor = SlowToStop(wind_down=1.0)
-    bus = EventBus()
-    seen: list[TaskChanged] = []
-    bus.subscribe(lambda e: seen.append(e) if isinstance(e, TaskChanged) else None)
-    engine = WorkerEngine(
-        store, [executor], heartbeat_interval=0.1, cancel_grace=3.0, bus=bus, slots=SLOTS
-    )
+    engine, seen = watched_engine(store, executor)
     await asyncio.wait_for(engine.run(until_idle=True), 20)
     task = await store.get_task(created.task_ids["s"])
     assert (task.status, task.result, task.attempt) == (TaskStatus.COMPLETED, {"attempt": 2}, 2)
@@ -97,12 +105,7 @@ async def test_a_stall_without_retries_left_fails_once_and_is_not_a_cancel(
     registry.register(SLOW_STOP)
     created = await submit(store, registry, [{"key": "s", "type": "SLOW_STOP"}])
     executor = SlowToStop(wind_down=0.2)
-    bus = EventBus()
-    seen: list[TaskChanged] = []
-    bus.subscribe(lambda e: seen.append(e) if isinstance(e, TaskChanged) else None)
-    engine = WorkerEngine(
-        store, [executor], heartbeat_interval=0.1, cancel_grace=3.0, bus=bus, slots=SLOTS
-    )
+    engine, seen = watched_engine(store, executor)
     await asyncio.wait_for(engine.run(until_idle=True), 20)
     task = await store.get_task(created.task_ids["s"])
     assert (task.status, task.error_type) == (TaskStatus.FAILED, "STALLED")
