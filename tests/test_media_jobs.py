@@ -395,7 +395,9 @@ def waiting(frames: list[dict]) -> list[dict]:
 
 
 def long_params(samples: SampleCache, output: Path, **more: Any) -> dict[str, Any]:
-    source = samples.get("mkv", 10.0, BIG)
+    # 60 s (about 9 s of encoding on 2 cores): the first encode must outlast the waiters' 1.2 s
+    # of checks with a wide margin on fast machines too (10 s took 1.6 s on one).
+    source = samples.get("mkv", 60.0, BIG)
     slow = {"mode": "reencode", "preset": "slow", "hardware": False}
     return {"input": str(source), "output": str(output), **slow, **more}
 
@@ -438,7 +440,7 @@ async def test_two_transcodes_to_one_output_the_second_waits_then_skips_or_runs(
         assert seen_other[-1]["type"] == "result", seen_other[-1]
         assert seen_other[-1]["result"]["mode"] == "reencode"
     assert output.stat().st_mtime_ns > made.st_mtime_ns
-    assert media_summary(output)["duration"] == pytest.approx(10.0, abs=0.5)
+    assert media_summary(output)["duration"] == pytest.approx(60.0, abs=0.5)
     checked = {"mode": "reencode", "hardware": False, "crf": 30, "preset": "veryfast"}
     assert outputs.output_is_current(
         output, long_params(samples, output)["input"], "TRANSCODE_MP4", checked
