@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.invariants import RUN_COUNTERS
+from tests.support.invariants import RUN_COUNTERS
 
 _VARIANT = "89ab"
 

@@ -57,7 +57,6 @@ except ImportError:  # pragma: no cover
     from bench._common import descendants, fmt_int, pct, wait_gone
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
-from python_endpoints.endpoint import LoopContext, LoopEndpoint
 from python_endpoints.protocol import (
     InitData,
     InitParamAndRun,
@@ -66,7 +65,8 @@ from python_endpoints.protocol import (
     dump,
     parse_server_frame,
 )
-from python_endpoints.server import EndpointServer
+from python_endpoints.serving.endpoint import LoopContext, LoopEndpoint
+from python_endpoints.serving.server import EndpointServer
 from workers.engine import WorkerEngine
 from workers.executor import ExecuteResult, ExecutionContext
 from workers.executors.diagnostic import SleepExecutor, SleepSubprocessExecutor

@@ -30,7 +30,7 @@ when a job takes the previous one, may still be importing).
    ``mode="remux"`` and ``mode="reencode"``, both through the chain, interleaved.
 3. Download: a DOWNLOAD task through the chain (the endpoint reads the body in a thread with
    a blocking httpx client, fsyncs the ``.part`` in the background every 32 MB and at the end,
-   then renames it) against ``curl -s -o FILE URL``, both from ``tests/httpserver.py``'s
+   then renames it) against ``curl -s -o FILE URL``, both from ``tests/support/httpserver.py``'s
    ``HTTPTestServer`` on 127.0.0.1 (a Python threaded server, in this process), serving
    ``--download-mb`` MB of random bytes. Both files are compared with the served bytes
    (sha256). curl does not fsync: the time an fsync of its file takes afterwards is measured
@@ -80,10 +80,10 @@ import imageio_ffmpeg
 import psutil
 
 try:  # the repository's root is on sys.path when imported as bench.<name>, not as a script
-    from tests.httpserver import HTTPTestServer, Route, make_body
+    from tests.support.httpserver import HTTPTestServer, Route, make_body
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.httpserver import HTTPTestServer, Route, make_body
+    from tests.support.httpserver import HTTPTestServer, Route, make_body
 from bench._chain import (
     Address,
     Chain,

@@ -44,8 +44,8 @@ except ImportError:
     from python_endpoints.jobs.sample import make_sample
 from python_endpoints.jobs import outputs
 from python_endpoints.protocol import InitData, InitParamAndRun, dump
-from python_endpoints.registry import ENDPOINTS
-from python_endpoints.server import EndpointServer
+from python_endpoints.serving.registry import ENDPOINTS
+from python_endpoints.serving.server import EndpointServer
 
 TOKEN = "bench-resume-token"
 

@@ -11,7 +11,7 @@ ratios, and before each timed run the bench waits until the endpoints server's p
 is idle (the warm spare the server starts when a job ends imports faster-whisper and loads the
 voice detector).
 
-Audio: English sentences spoken by eSpeak NG (``tests/speech.py``), at three speeds in turn,
+Audio: English sentences spoken by eSpeak NG (``tests/support/voices.py``), at three speeds in turn,
 0.7 s apart, until ``--seconds`` are reached; resampled to 16 kHz mono WAV with the bundled
 ffmpeg.
 
@@ -83,7 +83,7 @@ from bench._chain import (
     strip,
     table,
 )
-from tests.speech import ESPEAK, SENTENCES, SpeechCache
+from tests.support.voices import ESPEAK, SENTENCES, SpeechCache
 from workers.executor import TaskExecutor
 from workers.executors.speech import TranscribeExecutor
 
@@ -94,7 +94,7 @@ SAMPLE_RATE = 16000
 SAMPLE_EVERY = 0.05  # RSS sampling interval, seconds
 USS_EVERY = 10  # USS (and the process list) every this many RSS samples
 BEAM_SIZE = 5
-#: More sentences than tests/speech.py's, so that 120 s need no repetition.
+#: More sentences than tests/support/voices.py's, so that 120 s need no repetition.
 MORE_SENTENCES = (
     "Our neighbours painted their front door a bright shade of blue.",
     "The library will be closed for repairs until next Tuesday.",

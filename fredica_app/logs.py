@@ -9,7 +9,8 @@
 =====================  =================================================================
 
 Each is written by several processes at once (a worker beside a ``fredica submit``, a server
-beside its jobs): :class:`python_endpoints.logfile.SharedLogFile` writes each record under an
+beside its jobs): :class:`python_endpoints.serving.logfile.SharedLogFile` writes each record
+under an
 OS lock and rotates at 5 MiB, keeping two old files. Records of level INFO and above go to the
 file; only warnings and errors also reach standard error, as one line each
 (``fredica: warning: …``) — a clean run prints none.
@@ -21,7 +22,7 @@ import logging
 from pathlib import Path
 from types import TracebackType
 
-from python_endpoints.logfile import (
+from python_endpoints.serving.logfile import (
     SharedLogFile,
     log_to_file,
     stderr_warnings,

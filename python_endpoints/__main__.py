@@ -24,9 +24,9 @@ from pathlib import Path
 
 import psutil
 
-from python_endpoints import logfile
-from python_endpoints.registry import ENDPOINTS
-from python_endpoints.server import EndpointServer
+from python_endpoints.serving import logfile
+from python_endpoints.serving.registry import ENDPOINTS
+from python_endpoints.serving.server import EndpointServer
 
 TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
 PROG = "python -m python_endpoints"

@@ -1,7 +1,7 @@
 """The task-endpoint wire protocol: one websocket per running task, JSON frames.
 
 Pure: pydantic models and parse/serialize functions, no sockets. Both the server
-(:mod:`python_endpoints.server`) and the engine's websocket executors use these models; they
+(:mod:`python_endpoints.serving.server`) and the engine's websocket executors use these models; they
 are the only coupling between the two sides.
 
 Client → server ``{"command": …, "data": …}``: ``init_param_and_run`` (first; carries the

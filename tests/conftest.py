@@ -14,10 +14,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fredica_app.database import open_database
-from python_endpoints.registry import ENDPOINTS
-from python_endpoints.server import EndpointServer
-from tests.httpserver import HTTPTestServer
-from tests.test_endpoints import TOKEN
+from python_endpoints.serving.registry import ENDPOINTS
+from python_endpoints.serving.server import EndpointServer
+from tests.endpoints.test_endpoints import TOKEN
+from tests.support.httpserver import HTTPTestServer
 from workers.db import create_sqlite_engine
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry, builtin_registry
@@ -75,7 +75,7 @@ async def endpoints() -> AsyncIterator[int]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say it loudly when speech tests were skipped for want of eSpeak NG (see README)."""
-    from tests.speech import ESPEAK
+    from tests.support.voices import ESPEAK
 
     skipped = [
         r for r in terminalreporter.stats.get("skipped", []) if "espeak-ng" in str(r.longrepr)

@@ -37,9 +37,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from python_endpoints.child import ChildContext, JobFailed
 from python_endpoints.jobs import analysis, outputs, textio
 from python_endpoints.jobs.analysis import SpokenText
+from python_endpoints.serving.child import ChildContext, JobFailed
 
 ANALYZE = "ANALYZE"
 LLM_UNREACHABLE = "LLM_UNREACHABLE"

@@ -23,8 +23,8 @@ import av.error
 from av.container import InputContainer
 from av.stream import Disposition
 
-from python_endpoints.child import JobFailed
 from python_endpoints.jobs import ffmpeg as ff
+from python_endpoints.serving.child import JobFailed
 
 #: How much of a video is decoded to find closed captions: a recording that has them carries
 #: caption data (or its padding) in every frame from the first one.

@@ -24,8 +24,8 @@ from typing import Any
 
 import pysubs2
 
-from python_endpoints.child import ChildContext
 from python_endpoints.jobs import captions, outputs, textio
+from python_endpoints.serving.child import ChildContext
 
 EXPORT_SUBTITLES = "EXPORT_SUBTITLES"
 FORMATS = ("srt", "vtt", "txt", "json")

@@ -10,7 +10,7 @@ is the shell around them: it probes, runs ffmpeg, verifies, commits.
 
 Every output goes through a temporary name and is renamed into place only once verified with
 PyAV; a failed or cancelled job removes its temporary files and leaves the final path alone.
-ffmpeg is started through :func:`python_endpoints.child.start_process`, so it dies with the
+ffmpeg is started through :func:`python_endpoints.serving.child.start_process`, so it dies with the
 child however the child dies. A cancel is seen by polling ``ctx.cancelled`` while ffmpeg runs;
 a pause needs nothing here: the endpoint suspends the whole process tree, ffmpeg included.
 
@@ -38,10 +38,10 @@ from typing import IO, Any, cast
 
 import imageio_ffmpeg
 
-from python_endpoints.child import ChildContext, JobFailed, start_process, untrack_process
 from python_endpoints.jobs import avread, failures, outputs, segments
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.avread import count_cues, open_media, probe, verify_media
+from python_endpoints.serving.child import ChildContext, JobFailed, start_process, untrack_process
 
 __all__ = ["count_cues", "open_media", "probe", "verify_media"]
 

@@ -8,7 +8,7 @@ attempts writing the same output never share a temporary file, and the cleanup a
 or a crash (:func:`partial_outputs`) removes only its own attempt's files. What a crashed
 attempt left (its server killed with it) is removed by the next job for the same output, once
 it holds that output's lock in the server (:func:`leftover_parts`; see
-:mod:`python_endpoints.outputlocks`). Once verified an output is fsync'd and renamed into
+:mod:`python_endpoints.serving.outputlocks`). Once verified an output is fsync'd and renamed into
 place, and a sidecar ``.out.mp4.fredica.json`` records what it was made from (sizes and mtimes
 of the output and the input, the job, the params that shape the output).
 :func:`output_is_current` compares that with the files as they are now — stats only, never a
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from python_endpoints.child import JobFailed
+from python_endpoints.serving.child import JobFailed
 
 PART_MARK = ".fredica-part"
 #: The key of the params under which the endpoints server gives a job its part id (added to

@@ -52,9 +52,9 @@ from typing import Any, Protocol
 import av
 import av.error
 
-from python_endpoints.child import ChildContext
 from python_endpoints.jobs import avread, outputs
 from python_endpoints.jobs import ffmpeg as ff
+from python_endpoints.serving.child import ChildContext
 
 #: The length of a segment (seconds) by default: what an interrupted encode may lose at most.
 SEGMENT_SECONDS = 240.0

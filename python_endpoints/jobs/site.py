@@ -14,7 +14,7 @@ partial file. The output's suffix picks the container of a *merge* (``.mp4`` →
 else → Matroska, which takes any codec); a single file is kept as the site serves it, byte
 for byte (the result's ``ext`` says which container that is). These names are the output's on
 purpose (a retry continues them): two downloads to one output never run at once, the server
-locks the output for the job's duration (:mod:`python_endpoints.outputlocks`).
+locks the output for the job's duration (:mod:`python_endpoints.serving.outputlocks`).
 
 **Resume.** yt-dlp's own ``continuedl``: a ``.part`` left by an earlier attempt is continued
 with an HTTP Range request (a ``.ytdl`` file records a fragmented download's place), and a
@@ -64,10 +64,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from python_endpoints.child import ChildContext, JobFailed
 from python_endpoints.jobs import outputs
 from python_endpoints.jobs.ffmpeg import has_room, human_bytes
 from python_endpoints.jobs.text import format_bytes, format_duration, shown
+from python_endpoints.serving.child import ChildContext, JobFailed
 
 DOWNLOAD_SITE = "DOWNLOAD_SITE"
 
@@ -387,7 +387,7 @@ def load_yt_dlp() -> ModuleType:
 def warm_up(endpoint: str = "download_site") -> None:
     """Pay ahead what the first download in a process costs: importing yt-dlp and compiling
     the URL patterns of its ~1,900 extractors (1 s and 3 s on a small machine). Called by
-    :func:`python_endpoints.child._child_main` in a warm spare, before its job arrives (the
+    :func:`python_endpoints.serving.child._child_main` in a warm spare, before its job arrives (the
     server imports this module too, only to name the job: there yt-dlp stays unimported)."""
     try:
         load_yt_dlp()

@@ -14,7 +14,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from python_endpoints.child import ChildContext
+from python_endpoints.serving.child import ChildContext
 
 TICK = 0.05
 REPORT_EVERY = 0.1

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from python_endpoints.child import JobFailed
 from python_endpoints.jobs import outputs
 from python_endpoints.jobs.captions import Segment, Word
+from python_endpoints.serving.child import JobFailed
 
 TRANSCRIPT_VERSION = 1
 BAD_TRANSCRIPT = "BAD_TRANSCRIPT"

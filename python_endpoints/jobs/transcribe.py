@@ -43,10 +43,10 @@ from collections.abc import Iterable
 from pathlib import Path, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
-from python_endpoints.child import ChildContext, JobFailed
 from python_endpoints.jobs import outputs, speech
 from python_endpoints.jobs.ffmpeg import Throttle
 from python_endpoints.jobs.media import probe
+from python_endpoints.serving.child import ChildContext, JobFailed
 
 if TYPE_CHECKING:
     import numpy as np

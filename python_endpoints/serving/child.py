@@ -1,0 +1,305 @@
+"""The child process's side of a :class:`~python_endpoints.serving.endpoint.ProcessEndpoint`.
+
+Standard library only: a job's child imports this module and the job's own, nothing else, so
+that it starts fast (pydantic alone adds ~0.2 s to a child's start on a small machine). The
+params a child receives were validated by the server already.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any, Literal
+
+from python_endpoints.serving import logfile
+
+Pausable = Literal["always", "never", "now", "not_now"]
+
+log = logging.getLogger("python_endpoints.serving.child")
+
+SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
+EXECUTOR_ERROR = "EXECUTOR_ERROR"
+
+
+class JobCancelled(BaseException):
+    """Raised inside a loop job when it was cancelled."""
+
+
+class JobFailed(Exception):
+    """A job's own error, with the error type to report."""
+
+    def __init__(self, message: str, error_type: str = EXECUTOR_ERROR) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class StatusChannel:
+    """The child's end of its one-way status pipe (the ``status_queue`` of the design):
+    ``put`` sends a message to the parent at once. A pipe rather than a ``multiprocessing``
+    queue: the parent can wait on it and on the child's exit together, without polling."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def put(self, message: dict[str, Any]) -> None:
+        self._conn.send(message)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class ChildContext:
+    """The child's side: report, stream, ask for a pause, honour pause and cancel."""
+
+    def __init__(
+        self,
+        status_queue: StatusChannel,
+        cancel_event: Event,
+        resume_event: Event,
+    ) -> None:
+        self.status_queue = status_queue
+        self.cancel_event = cancel_event
+        self.resume_event = resume_event
+        self._said_paused = False  # a ``paused`` frame was sent for the current pause
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def progress(
+        self,
+        percent: float,
+        status_text: str | None = None,
+        pausable: Pausable | None = None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        """Send a ``progress`` frame; ``extras`` are job-specific values (a transcription's
+        ``position`` and ``languages``, which the engine keeps in the task's checkpoint)."""
+        self.status_queue.put(
+            {
+                "type": "progress",
+                "percent": min(100.0, max(0.0, percent)),
+                "status_text": status_text,
+                "pausable": pausable,
+                "extras": extras or {},
+            }
+        )
+
+    def segment(self, data: dict[str, Any]) -> None:
+        self.status_queue.put({"type": "segment", "data": data})
+
+    def allow_suspend(self, allowed: bool) -> None:
+        """Tell the server whether a pause may suspend this process now, rather than wait
+        for the job's next :meth:`wait_if_paused`: for a job in a long call it cannot leave,
+        holding nothing another job waits for (a model in GPU memory is; its own memory is
+        not). A suspended job is resumed where it stopped; it never sees the pause."""
+        self.status_queue.put({"type": "suspendable", "allowed": allowed})
+
+    def wait_if_paused(self, timeout: float | None = None, *, held: bool = False) -> bool:
+        """Block while paused. False when ``timeout`` ran out first; a cancelled child simply
+        sees ``cancelled`` true afterwards. The first wait of a pause sends a ``paused``
+        frame: the job has stopped; ``held``: it still holds its resources (a model kept in
+        GPU memory), otherwise the engine may give its slot to other work meanwhile."""
+        if self.resume_event.is_set():
+            self._said_paused = False
+            return True
+        if not self._said_paused and not self.cancelled:
+            self._said_paused = True
+            self.status_queue.put({"type": "paused", "held": held})
+        resumed = self.resume_event.wait(timeout)
+        if resumed:
+            self._said_paused = False
+        return resumed
+
+    def request_pause(
+        self, reason: str, resume_after: float | None = None, *, held: bool = False
+    ) -> None:
+        """Ask to be paused: clear ``resume_event``, then say so, then wait — in that order.
+        With ``resume_after``, resume by itself after that many seconds. ``held``: as for
+        :meth:`wait_if_paused`."""
+        self.resume_event.clear()
+        self.status_queue.put({"type": "pause_request", "reason": reason})
+        if not self.wait_if_paused(resume_after, held=held) and not self.cancelled:
+            self.request_resume()
+
+    def request_resume(self) -> None:
+        self.resume_event.set()
+        self.status_queue.put({"type": "resume_request"})
+
+
+ChildTarget = Callable[[dict[str, Any], ChildContext], dict[str, Any] | None]
+
+
+# --- processes a job starts (ffmpeg…) -------------------------------------------------------
+#
+# A job's own processes must not outlive it. Three ways they could: the server cancels the
+# job (it kills the whole tree: nothing to do here), the server dies (the parent-watch thread
+# below kills the tracked processes before exiting), or the child itself is killed outright
+# (SIGKILL, the OOM killer): then nothing in the child runs, so on Linux the process is
+# started with PR_SET_PDEATHSIG and the kernel kills it when the child dies.
+
+_tracked: set[subprocess.Popen[bytes]] = set()
+_tracked_lock = threading.Lock()
+_PR_SET_PDEATHSIG = 1
+
+
+def track_process(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process`` if this child exits before it (see :func:`untrack_process`)."""
+    with _tracked_lock:
+        _tracked.add(process)
+
+
+def untrack_process(process: subprocess.Popen[bytes]) -> None:
+    """Forget a process once it has been reaped."""
+    with _tracked_lock:
+        _tracked.discard(process)
+
+
+def kill_tracked_processes() -> None:
+    """Kill every tracked process that is still running (the child is about to exit)."""
+    with _tracked_lock:
+        processes = list(_tracked)
+        _tracked.clear()
+    for process in processes:
+        try:
+            if process.poll() is None:
+                process.kill()
+        except OSError:
+            pass
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the new process die by SIGKILL when this one dies (Linux).
+
+    The death signal belongs to the *thread* that forks: start the process from a thread that
+    lives as long as the process (the job's own thread does)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    # Resolved before the fork: the hook runs between fork and exec, where little is safe.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+    sigkill = int(signal.SIGKILL)
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return hook
+
+
+def start_process(
+    args: Sequence[str],
+    *,
+    stdout: int | None = None,
+    stderr: int | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a job's helper process (argv, never a shell) that cannot outlive this child:
+    tracked, and on Linux killed by the kernel when the child dies. Untrack it once it is
+    reaped. Its stdin is closed."""
+    process = subprocess.Popen(
+        list(args),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        preexec_fn=_die_with_parent_hook(),
+        # No console window flashing up for each ffmpeg under a windowed app (Windows).
+        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+    )
+    track_process(process)
+    return process
+
+
+def release_semaphores() -> None:
+    """Unlink the named semaphores this process created, as a normal exit would (``os._exit``
+    skips it). A library may create one in the job (tqdm's lock, under faster-whisper): left
+    registered, the server's resource tracker reports it "leaked" on the user's terminal when
+    the server exits. These are ``multiprocessing``'s own exit finalizers (the semaphores of
+    the events shared with the server are the server's: not registered here)."""
+    from multiprocessing import util
+
+    run_finalizers = getattr(util, "_run_finalizers", None)
+    if callable(run_finalizers):
+        run_finalizers(0)
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exit when the parent dies: a job never outlives its server, nor do its processes."""
+    while True:
+        if os.getppid() != parent_pid:
+            kill_tracked_processes()
+            os._exit(1)
+        time.sleep(0.5)
+
+
+def _child_main(
+    module: str,
+    endpoint: str,
+    jobs: Connection,
+    conn: Connection,
+    cancel_event: Event,
+    resume_event: Event,
+    parent_pid: int,
+    log_file: str | None = None,
+) -> None:
+    """A job's child: import the job's module (the slow part of a start) and call its
+    ``warm_up(endpoint)`` if it has one, then wait for the job itself. Started ahead of time,
+    it is a warm spare that starts a job in milliseconds. ``log_file``: the server's log, which
+    the child writes too (a job's traceback, its libraries' warnings); never its stderr."""
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    if log_file is not None:
+        logfile.log_to_file(Path(log_file))
+    else:
+        logging.getLogger().addHandler(logging.NullHandler())  # not Python's stderr fallback
+    job_module = importlib.import_module(module)
+    warm_up = getattr(job_module, "warm_up", None)
+    if callable(warm_up):
+        # Pay ahead, while a spare waits, what the job's first use costs (yt-dlp's extractors,
+        # the hardware encoders' test encodes). A warm-up must never break a spare.
+        try:
+            warm_up(endpoint)
+        except Exception:
+            log.warning("the warm-up of %s failed", endpoint, exc_info=True)
+    try:
+        target, params = jobs.recv()
+    except (EOFError, OSError):
+        release_semaphores()
+        os._exit(0)  # a spare that was not needed
+    jobs.close()
+    status_queue = StatusChannel(conn)
+    ctx = ChildContext(status_queue, cancel_event, resume_event)
+    last: dict[str, Any] | None = None
+    try:
+        result = target(params, ctx)
+    except JobFailed as exc:
+        last = {"type": "error", "error": str(exc), "error_type": exc.error_type}
+    except Exception as exc:
+        log.exception("the %s job raised", endpoint)
+        last = {
+            "type": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "error_type": EXECUTOR_ERROR,
+        }
+    else:
+        if result is not None and not cancel_event.is_set():
+            last = {"type": "result", "result": result}
+    kill_tracked_processes()  # a job that returned without reaping what it started
+    # Before the last message: once the server has it, it may kill this process at any time.
+    release_semaphores()
+    if last is not None:
+        status_queue.put(last)
+    status_queue.close()
+    # Everything was sent synchronously: skip the interpreter's shutdown (~0.1 s).
+    os._exit(1 if last is not None and last["type"] == "error" else 0)

@@ -1,0 +1,494 @@
+"""Task endpoints: a job behind one websocket connection.
+
+Two kinds of job:
+
+- :class:`LoopEndpoint` — runs in the server's event loop (I/O-bound work). It gets a
+  :class:`LoopContext`: ``report_progress``, cooperative ``wait_if_paused``,
+  ``request_pause(reason)`` / ``request_resume()``, a cancel signal.
+- :class:`ProcessEndpoint` — runs a top-level function in a child process started with the
+  ``spawn`` method (CPU/GPU-bound work). The child gets a :class:`ChildContext` over a
+  ``status_queue``, a ``cancel_event`` and a ``resume_event``. To ask for a pause itself the
+  child clears ``resume_event``, then puts ``pause_request``, then waits — in that order, so a
+  resume can never be lost between the request and the wait.
+
+Cancel: set the cancel event and the resume event, wait a grace period, then terminate and kill
+the whole process tree, remove partial outputs, send ``cancelled``. A child that exits with a
+non-zero code or by a signal yields exactly one ``error`` frame naming it; one that exits 0
+without a result yields an ``error`` too. No orphan: the child exits when its parent dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import signal
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from python_endpoints.protocol import (
+    Error,
+    JobFrame,
+    Pausable,
+    Paused,
+    PauseRequest,
+    Progress,
+    Result,
+    ResumeRequest,
+)
+from python_endpoints.serving import logfile, procs
+from python_endpoints.serving.child import (
+    SUBPROCESS_CRASHED,
+    ChildContext,
+    ChildTarget,
+    JobCancelled,
+    JobFailed,
+    _child_main,
+)
+
+Emit = Callable[[JobFrame], Awaitable[None]]
+
+
+class TaskEndpoint:
+    """What the server needs of an endpoint: a name, and a way to start one run of it."""
+
+    name: ClassVar[str]
+    pausable: ClassVar[Pausable] = "always"
+    #: Seconds a cancelled job gets to stop by itself before its processes are terminated.
+    cancel_grace: ClassVar[float] = 3.0
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.paused = False
+        #: Set before :meth:`cancel` when the job is stopped without the user's cancel (the
+        #: client went away, the server is shutting down): what a next attempt can resume
+        #: from (a download's .part) is kept.
+        self.interrupted = False
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Run the job to its end; return its result. Raise :class:`JobFailed` for an error."""
+        raise NotImplementedError
+
+    async def pause(self) -> None:
+        raise NotImplementedError
+
+    async def resume(self) -> None:
+        raise NotImplementedError
+
+    async def cancel(self) -> None:
+        """Stop the job and everything it started; remove partial outputs."""
+        raise NotImplementedError
+
+    def partial_outputs(self) -> list[Path]:
+        """Files a cancelled or failed run must not leave behind."""
+        return []
+
+    def remove_partial_outputs(self) -> None:
+        for path in self.partial_outputs():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+# --- in the event loop ----------------------------------------------------------------------
+
+
+class LoopContext:
+    def __init__(self, endpoint: LoopEndpoint) -> None:
+        self._endpoint = endpoint
+        self.cancel_event = asyncio.Event()
+        self.resume_event = asyncio.Event()
+        self.resume_event.set()
+
+    async def report_progress(
+        self,
+        percent: float,
+        status_text: str | None = None,
+        pausable: Pausable | None = None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        """Send a ``progress`` frame. ``extras`` are job-specific values (a download's bytes and
+        speed…); ``extras["checkpoint"]``, when present, is saved by the engine as the task's
+        checkpoint."""
+        await self._endpoint.emit(
+            Progress(
+                percent=min(100.0, max(0.0, percent)),
+                status_text=status_text,
+                pausable=pausable or self._endpoint.pausable,
+                extras=extras or {},
+            )
+        )
+
+    async def wait_if_paused(self) -> None:
+        """Return at once when running; while paused, say so (a ``paused`` frame: nothing is
+        held) and wait for resume (JobCancelled on cancel)."""
+        if not self.resume_event.is_set() and not self.cancel_event.is_set():
+            await self._endpoint.emit(Paused(held=False))
+        while not self.resume_event.is_set():
+            if self.cancel_event.is_set():
+                raise JobCancelled
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.resume_event.wait(), 0.1)
+        if self.cancel_event.is_set():
+            raise JobCancelled
+
+    async def request_pause(self, reason: str) -> None:
+        """Ask the engine to pause this task (and wait until it is resumed)."""
+        self.resume_event.clear()
+        self._endpoint.paused = True
+        await self._endpoint.emit(PauseRequest(reason=reason))
+        await self.wait_if_paused()
+
+    async def request_resume(self) -> None:
+        self.resume_event.set()
+        self._endpoint.paused = False
+        await self._endpoint.emit(ResumeRequest())
+
+
+class LoopEndpoint(TaskEndpoint):
+    """A job run as a coroutine in the server's event loop."""
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        self.ctx = LoopContext(self)
+
+    async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.job(params, self.ctx)
+
+    async def pause(self) -> None:
+        self.paused = True
+        self.ctx.resume_event.clear()
+
+    async def resume(self) -> None:
+        self.paused = False
+        self.ctx.resume_event.set()
+
+    async def cancel(self) -> None:
+        self.ctx.cancel_event.set()
+        self.ctx.resume_event.set()
+        self.remove_partial_outputs()
+
+
+# --- in a child process ---------------------------------------------------------------------
+
+
+@dataclass
+class _Child:
+    """A started child and its channels: a warm spare until it is given a job."""
+
+    process: multiprocessing.process.BaseProcess
+    reader: Connection  # the child's status messages
+    jobs: Connection  # where its job is sent
+    cancel: multiprocessing.synchronize.Event
+    resume: multiprocessing.synchronize.Event
+
+    @classmethod
+    def start(cls, module: str, name: str) -> _Child:
+        mp = multiprocessing.get_context("spawn")
+        # The child logs to the server's file (safe to share: see python_endpoints.serving.logfile).
+        current = logfile.current_file()
+        log_file = None if current is None else str(current)
+        reader, writer = mp.Pipe(duplex=False)
+        job_reader, job_writer = mp.Pipe(duplex=False)
+        cancel, resume = mp.Event(), mp.Event()
+        resume.set()
+        process = mp.Process(
+            target=_child_main,
+            args=(module, name, job_reader, writer, cancel, resume, os.getpid(), log_file),
+            daemon=True,
+            name=f"fredica-{name}",
+        )
+        process.start()
+        writer.close()  # the child holds the only writer: its death is the reader's EOF
+        job_reader.close()
+        return cls(process, reader, job_writer, cancel, resume)
+
+    def discard(self) -> None:
+        self.jobs.close()
+        if self.process.is_alive() and self.process.pid:
+            procs.kill_tree(self.process.pid, grace=0.5)
+        self.process.join(2)
+        self.reader.close()
+
+
+_spares: dict[type[ProcessEndpoint], _Child] = {}
+_spares_lock = threading.Lock()
+_preparing: set[asyncio.Future[None]] = set()
+
+
+def _take_spare(cls: type[ProcessEndpoint]) -> _Child | None:
+    with _spares_lock:
+        child = _spares.pop(cls, None)
+    if child is not None and not child.process.is_alive():
+        child.discard()
+        return None
+    return child
+
+
+def _prepare_spare(cls: type[ProcessEndpoint]) -> None:
+    child = _Child.start(cls.target.__module__, cls.name)
+    with _spares_lock:
+        old = _spares.pop(cls, None)
+        _spares[cls] = child
+    if old is not None:
+        old.discard()
+
+
+async def close_spares() -> None:
+    """Stop every warm spare, those being started included (the server is closing)."""
+    while _preparing:
+        await asyncio.gather(*list(_preparing), return_exceptions=True)
+    await asyncio.get_running_loop().run_in_executor(None, _discard_spares)
+
+
+def _discard_spares() -> None:
+    with _spares_lock:
+        spares = list(_spares.values())
+        _spares.clear()
+    for child in spares:
+        child.discard()
+
+
+class _Suspendable(BaseModel):
+    """The child's word to its server alone (never sent on): whether a pause may suspend its
+    process now (:meth:`~python_endpoints.serving.child.ChildContext.allow_suspend`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["suspendable"]
+    allowed: bool
+
+
+_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error | _Suspendable)
+#: After a suspension, how long the job's processes may take to stop and the frames the child
+#: sent before to be passed on (milliseconds, mostly), before ``paused`` goes out after them.
+DRAIN_TIMEOUT = 2.0
+
+
+class ProcessEndpoint(TaskEndpoint):
+    """A job run by a top-level function in a child process (spawn)."""
+
+    @staticmethod
+    def target(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+        """What the child runs: a top-level (picklable) function ``(params, ctx) -> result``.
+        Returning None means exiting without a result (an error for the client)."""
+        raise NotImplementedError
+
+    #: Also suspend the child's process tree while paused (for jobs that cannot check a flag,
+    #: like an ffmpeg child); cooperative jobs leave it False. A cooperative job may still
+    #: say, while it runs, that a suspension is how to pause it now (``allow_suspend``): it
+    #: is then suspended at once, holding its memory (``paused`` with ``held: true``).
+    suspend_on_pause: ClassVar[bool] = False
+
+    #: The params' model: validated here, in the server, so that the child need not import
+    #: pydantic (a plain dict of the validated values is sent).
+    params_model: ClassVar[type[BaseModel] | None] = None
+    #: Keep a warm spare child ready (its imports done) so that the next job starts in
+    #: milliseconds instead of the ~0.5 s an interpreter and the job's imports take. The
+    #: spare is started when a job ends (the first job of an endpoint starts cold).
+    keep_spare: ClassVar[bool] = True
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        self.child: _Child | None = None
+        self._cancelling = False
+        #: The child allows a pause to suspend it now (it said so last).
+        self._suspendable = False
+        #: Its process tree is suspended for a pause it allowed (not by ``suspend_on_pause``).
+        self._suspended = False
+        self._ended = False  # its end (result, error or exit) was read
+
+    @property
+    def process(self) -> multiprocessing.process.BaseProcess | None:
+        return None if self.child is None else self.child.process
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        cls = type(self)
+        target: ChildTarget = cls.target
+        if cls.params_model is not None:
+            try:
+                params = cls.params_model.model_validate(params).model_dump()
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"]) or "params"
+                raise JobFailed(
+                    f"invalid {cls.name} params: {where}: {err['msg']}", "PAYLOAD_ERROR"
+                ) from None
+        params = self.child_params(params)
+        loop = asyncio.get_running_loop()
+        child = _take_spare(cls) if cls.keep_spare else None
+        if child is None:
+            child = await loop.run_in_executor(None, _Child.start, target.__module__, cls.name)
+        if self._cancelling:  # cancelled while the child started (or params were prepared)
+            await loop.run_in_executor(None, child.discard)
+            raise JobCancelled
+        self.child = child
+        if self.paused:  # paused meanwhile: the job starts paused
+            child.resume.clear()
+        child.jobs.send((target, params))
+        child.jobs.close()
+        try:
+            return await self._pump()
+        finally:
+            await self._reap()
+            if cls.keep_spare:
+                # The next spare is started once this job is over, not beside it: its start
+                # (an interpreter, PyAV, the job's imports and warm-up: ~0.3 s of CPU) would
+                # take that CPU from the job — ffmpeg — on a small machine.
+                preparing = loop.run_in_executor(None, _prepare_spare, cls)
+                _preparing.add(preparing)
+                preparing.add_done_callback(_preparing.discard)
+
+    def child_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The validated params as the child gets them: a subclass adds what the server
+        decides for this run (its temporary files' part id)."""
+        return params
+
+    async def _pump(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        assert self.child is not None
+        reader, process = self.child.reader, self.child.process
+        result: dict[str, Any] | None = None
+        error: Error | None = None
+        while result is None and error is None:
+            watched: list[Any] = [reader, process.sentinel]
+            ready: list[Any] = await loop.run_in_executor(None, wait, watched, 1.0)
+            if reader in ready:
+                try:
+                    message = reader.recv()
+                except EOFError:
+                    message = None
+                if message is not None:
+                    result, error = await self._handle(message, result, error)
+                    continue
+            if process.sentinel in ready or not process.is_alive():
+                # The child is gone: read what it left in the pipe, then judge.
+                for message in self._drain(reader):
+                    result, error = await self._handle(message, result, error)
+                await loop.run_in_executor(None, process.join, 5)
+                break
+        self._ended = True
+        if self._cancelling:
+            raise JobCancelled
+        if error is not None:
+            raise JobFailed(error.error, error.error_type)
+        if result is not None:
+            return result
+        code = process.exitcode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            raise JobFailed(f"the job's process was killed by {name}", SUBPROCESS_CRASHED)
+        if code:
+            raise JobFailed(f"the job's process exited with code {code}", SUBPROCESS_CRASHED)
+        raise JobFailed("the job's process exited without a result", SUBPROCESS_CRASHED)
+
+    @staticmethod
+    def _drain(reader: Connection) -> list[dict[str, Any]]:
+        out = []
+        with contextlib.suppress(EOFError, OSError):
+            while reader.poll():
+                out.append(reader.recv())
+        return out
+
+    async def _handle(
+        self, raw: dict[str, Any], result: dict[str, Any] | None, error: Error | None
+    ) -> tuple[dict[str, Any] | None, Error | None]:
+        try:
+            message = _child_message.validate_python(raw)
+        except ValidationError:
+            return result, error  # a malformed child message is ignored, never fatal
+        if isinstance(message, _Suspendable):
+            self._suspendable = message.allowed
+            return result, error
+        if isinstance(message, Result):
+            return message.result, error
+        if isinstance(message, Error):
+            return result, error or message
+        if isinstance(message, PauseRequest):
+            self.paused = True
+        elif isinstance(message, ResumeRequest):
+            self.paused = False
+        elif isinstance(message, Progress) and message.pausable is None:
+            message = message.model_copy(update={"pausable": self.pausable})
+        if not self._cancelling:
+            await self.emit(message)
+        return result, error
+
+    async def pause(self) -> None:
+        self.paused = True
+        pid = None if self.process is None else self.process.pid
+        if self._suspendable and not self.suspend_on_pause and pid and not self._ended:
+            await self._suspend(pid)
+            return
+        if self.child is not None:
+            self.child.resume.clear()
+        if self.suspend_on_pause and pid:
+            procs.suspend_tree(pid)
+            await self.emit(Paused(held=False))  # stopped: it uses no CPU until resumed
+
+    async def _suspend(self, pid: int) -> None:
+        """Pause a job that allowed it by stopping its process tree where it is — in the
+        middle of a long call it cannot leave (a window's decode), which a cooperative pause
+        would wait out. Its resume event is left alone: a stopped process may hold that
+        event's lock. It keeps its memory: the ``paused`` frame says ``held``."""
+        procs.suspend_tree(pid)
+        self._suspended = True
+        # ``paused`` once it has stopped, and after what it sent before: nothing follows it.
+        reader = None if self.child is None else self.child.reader
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DRAIN_TIMEOUT
+        with contextlib.suppress(OSError, ValueError):  # closed: the job has ended
+            while not self._ended and loop.time() < deadline:
+                if not (reader is not None and reader.poll()) and procs.tree_stopped(pid):
+                    break
+                await asyncio.sleep(0.005)
+        if self.paused and self._suspended and not self._ended and not self._cancelling:
+            await self.emit(Paused(held=True))
+
+    async def resume(self) -> None:
+        self.paused = False
+        pid = None if self.process is None else self.process.pid
+        if (self.suspend_on_pause or self._suspended) and pid:
+            procs.resume_tree(pid)
+        self._suspended = False
+        if self.child is not None:
+            self.child.resume.set()
+
+    async def cancel(self) -> None:
+        self._cancelling = True
+        process = self.process
+        if self._suspended and process is not None and process.pid:
+            # First: a stopped process may hold the lock of the events set below.
+            procs.resume_tree(process.pid)
+            self._suspended = False
+        if self.child is not None:
+            self.child.cancel.set()
+            self.child.resume.set()
+        if process is not None and process.pid:
+            procs.resume_tree(process.pid)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, process.join, self.cancel_grace)
+            if process.is_alive():
+                await loop.run_in_executor(None, procs.kill_tree, process.pid)
+        self.remove_partial_outputs()
+
+    async def _reap(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        loop = asyncio.get_running_loop()
+        if process.is_alive() and process.pid:
+            await loop.run_in_executor(None, procs.kill_tree, process.pid)
+        await loop.run_in_executor(None, process.join, 5)
+        if self.child is not None:
+            self.child.reader.close()

@@ -1,0 +1,180 @@
+"""Errors inside the engine's transactions: a task's bad data fails that task, never the engine;
+a failing database stops the engine cleanly, leaves the store consistent, and the next start
+finishes everything exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests.engine.test_engine import engine_for, submit
+from tests.support.invariants import completed_events, queue_problems
+from workers.errors import StoreUnavailable
+from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
+from workers.records import TaskRecord
+from workers.spec import TaskSpec
+from workers.states import ErrorType, RunStatus, TaskStatus
+from workers.store import TaskStore
+from workers.tasktypes import NoopPayload, TaskType, TaskTypeRegistry
+
+SPAWN = TaskType("SPAWN", NoopPayload, "cpu")
+ODD = TaskType("ODD", NoopPayload, "cpu")
+
+
+class Spawner(BaseExecutor):
+    """Fans out one NOOP whose idempotency key is ``key``."""
+
+    task_type = SPAWN
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        child = TaskSpec(key="child", type="NOOP", idempotency_key=self.key)
+        return ExecuteResult(result={"spawned": 1}, new_tasks=(child,))
+
+
+class OddResult(BaseExecutor):
+    """Returns a result that is not JSON."""
+
+    task_type = ODD
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        return ExecuteResult(result={"when": object()})
+
+
+async def test_a_fan_out_whose_key_collides_fails_its_task_alone(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    registry.register(SPAWN)
+    # An active task holds the key: a held (paused) task of another run.
+    holder = await submit(store, registry, [{"key": "h", "type": "NOOP", "idempotency_key": "k"}])
+    await store.set_paused(holder.task_ids["h"], True)
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "p", "type": "SPAWN"},
+            {"key": "other", "type": "SLEEP", "payload": {"seconds": 0.1}},
+        ],
+    )
+    engine = engine_for(store, Spawner("k"))
+    await asyncio.wait_for(engine.run(until_idle=True), 20)  # returns: the engine lives
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert tasks["p"].status is TaskStatus.FAILED
+    assert tasks["p"].error_type == ErrorType.BAD_RESULT
+    assert "idempotency key is held by an active task" in (tasks["p"].error or "")
+    assert tasks["other"].status is TaskStatus.COMPLETED  # unrelated work ran
+    assert "child" not in tasks  # nothing of the fan-out was added
+    assert (await store.get_run(created.run_id)).status is RunStatus.FAILED
+    # Not retried: a second start does not run it again and crash on it.
+    again = engine_for(store, Spawner("k"))
+    await again.start()
+    await asyncio.wait_for(again.run(until_idle=True), 10)
+    assert (await store.get_task(tasks["p"].id)).attempt == 1
+
+
+async def test_a_result_that_is_not_json_fails_its_task_alone(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    registry.register(ODD)
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "odd", "type": "ODD"},
+            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
+        ],
+    )
+    await asyncio.wait_for(engine_for(store, OddResult()).run(until_idle=True), 20)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert (tasks["odd"].status, tasks["odd"].error_type) == (TaskStatus.FAILED, "BAD_RESULT")
+    assert "not JSON" in (tasks["odd"].error or "")
+    assert tasks["fine"].status is TaskStatus.COMPLETED
+    assert queue_problems(db_path) == []
+
+
+def fail_write(store: TaskStore, nth: int, message: str) -> Callable[[], int]:
+    """Make the ``nth`` write transaction from now fail as SQLite does (after its statements,
+    before its commit: rolled back). Returns a counter of the writes seen."""
+    original = store._tx
+    seen = 0
+
+    def tx(fn: Callable[..., Any], *args: Any) -> Any:
+        nonlocal seen
+        seen += 1
+        if seen != nth:
+            return original(fn, *args)
+
+        def then_fail(conn: sa.Connection, *a: Any) -> Any:
+            fn(conn, *a)
+            raise sa.exc.OperationalError("COMMIT", {}, sqlite3.OperationalError(message))
+
+        return original(then_fail, *args)
+
+    store._tx = tx  # type: ignore[method-assign]
+    return lambda: seen
+
+
+DAG = [
+    {"key": "a", "type": "NOOP"},
+    {"key": "s1", "type": "SLEEP", "payload": {"seconds": 0.3}, "depends_on": ["a"]},
+    {"key": "s2", "type": "SLEEP", "payload": {"seconds": 0.2}, "depends_on": ["a"]},
+    {"key": "b", "type": "NOOP", "depends_on": ["s1", "s2"]},
+    {"key": "s3", "type": "SLEEP", "payload": {"seconds": 0.2}, "depends_on": ["b"]},
+]
+
+
+@pytest.mark.parametrize("nth", range(1, 13))
+async def test_a_database_error_at_any_commit_stops_the_engine_cleanly(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path, nth: int
+) -> None:
+    """Each of the first dozen write transactions of a run (claims, progress, checkpoints,
+    completions) fails in turn with "database or disk is full"."""
+    created = await submit(store, registry, DAG)
+    engine = engine_for(store, heartbeat_interval=0.05)
+    await engine.start()
+    writes = fail_write(store, nth, "database or disk is full")
+    run = asyncio.create_task(engine.run(until_idle=True))
+    with pytest.raises(StoreUnavailable, match="disk that holds the database is full"):
+        await asyncio.wait_for(run, 20)
+    assert writes() >= nth
+    assert not engine.running_ids
+    assert queue_problems(db_path) == []  # the failed transaction left nothing half-written
+    await engine.stop()  # writes nothing more, raises nothing
+
+    # The next start (recovery first) finishes every task, each exactly once.
+    restarted = engine_for(store)
+    await restarted.start()
+    await asyncio.wait_for(restarted.run(until_idle=True), 30)
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+    counts = completed_events(db_path)
+    assert sorted(counts.values()) == [1] * len(DAG)
+    assert queue_problems(db_path) == []
+
+
+async def test_a_read_only_database_stops_the_engine_with_one_clear_error(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    """Read-only as SQLite reports it (``PRAGMA query_only`` on the store's connections:
+    this test runs as root, for whom file permissions do not make a file read-only)."""
+    await submit(store, registry, DAG)
+
+    @sa.event.listens_for(store.engine, "connect")
+    def read_only(dbapi_conn: Any, _: Any) -> None:
+        dbapi_conn.execute("PRAGMA query_only = ON")
+
+    store._close_write_conn()
+    store.engine.pool.dispose()
+    engine = engine_for(store)
+    with pytest.raises(StoreUnavailable, match="cannot be written"):
+        await engine.start()  # recovery is the first write
+    with pytest.raises(StoreUnavailable, match="cannot be written"):
+        await asyncio.wait_for(engine.run(until_idle=True), 10)
+    assert queue_problems(db_path) == []

@@ -1,0 +1,79 @@
+"""Test media: sample clips made once per session, and a look at the ffmpeg processes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from python_endpoints.jobs.avread import open_media
+from python_endpoints.jobs.sample import make_sample
+
+
+class JobContext:
+    """What a media job run in this process needs of its
+    :class:`~python_endpoints.serving.child.ChildContext`: the progress it reports is kept."""
+
+    cancelled = False
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[float, str | None]] = []
+
+    def progress(
+        self, percent: float, status_text: str | None = None, pausable: Any = None
+    ) -> None:
+        self.reports.append((percent, status_text))
+
+
+class SampleCache:
+    """Sample clips (see :mod:`python_endpoints.jobs.sample`) made on first use and kept for
+    the session: making one costs 0.1-0.6 s. Tests must not modify them — :meth:`copy`
+    gives a test its own."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._made: dict[tuple[str, float, tuple[int, int]], Path] = {}
+
+    def get(
+        self, kind: str = "mkv", seconds: float = 4.0, size: tuple[int, int] = (320, 240)
+    ) -> Path:
+        key = (kind, seconds, size)
+        if key not in self._made:
+            suffix = {"mp4": ".mp4", "text": ".txt"}.get(kind, ".mkv")
+            name = f"{kind}-{seconds:g}s-{size[0]}x{size[1]}{suffix}"
+            self._made[key] = make_sample(self.directory / name, seconds, kind=kind, size=size)
+        return self._made[key]
+
+    def copy(self, to: Path, kind: str = "mkv", seconds: float = 4.0, **kw: object) -> Path:
+        source = self.get(kind, seconds, **kw)  # type: ignore[arg-type]
+        to.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy2(source, to / source.name))
+
+
+def ffmpeg_processes(marker: str) -> list[psutil.Process]:
+    """Every running ffmpeg whose command line mentions ``marker`` (a test's own folder),
+    wherever it is in the process table: an orphan is no longer our descendant."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            cmd = p.info["cmdline"] or []
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if cmd and "ffmpeg" in Path(cmd[0]).name and any(marker in c for c in cmd):
+                found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def media_summary(path: Path) -> dict[str, object]:
+    """What PyAV sees in a file: duration and the codecs by stream type (tags read as the jobs
+    read them)."""
+    with open_media(path) as container:
+        streams: dict[str, list[str]] = {}
+        for s in container.streams:
+            streams.setdefault(s.type, []).append(s.codec_context.codec.canonical_name)
+        duration = container.duration / 1e6 if container.duration else None
+        return {"duration": duration, "streams": streams, "format": container.format.name}
