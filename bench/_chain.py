@@ -16,15 +16,15 @@ from typing import Any
 import psutil
 
 from bench._common import descendants, wait_gone
+from fredica_app import jobs
 from fredica_app.database import open_database
 from fredica_app.endpoints import EndpointsProcess
 from workers.engine import WorkerEngine
 from workers.executor import ExecuteResult, ExecutionContext, TaskExecutor
-from workers.executors.websocket import EndpointsAddress, WebSocketExecutor
+from workers.executors.websocket import EndpointExecutor, EndpointsAddress, WebSocketExecutor
 from workers.records import TaskRecord
 from workers.spec import parse_spec, prepare_run
 from workers.store import TaskStore
-from workers.tasktypes import builtin_registry
 
 TASK_TIMEOUT = 900.0
 
@@ -145,8 +145,8 @@ class Timeline:
 
 
 class TimedMixin(WebSocketExecutor):
-    def __init__(self, address: Address, timeline: Timeline) -> None:
-        super().__init__(address)
+    def __init__(self, address: Address, timeline: Timeline, *args: Any, **kw: Any) -> None:
+        super().__init__(address, *args, **kw)
         self.timeline = timeline
 
     async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
@@ -158,6 +158,28 @@ class TimedMixin(WebSocketExecutor):
             self.timeline.mark(task.id, "returned")
 
 
+class TimedEndpoint(TimedMixin, EndpointExecutor):
+    """A job of the catalogue, run on its endpoint, timed."""
+
+
+def timed_jobs(address: Address, timeline: Timeline, *task_types: str) -> list[TaskExecutor]:
+    """The app's executors of ``task_types`` (fredica_app.jobs), timed."""
+    timed: list[TaskExecutor] = []
+    for executor in jobs.executors(address):
+        if isinstance(executor, EndpointExecutor) and executor.task_type.name in task_types:
+            timed.append(
+                TimedEndpoint(
+                    address,
+                    timeline,
+                    executor.task_type,
+                    executor.endpoint,
+                    resumes=executor.resumes,
+                    stall_timeout=executor.stall_timeout,
+                )
+            )
+    return timed
+
+
 #: Makes the chain's (timed) executors from the server's address and the timeline.
 MakeExecutors = Callable[[Address, "Timeline"], list[TaskExecutor]]
 
@@ -167,7 +189,7 @@ class Chain:
     engine runs the executors ``executors(address, timeline)`` makes (timed ones)."""
 
     def __init__(self, work: Path, out_dir: Path, executors: MakeExecutors) -> None:
-        self.registry = builtin_registry()
+        self.registry = jobs.registry()
         self.endpoints = EndpointsProcess(write_roots=[out_dir])
         self.store = CountingStore(open_database(work / "bench.db"))
         self.timeline = Timeline()

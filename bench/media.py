@@ -3,13 +3,13 @@ ffmpeg) adds to a transcode, remux against re-encode, download throughput agains
 the rate of progress writes to the database.
 
 All tasks run on one ``WorkerEngine`` (``max_workers=1``) over a fresh temp database, with the
-media executors of ``workers/executors/media.py`` reaching one real ``EndpointsProcess``
-(``python -m python_endpoints``, ``write_roots`` = the output folder), started once before
-any timing (its start-up is reported apart). Every lane gets one untimed warm-up run first.
-The machine may be shared: lanes are interleaved in pairs (shuffled order within a pair), the
-ratios are the medians of the per-pair ratios, and before each timed run the bench waits
-until the endpoints server's process tree is idle (a warm spare child, started by the server
-when a job takes the previous one, may still be importing).
+app's executors of TRANSCODE_MP4 and DOWNLOAD (``fredica_app/jobs.py``) reaching one real
+``EndpointsProcess`` (``python -m python_endpoints``, ``write_roots`` = the output folder),
+started once before any timing (its start-up is reported apart). Every lane gets one untimed
+warm-up run first. The machine may be shared: lanes are interleaved in pairs (shuffled order
+within a pair), the ratios are the medians of the per-pair ratios, and before each timed run
+the bench waits until the endpoints server's process tree is idle (a warm spare child, started
+by the server when a job takes the previous one, may still be importing).
 
 1. Chain overhead: TRANSCODE_MP4 (``mode="auto"``, ``hardware=False``: libx264 on both sides)
    of a ``legacy`` sample (MPEG-2 + MP2 + SRT in Matroska: everything is re-encoded) through
@@ -88,7 +88,6 @@ from bench._chain import (
     Address,
     Chain,
     Frame,
-    TimedMixin,
     Timeline,
     cpu_children,
     cpu_self,
@@ -96,6 +95,7 @@ from bench._chain import (
     proc_cpu,
     strip,
     table,
+    timed_jobs,
     writes_summary,
 )
 from python_endpoints.jobs import ffmpeg as ff
@@ -103,7 +103,6 @@ from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.httpfacts import part_path
 from python_endpoints.jobs.sample import make_sample
 from workers.executor import TaskExecutor
-from workers.executors.media import DownloadExecutor, TranscodeExecutor
 from workers.records import TaskRecord
 
 MB = 1_000_000  # sizes and throughputs in decimal megabytes, as curl counts them
@@ -157,16 +156,8 @@ def remove(*paths: Path) -> None:
 # --- the chain's executors -------------------------------------------------------------------
 
 
-class TimedTranscode(TimedMixin, TranscodeExecutor):
-    pass
-
-
-class TimedDownload(TimedMixin, DownloadExecutor):
-    pass
-
-
 def media_executors(address: Address, timeline: Timeline) -> list[TaskExecutor]:
-    return [TimedTranscode(address, timeline), TimedDownload(address, timeline)]
+    return timed_jobs(address, timeline, "TRANSCODE_MP4", "DOWNLOAD")
 
 
 # --- 1 + 4. the chain against the direct ffmpeg ------------------------------------------------

@@ -3,7 +3,7 @@ faster-whisper) adds to a transcription, the model loads of a job with several w
 peak memory of the transcribing child.
 
 Built like ``bench/media.py``, on the same harness (``bench/_chain.py``): one ``WorkerEngine``
-(``max_workers=1``) over a fresh temp database, a ``TranscribeExecutor`` reaching one real
+(``max_workers=1``) over a fresh temp database, the app's TRANSCRIBE executor reaching one real
 ``EndpointsProcess`` (``write_roots`` = the output folder), started once before any timing.
 Every lane gets one untimed warm-up run first. The machine may be shared: lanes are
 interleaved in pairs (shuffled order within a pair), the ratio is the median of the per-pair
@@ -75,17 +75,16 @@ from bench._chain import (
     Address,
     Chain,
     Frame,
-    TimedMixin,
     Timeline,
     cpu_self,
     med,
     proc_cpu,
     strip,
     table,
+    timed_jobs,
 )
 from tests.support.voices import ESPEAK, SENTENCES, SpeechCache
 from workers.executor import TaskExecutor
-from workers.executors.speech import TranscribeExecutor
 
 # Target.
 RTF_RATIO = 1.10  # chain real-time factor / direct real-time factor
@@ -334,12 +333,8 @@ async def run_direct(audio: Path, compute_type: str) -> dict[str, Any]:
 # --- the chain ------------------------------------------------------------------------------
 
 
-class TimedTranscribe(TimedMixin, TranscribeExecutor):
-    pass
-
-
 def speech_executors(address: Address, timeline: Timeline) -> list[TaskExecutor]:
-    return [TimedTranscribe(address, timeline)]
+    return timed_jobs(address, timeline, "TRANSCRIBE")
 
 
 def transcribe_payload(

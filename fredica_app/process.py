@@ -23,7 +23,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from fredica_app.display import task_columns, task_label, task_outputs, task_state
 from fredica_app.errors import DatabaseLocked, MediaImportError
 from fredica_app.services import Fredica
-from workers.engine import WorkerEngine
+from fredica_app.services.queries import Queries
 from workers.records import RunRecord, TaskRecord
 from workers.states import TaskStatus, is_terminal
 
@@ -156,7 +156,7 @@ async def process(
                 f"[yellow]{material.title}: a run of {template} is already active "
                 f"({created.run_id}); following it[/]"
             )
-            await app.store.set_run_paused(created.run_id, False)
+            await app.control.resume(created.run_id)
         run_ids.append(created.run_id)
     return await run_or_follow(app, run_ids, console)
 
@@ -172,19 +172,17 @@ async def run_or_follow(
     with _sigint(interrupts):
         if app.lock.is_held_elsewhere():
             console.print("an engine already runs on this data directory: following the run")
-            return await _follow_then_settle(app, run_ids, interrupts, console, None)
+            return await _follow_then_settle(app, run_ids, interrupts, console)
         try:
             async with app.engine_session() as engine:
                 runner = asyncio.create_task(engine.run())
                 try:
-                    return await _follow_then_settle(
-                        app, run_ids, interrupts, console, engine, runner
-                    )
+                    return await _follow_then_settle(app, run_ids, interrupts, console, runner)
                 finally:
                     await engine.stop()
                     await runner
         except DatabaseLocked:  # another engine started in between
-            return await _follow_then_settle(app, run_ids, interrupts, console, None)
+            return await _follow_then_settle(app, run_ids, interrupts, console)
 
 
 async def _follow_then_settle(
@@ -192,7 +190,6 @@ async def _follow_then_settle(
     run_ids: list[str],
     interrupts: _Interrupts,
     console: Console,
-    engine: WorkerEngine | None,
     runner: asyncio.Task[None] | None = None,
 ) -> Outcome:
     """Follow the runs. In a terminal, a first Ctrl-C pauses them in place (running jobs
@@ -202,11 +199,9 @@ async def _follow_then_settle(
 
     async def hold(paused: bool) -> None:
         for rid in run_ids:
-            # Through the engine when it is ours: its running jobs are told at once.
-            if engine is not None:
-                await (engine.pause(rid) if paused else engine.resume(rid))
-            else:
-                await app.store.set_run_paused(rid, paused)
+            # The front door tells our own engine directly (its running jobs are paused at
+            # once), or writes the database for the engine of another process.
+            await (app.control.pause(rid) if paused else app.control.resume(rid))
 
     while True:
         ended_by = await _follow(app, run_ids, interrupts, console, runner)
@@ -251,9 +246,12 @@ async def _follow(
     bars: dict[str, TaskID] = {}
     seen: dict[str, str] = {}
     ended_by = "done"
+    # The change stream, not the whole runs every time: a read of a counter when nothing moved.
+    follower = Queries(app.store).follower(run_ids)
+    await follower.start()
     with display:
         while True:
-            tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
+            tasks = follower.tasks
             widths = task_columns(t for ts in tasks.values() for t in ts)
             for run_tasks in tasks.values():
                 for t in run_tasks:
@@ -266,8 +264,7 @@ async def _follow(
                 break
             if all(is_terminal(t.status) for ts in tasks.values() for t in ts):
                 break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(interrupts.event.wait(), POLL)
+            await follower.wait(POLL, interrupts.event)
     return ended_by
 
 

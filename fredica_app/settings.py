@@ -21,6 +21,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fredica_app.errors import SettingsError
+from python_endpoints.params import ModelDownloadParams, TranscodeParams, TranscribeParams
+
+
+def _job_default(params: type[BaseModel], name: str) -> Any:
+    """The default of a setting that fills a job's param (the job catalogue says which): the
+    param's own, stated once in its params model."""
+    return params.model_fields[name].default
 
 
 class Settings(BaseModel):
@@ -43,7 +50,9 @@ class Settings(BaseModel):
     #: What TRANSCODE_MP4 makes: ``compatible`` (H.264 High@4.1 and AAC stereo: plays on
     #: anything from the last ten years), ``modern`` (copies whatever MP4 holds: Opus, FLAC,
     #: HEVC) or ``archive`` (copies every stream, re-encodes nothing).
-    mp4_profile: Literal["compatible", "modern", "archive"] = "compatible"
+    mp4_profile: Literal["compatible", "modern", "archive"] = _job_default(
+        TranscodeParams, "profile"
+    )
     #: What start-up does with work that was running when Fredica stopped: ``resume`` it (from
     #: its checkpoint when it can, else from the start), or ``hold`` it (paused) for review.
     on_restart: Literal["resume", "hold"] = "resume"
@@ -56,22 +65,25 @@ class Settings(BaseModel):
     models_dir: Path | None = None
     #: A model name (``tiny.en`` ships with Fredica; others are downloaded on first use into
     #: ``models_dir``) or the path of a CTranslate2 model directory.
-    whisper_model: str = Field(default="tiny.en", min_length=1)
-    whisper_device: Literal["auto", "cpu", "cuda"] = "auto"
+    whisper_model: str = Field(default=_job_default(TranscribeParams, "model"), min_length=1)
+    whisper_device: Literal["auto", "cpu", "cuda"] = _job_default(TranscribeParams, "device")
     #: ``auto``: float16, then float32, then int8 — the first the device takes (remembered).
     whisper_compute_type: Literal[
         "auto", "float16", "float32", "int8", "int8_float16", "int8_float32", "bfloat16"
-    ] = "auto"
+    ] = _job_default(TranscribeParams, "compute_type")
     #: ``auto`` (detected, majority over chunks) or a language code such as ``en``.
-    language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$")
-    vad: bool = True
-    beam_size: int = Field(default=5, ge=1, le=16)
+    language: str = Field(
+        default=_job_default(TranscribeParams, "language"),
+        pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$",
+    )
+    vad: bool = _job_default(TranscribeParams, "vad")
+    beam_size: int = Field(default=_job_default(TranscribeParams, "beam_size"), ge=1, le=16)
     initial_prompt: str | None = Field(default=None, max_length=2000)
     #: On a GPU out of memory, fall back to a smaller compute type and then the CPU instead
     #: of pausing the task for you to free memory.
-    allow_cpu_fallback: bool = False
+    allow_cpu_fallback: bool = _job_default(TranscribeParams, "allow_fallback")
     #: Where models are downloaded from (a Hugging Face compatible server).
-    model_base_url: str = "https://huggingface.co"
+    model_base_url: str = _job_default(ModelDownloadParams, "base_url")
 
     # --- analysis with a language model (optional; nothing is sent anywhere unless set) ---
     #: An OpenAI-compatible endpoint, e.g. a local Ollama: ``http://127.0.0.1:11434/v1``.

@@ -261,6 +261,20 @@ BUILTIN: dict[str, Template] = {
             tasks=[_probe(), _extract_subtitles("probe")],
         ),
         Template(
+            name="thumbnail",
+            source="file",
+            description="A contact sheet: one JPEG of 12 frames at evenly spaced times",
+            tasks=[
+                _job(
+                    "thumbnail",
+                    "THUMBNAIL",
+                    input="{input}",
+                    output="{output_dir}/{stem}.thumbnails.jpg",
+                    check_skip=True,
+                )
+            ],
+        ),
+        Template(
             name="media",
             source="file",
             description=(

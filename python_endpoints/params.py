@@ -103,7 +103,8 @@ class TranscodeParams(_MediaParams):
     #: Normalise the audio's loudness (EBU R128, two passes); re-encodes it.
     loudness: bool = False
     #: A video re-encode of an input that lasts two of these (seconds) or more goes by
-    #: segments of about this length, which a next attempt resumes from.
+    #: segments of about this length, which a next attempt resumes from (what an interrupted
+    #: encode may lose at most).
     segment_seconds: float = Field(default=240.0, ge=1.0)
     #: The checkpoint of an earlier attempt of a segmented re-encode (given by the queue).
     resume: dict[str, Any] | None = None
@@ -217,6 +218,29 @@ class SiteDownloadParams(_MediaParams):
         return self
 
 
+class ThumbnailParams(_MediaParams):
+    """``/tasks/thumbnail``: a contact sheet, one JPEG of ``frames`` pictures of the video
+    taken at evenly spaced times, ``columns`` to a row, each ``width`` pixels wide (its height
+    follows the picture's shape). See :mod:`python_endpoints.jobs.thumbnail`."""
+
+    input: str = Field(min_length=1)
+    #: The final .jpg (or .jpeg) path.
+    output: str = Field(min_length=1)
+    frames: int = Field(default=12, ge=1, le=100)
+    columns: int = Field(default=4, ge=1, le=20)
+    #: Even: a JPEG's colour is stored at half the resolution of its brightness, and a
+    #: picture scaled to an odd width cannot be centred in its tile without a half pixel.
+    width: int = Field(default=320, ge=32, le=1920, multiple_of=2)
+
+    @model_validator(mode="after")
+    def _paths(self) -> ThumbnailParams:
+        _absolute(self.input)
+        _absolute(self.output)
+        if not self.output.lower().endswith((".jpg", ".jpeg")):
+            raise ValueError(f"output must be a .jpg file, got {self.output!r}")
+        return self
+
+
 # --- speech-to-text (issue: speech-to-text and subtitles) -------------------------------------
 
 #: A model's name as Whisper names them (``tiny.en``, ``small``, ``large-v3``, ``distil-large-v3``).
@@ -224,8 +248,8 @@ MODEL_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
 
 class TranscribeResume(BaseModel):
-    """What a transcription saved (the task's checkpoint, kept by the engine from ``segment``
-    frames and progress ``extras``): the merged segments so far and how far decoding got."""
+    """What a transcription saved (the task's checkpoint: what the job sent last in a progress
+    frame's ``extras.checkpoint``): the merged segments so far and how far decoding got."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from python_endpoints.errorcodes import ErrorType
+
 PROTOCOL_VERSION = 1
 #: The largest frame either side accepts, in bytes.
 MAX_FRAME_BYTES = 1 << 20
@@ -42,6 +44,9 @@ class InitData(_Frame):
     protocol_version: int = PROTOCOL_VERSION
     params: dict[str, Any] = Field(default_factory=dict)
     task_id: str | None = None
+    #: Complete at once with ``{"skipped": true, "outputs": [output]}``, without starting the
+    #: job, when its output is already there (the endpoint's skip rule says what that means).
+    check_skip: bool = False
 
 
 class InitParamAndRun(_Frame):
@@ -109,7 +114,8 @@ class Paused(_Frame):
 
 
 class Segment(_Frame):
-    """A piece of streamed output (a transcript segment…), also a checkpoint."""
+    """A piece of streamed output (a transcript segment…), for whoever shows it. What a next
+    attempt resumes from travels in a progress frame's ``extras["checkpoint"]``."""
 
     type: Literal["segment"] = "segment"
     data: dict[str, Any]
@@ -130,7 +136,7 @@ class Result(_Frame):
 class Error(_Frame):
     type: Literal["error"] = "error"
     error: str
-    error_type: str = "EXECUTOR_ERROR"
+    error_type: str = ErrorType.EXECUTOR_ERROR
 
 
 class Cancelled(_Frame):

@@ -2,7 +2,9 @@
 
 Pure asyncio, no Qt. Concurrency is bounded twice: ``max_workers`` for everything together and
 slots per resource class (``gpu`` 1, ``cpu`` cores - 1, ``net`` 4, ``io`` 4 by default). The
-engine counts its free slots *before* claiming and claims only what it can start at once.
+engine counts its free slots *before* claiming and claims only what it can start at once. The
+rules of the slots — who holds one, when a paused attempt lends its slot, who gets a freed one
+— are :mod:`workers.slots`; this module wires them to the event loop.
 
 One loop owns the engine's writes to the queue. Each turn is one transaction
 (:meth:`TaskStore.tick`): the outcomes of every attempt that finished since the last turn
@@ -43,6 +45,7 @@ from workers.records import (
     TaskRecord,
 )
 from workers.retention import PruneReport, RetentionPolicy
+from workers.slots import Resume, Seat, SlotTable
 from workers.spec import PreparedTask, prepare_tasks
 from workers.states import PAUSING, ErrorType, RunStatus
 from workers.store import TaskStore
@@ -62,15 +65,13 @@ def default_slots() -> dict[str, int]:
 class _Running:
     claimed: ClaimedTask
     executor: TaskExecutor | None
+    #: Its place in the slots (held, lent, waiting for one): the engine's SlotTable changes it.
+    seat: Seat
     ctx: ExecutionContext | None = None
     job: asyncio.Task[None] | None = None
     new_tasks: tuple[PreparedTask, ...] = ()  # validated fan-out to add with the completion
     forced: bool = False  # cancelled from outside after the grace period
     shutdown: bool = False  # stopped by an engine shutdown: left to recovery
-    #: Counts against the slots. False while paused with nothing held (the slot is lent).
-    slot_held: bool = True
-    #: Resumed while its slot was lent: waits (still paused) for a free slot since then.
-    waiting_since: float | None = None
     #: An earlier attempt of the same task that still winds down in this engine: this one
     #: starts only once that one has stopped (two attempts of a task never run at once).
     previous: _Running | None = None
@@ -137,8 +138,8 @@ class WorkerEngine:
             if t.name not in self.registry:
                 self.registry.register(t)
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.max_workers = max_workers
-        self.slots = {**default_slots(), **(slots or {})}
+        #: The slots of the attempts this engine runs, keyed by lease token.
+        self._slots = SlotTable(max_workers, {**default_slots(), **(slots or {})})
         self.bus = bus or EventBus()
         self.heartbeat_interval = heartbeat_interval
         self.cancel_grace = cancel_grace
@@ -174,6 +175,16 @@ class WorkerEngine:
         #: Set when the database failed under the engine (disk full, read-only, locked past
         #: the timeout): the engine stops, and :meth:`run` raises it.
         self._fatal: StoreUnavailable | None = None
+
+    @property
+    def max_workers(self) -> int:
+        """How many attempts may hold a slot at once, whatever their class."""
+        return self._slots.max_workers
+
+    @property
+    def slots(self) -> dict[str, int]:
+        """Slots per resource class."""
+        return self._slots.slots
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -271,6 +282,7 @@ class WorkerEngine:
             await asyncio.wait(jobs, timeout=5)
         self._running.clear()
         self._current.clear()
+        self._slots.clear()
 
     async def _loop(self, until_idle: bool) -> None:
         poll = self.poll_min
@@ -289,7 +301,7 @@ class WorkerEngine:
                 due = self._next_due if self._due_known else await self.store.next_retry_at()
             if until_idle and not self._running and not self._finished and due is None:
                 return
-            if due is not None and due <= self.store.now() and not self._free_slots()[1]:
+            if due is not None and due <= self.store.now() and not self._slots.free()[1]:
                 due = None  # due, but no slot to run it in: a finishing attempt wakes us
             timeout = poll
             if due is not None:
@@ -352,15 +364,6 @@ class WorkerEngine:
         if report.removed:
             log.info("pruned the history: %s", report)
 
-    def _free_slots(self) -> tuple[int, dict[str, int]]:
-        holding = [r for r in self._running.values() if r.slot_held]
-        free_total = self.max_workers - len(holding)
-        used: dict[str, int] = {}
-        for r in holding:
-            used[r.resource] = used.get(r.resource, 0) + 1
-        per_class = {k: min(v - used.get(k, 0), free_total) for k, v in self.slots.items()}
-        return free_total, {k: v for k, v in per_class.items() if v > 0}
-
     async def _turn(self) -> bool:
         """One transaction: record finished attempts, claim into free slots. True when it
         did anything."""
@@ -383,7 +386,7 @@ class WorkerEngine:
     ) -> bool:
         limit, slots = 0, dict[str, int]()
         if self._claim_hint and not self._queue_paused and not self._stopping:
-            limit, slots = self._free_slots()
+            limit, slots = self._slots.free()
             if not slots:
                 limit = 0
             elif self._probe and not finished:
@@ -552,7 +555,8 @@ class WorkerEngine:
     # --- one attempt ---------------------------------------------------------------------
 
     def _start(self, claimed: ClaimedTask) -> None:
-        running = _Running(claimed, self.executors.get(claimed.task.type))
+        seat = self._slots.add(claimed.lease_token, claimed.task.resource)
+        running = _Running(claimed, self.executors.get(claimed.task.type), seat)
         previous = self._current.get(claimed.id)
         if previous is not None and previous.job is not None and not previous.job.done():
             running.previous = previous
@@ -565,6 +569,7 @@ class WorkerEngine:
 
     def _forget(self, r: _Running) -> None:
         self._running.pop(r.token, None)
+        self._slots.discard(r.token)
         if self._current.get(r.claimed.id) is r:
             del self._current[r.claimed.id]
 
@@ -631,7 +636,7 @@ class WorkerEngine:
                 running.pause_reason = reason if paused else None
                 running.parked = False  # a new pause (or none): not stopped for it yet
                 if not paused:  # the job resumed by itself: it runs, so it holds its slot
-                    running.slot_held, running.waiting_since = True, None
+                    self._slots.running(running.token)
                 try:
                     await self.store.set_paused(task.id, paused, reason)
                 except StoreUnavailable as exc:
@@ -819,7 +824,7 @@ class WorkerEngine:
         if not r.ctx.paused:  # a new pause, the user's: the attempt has not stopped for it
             r.parked, r.pause_reason = False, None
         r.ctx.resume_event.clear()
-        r.waiting_since = None
+        self._slots.paused(r.token)
 
     def _pausing(self, r: _Running) -> bool:
         """Asked to pause by the user, the attempt has not stopped for it yet."""
@@ -829,7 +834,7 @@ class WorkerEngine:
             and ctx.paused
             and not ctx.cancelled
             and not r.parked
-            and r.waiting_since is None
+            and not r.seat.waiting
             and r.pause_reason is None
         )
 
@@ -837,7 +842,7 @@ class WorkerEngine:
         """The attempt has stopped for its pause: say so ("pausing…" until now); unless it
         holds its resources, lend its slot to other work."""
         ctx = r.ctx
-        if ctx is None or not ctx.paused or ctx.cancelled or r.waiting_since is not None:
+        if ctx is None or not ctx.paused or ctx.cancelled or r.seat.waiting:
             return
         if not r.parked and r.pause_reason is None and not self._stopping:
             # The job's own word for it when it has one ("paused; the model … is unloaded").
@@ -845,9 +850,9 @@ class WorkerEngine:
             text = last if last.startswith("paused") else "paused"
             self._background_call(ctx.report(status_text=text, force=True))
         r.parked = True
-        if held or not r.slot_held or self._stopping:
+        # While stopping nothing is lent: nothing new would be claimed into the slot.
+        if self._stopping or not self._slots.parked(r.token, keeps_resources=held):
             return
-        r.slot_held = False
         task = r.claimed.task
         name = RESOURCE_NAMES.get(r.resource, r.resource)
         log.info("task %s paused: its %s slot is free meanwhile", task.id, name)
@@ -862,41 +867,27 @@ class WorkerEngine:
         """Resume at once when the attempt kept its slot or a slot is free; otherwise it stays
         stopped, waiting for a slot ("waiting for a free GPU slot"), ahead of new claims."""
         assert r.ctx is not None
-        if r.slot_held or self._take_slot(r):
-            waited, r.waiting_since = r.waiting_since is not None, None
-            if waited:
-                self._go_on(r)  # says so: it was "waiting for a free … slot"
-            else:
-                r.ctx.resume_event.set()
+        outcome = self._slots.resume(r.token, time.monotonic())
+        if outcome is Resume.GRANTED:
+            self._go_on(r)  # says so: it was "waiting for a free … slot"
             return
-        if r.waiting_since is None:
-            r.waiting_since = time.monotonic()
+        if outcome is Resume.AT_ONCE:
+            r.ctx.resume_event.set()
+            return
+        if outcome is Resume.WAITS:
             text = f"waiting for a free {RESOURCE_NAMES.get(r.resource, r.resource)} slot"
             self._background_call(r.ctx.report(status_text=text, force=True))
         self.wake()
 
-    def _take_slot(self, r: _Running) -> bool:
-        free_total, per_class = self._free_slots()
-        if free_total > 0 and per_class.get(r.resource, 0) > 0:
-            r.slot_held = True
-            return True
-        return False
-
     def _grant_waiting(self) -> list[_Running]:
-        """Free slots for resumed attempts that wait for one, longest waiting first."""
-        waiting = [r for r in self._running.values() if r.waiting_since is not None]
-        granted = []
-        for r in sorted(waiting, key=lambda r: r.waiting_since or 0.0):
-            if r.ctx is None or r.ctx.cancelled:
-                r.waiting_since = None
-            elif self._take_slot(r):
-                r.waiting_since = None
-                granted.append(r)
-        return granted
+        """Free slots for resumed attempts that wait for one, longest waiting first; a
+        cancelled one stops waiting."""
+        given_up = {token for token, r in self._running.items() if r.ctx is None or r.ctx.cancelled}
+        return [self._running[token] for token in self._slots.grant_waiting(given_up)]
 
     def _go_on(self, r: _Running) -> None:
         """A resumed attempt got its slot back."""
-        if r.ctx is None or r.ctx.cancelled or r.waiting_since is not None or not r.slot_held:
+        if r.ctx is None or r.ctx.cancelled or r.seat.waiting or not r.seat.held:
             return
         r.ctx.resume_event.set()
         task = r.claimed.task

@@ -6,6 +6,7 @@
     ├── SpecError                 a workflow spec that cannot be run; nothing was written
     ├── NotFound                  no task or run with that id
     ├── InvalidState              the task or run is not in a state that allows the request
+    ├── CursorExpired             the changes since a cursor can no longer all be told
     └── DatabaseError             the database cannot be used as it is
         ├── NotAFredicaDatabase   the file is not a Fredica database
         ├── DatabaseTooNew        written by a newer Fredica; this one will not touch it
@@ -34,6 +35,11 @@ class NotFound(FredicaError, LookupError):
 
 class InvalidState(FredicaError):
     """The task or run is not in a state that allows the request."""
+
+
+class CursorExpired(FredicaError):
+    """The changes since this cursor can no longer all be told (the record of deletions that
+    old was pruned, or the cursor is from another database): take a new snapshot."""
 
 
 class DatabaseError(FredicaError):

@@ -1,5 +1,6 @@
 """The queue's tables: ``workflow_run``, ``task``, ``task_dependency``, ``task_event``,
-``restart_task_log``.
+``restart_task_log``, and the change stream's ``change_counter`` and ``change_tombstone`` with
+the triggers that keep them (:data:`CHANGE_TRIGGERS`).
 
 Times are Unix seconds (UTC by definition) stored as floats: they compare as numbers in the
 claim query, survive a round trip through SQLite and PostgreSQL unchanged, and are what the API
@@ -82,6 +83,8 @@ class WorkflowRun(Base):
     cancelled_tasks: Mapped[int] = mapped_column(server_default="0")
     created_at: Mapped[float]
     completed_at: Mapped[float | None]
+    #: Where the run's last visible change stands in the change stream (set by a trigger).
+    change_seq: Mapped[int] = mapped_column(server_default="0", index=True)
 
 
 class Task(Base):
@@ -175,6 +178,8 @@ class Task(Base):
     checkpoint: Mapped[dict[str, Any] | None]
     #: Times the app stopped while this task ran (not failures: they use no retry).
     interruptions: Mapped[int] = mapped_column(server_default="0")
+    #: Where the task's last visible change stands in the change stream (set by a trigger).
+    change_seq: Mapped[int] = mapped_column(server_default="0", index=True)
 
 
 class TaskDependency(Base):
@@ -224,3 +229,125 @@ class RestartTaskLog(Base):
     detail: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[float]
     updated_at: Mapped[float]
+
+
+# --- the change stream ----------------------------------------------------------------------
+#
+# Every visible change of a task or a run — whoever writes it: this process, another one, a
+# set-based statement — is stamped by SQLite itself: a trigger bumps the one-row counter and
+# writes its value into the row's ``change_seq``; a deleted row leaves a tombstone with its
+# own number. Writers are serialized (``BEGIN IMMEDIATE``), so numbers are handed out in commit
+# order and a reader asking for ``change_seq > cursor`` never misses a change committed later
+# with a smaller number (docs/architecture.md, "The change stream").
+
+
+class ChangeCounter(Base):
+    """The change stream's counter: one row (``id = 1``)."""
+
+    __tablename__ = "change_counter"
+    __table_args__ = (sa.CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    #: The last number handed out.
+    seq: Mapped[int] = mapped_column(server_default="0")
+    #: Tombstones up to this number were pruned: a cursor below it may have missed deletions.
+    pruned_seq: Mapped[int] = mapped_column(server_default="0")
+
+
+class ChangeTombstone(Base):
+    """A deleted task or run (retention, ``fredica remove``), for readers of the stream."""
+
+    __tablename__ = "change_tombstone"
+
+    seq: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    #: ``task`` or ``run``.
+    kind: Mapped[str] = mapped_column(sa.String(8))
+    row_id: Mapped[str] = mapped_column(sa.String(36))
+    #: The run of a deleted task (a deleted run: itself), so that a reader of one run sees it.
+    workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36))
+    #: Unix seconds, by SQLite's clock; tombstones are pruned by age (workers.retention).
+    deleted_at: Mapped[float]
+
+
+#: What a viewer shows of a task (docs/cli.md's task object, less what never changes): an
+#: UPDATE that changes one of these stamps the row. Not the heartbeat and lease columns, nor
+#: ``unmet_deps`` and ``checkpoint``: those change without anything a viewer shows changing,
+#: and a heartbeat every few seconds per running task would flood the stream.
+TASK_WATCHED = (
+    "status",
+    "progress",
+    "status_text",
+    "is_paused",
+    "is_pausable",
+    "error",
+    "error_type",
+    "result",
+    "retry_count",
+    "max_retries",
+    "attempt",
+    "interruptions",
+    "priority",
+    "resource",
+    "claimed_at",
+    "started_at",
+    "completed_at",
+    "next_run_at",
+)
+#: What a viewer shows of a run: its status and its counts of tasks.
+RUN_WATCHED = (
+    "status",
+    "total_tasks",
+    "done_tasks",
+    "pending_tasks",
+    "claimed_tasks",
+    "running_tasks",
+    "failed_tasks",
+    "cancelled_tasks",
+    "completed_at",
+)
+
+_BUMP = "UPDATE change_counter SET seq = seq + 1 WHERE id = 1"
+_SEQ = "(SELECT seq FROM change_counter WHERE id = 1)"
+#: SQLite's clock as Unix seconds (``unixepoch('subsec')`` needs SQLite 3.42).
+_NOW = "(julianday('now') - 2440587.5) * 86400.0"
+
+
+def _change_triggers(table: str, kind: str, watched: tuple[str, ...], run_of: str) -> list[str]:
+    stamp = f"UPDATE {table} SET change_seq = {_SEQ} WHERE rowid = NEW.rowid"
+    # An INSERT is stamped unless its writer drew numbers itself, from the counter, in its
+    # own transaction (the store does for a run's tasks: one counter update for all of them
+    # instead of two statements per row). UPDATE OF fires when the statement names a column,
+    # changed or not; the WHEN keeps a statement that rewrites the same values (a repeated
+    # progress report) out of the stream.
+    when = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in watched)
+    tomb = (
+        "INSERT INTO change_tombstone (seq, kind, row_id, workflow_run_id, deleted_at) "
+        f"VALUES ({_SEQ}, '{kind}', OLD.id, OLD.{run_of}, {_NOW})"
+    )
+    return [
+        f"CREATE TRIGGER trg_{table}_change_insert AFTER INSERT ON {table}\n"
+        f"WHEN NEW.change_seq = 0\nBEGIN\n  {_BUMP};\n  {stamp};\nEND",
+        f"CREATE TRIGGER trg_{table}_change_update AFTER UPDATE OF {', '.join(watched)} "
+        f"ON {table}\nWHEN {when}\nBEGIN\n  {_BUMP};\n  {stamp};\nEND",
+        f"CREATE TRIGGER trg_{table}_change_delete AFTER DELETE ON {table}\n"
+        f"BEGIN\n  {_BUMP};\n  {tomb};\nEND",
+    ]
+
+
+#: The triggers that keep the change stream, as the migration that introduced them creates
+#: them (a test compares the two). Recursive triggers are off (SQLite's default), so a stamp
+#: does not fire anything; it names no watched column anyway.
+CHANGE_TRIGGERS = (
+    *_change_triggers("task", "task", TASK_WATCHED, "workflow_run_id"),
+    *_change_triggers("workflow_run", "run", RUN_WATCHED, "id"),
+)
+
+
+@sa.event.listens_for(Base.metadata, "after_create")
+def _create_change_stream(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
+    """``create_all`` makes what the migrations make: the counter's row and the triggers."""
+    if ChangeCounter.__table__ not in kw.get("tables", ()):
+        return
+    connection.exec_driver_sql("INSERT INTO change_counter (id, seq, pruned_seq) VALUES (1, 0, 0)")
+    for ddl in CHANGE_TRIGGERS:
+        connection.exec_driver_sql(ddl)

@@ -4,7 +4,9 @@ A finished run (completed, failed or cancelled, with no task of it still pending
 running) is deleted with everything that belongs to it — its tasks, their dependency edges,
 their timeline events and their restart-log entries — once it finished ``keep_runs`` seconds
 ago. Timeline events older than ``keep_events`` seconds are deleted too, whatever their run.
-``None`` keeps them forever.
+``None`` keeps them forever. The change stream's tombstones (what a viewer following changes
+learns of deleted rows) go after ``keep_tombstones`` seconds: a viewer whose cursor is older
+than that takes a new snapshot.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ class RetentionPolicy:
     keep_events: float | None = 90 * DAY
     #: An engine prunes when it is idle, at most once per this many seconds.
     every: float = 3600.0
+    #: Seconds the change stream's tombstones are kept; None: forever. Not a setting: a
+    #: viewer away for longer than this reloads what it shows.
+    keep_tombstones: float | None = 7 * DAY
 
     @classmethod
     def from_days(

@@ -23,6 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+# One enum for the endpoints and the engine: the engine-only types (DEPENDENCY_FAILED,
+# STALLED, …) live there too, so a job and the queue cannot spell a type two ways. Re-exported:
+# the engine's code says ``workers.states.ErrorType``.
+from python_endpoints.errorcodes import ErrorType as ErrorType
+
 
 class TaskStatus(StrEnum):
     PENDING = "pending"
@@ -41,46 +46,8 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-class ErrorType(StrEnum):
-    """How a failed attempt is classified. See :data:`NON_RETRYABLE`."""
-
-    CANCELLED = "CANCELLED"
-    AWAITING_CREDENTIAL = "AWAITING_CREDENTIAL"
-    PAYLOAD_ERROR = "PAYLOAD_ERROR"
-    DEPENDENCY_FAILED = "DEPENDENCY_FAILED"
-    NO_EXECUTOR = "NO_EXECUTOR"
-    INTERRUPTED = "INTERRUPTED"
-    ORPHANED = "ORPHANED"
-    STALLED = "STALLED"
-    EXECUTOR_ERROR = "EXECUTOR_ERROR"
-    SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
-    CONNECTION_LOST = "CONNECTION_LOST"
-    PROTOCOL_ERROR = "PROTOCOL_ERROR"
-    NETWORK_ERROR = "NETWORK_ERROR"
-    IO_ERROR = "IO_ERROR"
-    UNSUPPORTED_MEDIA = "UNSUPPORTED_MEDIA"
-    NO_SPACE = "NO_SPACE"
-    INPUT_MISSING = "INPUT_MISSING"
-    NOT_MEDIA = "NOT_MEDIA"
-    NO_AUDIO = "NO_AUDIO"
-    VERIFY_FAILED = "VERIFY_FAILED"
-    #: ffmpeg found damaged data in the input.
-    INPUT_DAMAGED = "INPUT_DAMAGED"
-    #: ffmpeg failed on the input, or made an output that lost part of it, for no cause known.
-    FFMPEG_FAILED = "FFMPEG_FAILED"
-    HTTP_ERROR = "HTTP_ERROR"
-    MODEL_MISSING = "MODEL_MISSING"
-    BAD_TRANSCRIPT = "BAD_TRANSCRIPT"
-    LLM_UNREACHABLE = "LLM_UNREACHABLE"
-    LLM_ERROR = "LLM_ERROR"
-    MODEL_LOAD_FAILED = "MODEL_LOAD_FAILED"
-    OUT_OF_MEMORY = "OUT_OF_MEMORY"
-    #: What the executor returned cannot be recorded: a result that is not JSON, a fan-out
-    #: that cannot be added (an unknown key, an idempotency key an active task holds).
-    BAD_RESULT = "BAD_RESULT"
-
-
-#: Error types that are final whatever ``max_retries`` says.
+#: Error types that are final whatever ``max_retries`` says (:class:`ErrorType` says, for each
+#: type, whether it is in this set).
 NON_RETRYABLE: frozenset[str] = frozenset(
     {
         ErrorType.CANCELLED,

@@ -2,29 +2,19 @@
 
 The registry is what a submitted spec is checked against. Executors (issue of the engine)
 attach behaviour to these names; a type can be known here before any executor runs it.
+
+The queue's own types are the diagnostic ones (``NOOP``, ``SLEEP``, ``SLEEP_SUBPROCESS``). The
+jobs' types are data the app gives the queue (made from the job catalogue: a payload model
+is :class:`TaskPayload` with a job's params); nothing here knows a media job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from python_endpoints.params import (
-    AnalyzeParams,
-    DownloadParams,
-    ExportSubtitlesParams,
-    ExtractAudioParams,
-    ExtractSubtitlesParams,
-    ModelDownloadParams,
-    ProbeParams,
-    SiteDownloadParams,
-    SleepParams,
-    TranscodeParams,
-    TranscribeParams,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 #: The payload key that carries its schema version.
 SCHEMA_VERSION_KEY = "schema_version"
@@ -128,8 +118,27 @@ SLEEP = TaskType(
 )
 
 
-class SleepSubprocessPayload(TaskPayload, SleepParams):
-    """The ``/tasks/sleep`` endpoint's params (python_endpoints.params.SleepParams)."""
+class SleepSubprocessPayload(TaskPayload):
+    """The ``/tasks/sleep`` endpoint's params (the endpoints server validates them again):
+    sleep ``seconds``, and on cue pause, resume, crash or exit without a result."""
+
+    seconds: float = Field(ge=0, le=24 * 3600)
+    #: After this many seconds of sleep, ask for a pause (reason "requested").
+    pause_after: float | None = Field(default=None, ge=0)
+    #: That many seconds after its own pause request, resume by itself (absent: wait).
+    resume_after: float | None = Field(default=None, ge=0)
+    #: After this many seconds, crash: exit with ``exit_code``, or die by ``signal``.
+    crash_after: float | None = Field(default=None, ge=0)
+    exit_code: int = Field(default=3, ge=1, le=255)
+    signal: Literal["SIGKILL", "SIGTERM", "SIGSEGV", "SIGABRT"] | None = None
+    #: Exit 0 at the end without a result.
+    exit_silently: bool = False
+
+    @model_validator(mode="after")
+    def _resume_needs_pause(self) -> SleepSubprocessPayload:
+        if self.resume_after is not None and self.pause_after is None:
+            raise ValueError("resume_after needs pause_after")
+        return self
 
 
 SLEEP_SUBPROCESS = TaskType(
@@ -141,121 +150,13 @@ SLEEP_SUBPROCESS = TaskType(
 )
 
 
-# --- Media task types: each runs on a task endpoint (python_endpoints.params has the fields).
-
-
-class ProbePayload(TaskPayload, ProbeParams):
-    pass
-
-
-class TranscodePayload(TaskPayload, TranscodeParams):
-    pass
-
-
-class ExtractAudioPayload(TaskPayload, ExtractAudioParams):
-    pass
-
-
-class ExtractSubtitlesPayload(TaskPayload, ExtractSubtitlesParams):
-    pass
-
-
-class DownloadPayload(TaskPayload, DownloadParams):
-    pass
-
-
-class SiteDownloadPayload(TaskPayload, SiteDownloadParams):
-    pass
-
-
-PROBE = TaskType(
-    "PROBE", ProbePayload, "io", "reads streams, codecs, duration and subtitles (PyAV)"
-)
-TRANSCODE_MP4 = TaskType(
-    "TRANSCODE_MP4",
-    TranscodePayload,
-    "cpu",
-    "an MP4: stream copy when the codecs fit, else H.264/AAC; pausable",
-)
-EXTRACT_AUDIO = TaskType(
-    "EXTRACT_AUDIO", ExtractAudioPayload, "cpu", "16 kHz mono WAV (or FLAC) for speech-to-text"
-)
-EXTRACT_SUBTITLES = TaskType(
-    "EXTRACT_SUBTITLES",
-    ExtractSubtitlesPayload,
-    "io",
-    "every embedded text subtitle stream to SRT and WebVTT",
-)
-DOWNLOAD = TaskType(
-    "DOWNLOAD",
-    DownloadPayload,
-    "net",
-    "HTTP(S) download to a .part file, resumed with Range after a pause, crash or error",
-)
-
-DOWNLOAD_SITE = TaskType(
-    "DOWNLOAD_SITE",
-    SiteDownloadPayload,
-    "net",
-    "a video page's media, with yt-dlp (the optional `sites` extra); resumed after an error",
-)
-
-MEDIA_TYPES = (PROBE, TRANSCODE_MP4, EXTRACT_AUDIO, EXTRACT_SUBTITLES, DOWNLOAD, DOWNLOAD_SITE)
-
-
-# --- Speech-to-text and what is made of it.
-
-
-class TranscribePayload(TaskPayload, TranscribeParams):
-    pass
-
-
-class ExportSubtitlesPayload(TaskPayload, ExportSubtitlesParams):
-    pass
-
-
-class AnalyzePayload(TaskPayload, AnalyzeParams):
-    pass
-
-
-class ModelDownloadPayload(TaskPayload, ModelDownloadParams):
-    pass
-
-
-# TRANSCRIBE's class is ``cpu`` unless it runs on a GPU: the app sets ``gpu`` then.
-TRANSCRIBE = TaskType(
-    "TRANSCRIBE",
-    TranscribePayload,
-    "cpu",
-    "speech to text with faster-whisper; segments stream out and are checkpointed, so it "
-    "resumes where it stopped",
-)
-EXPORT_SUBTITLES = TaskType(
-    "EXPORT_SUBTITLES",
-    ExportSubtitlesPayload,
-    "io",
-    "SRT, WebVTT, text and JSON from a transcript, with readable line lengths and durations",
-)
-ANALYZE = TaskType(
-    "ANALYZE",
-    AnalyzePayload,
-    "cpu",
-    "key phrases with their times (offline), and a summary with chapters when an "
-    "OpenAI-compatible endpoint is configured",
-)
-DOWNLOAD_MODEL = TaskType(
-    "DOWNLOAD_MODEL",
-    ModelDownloadPayload,
-    "net",
-    "a Whisper model by name into the models folder: resumable, verified, never half-installed",
-)
-
-SPEECH_TYPES = (TRANSCRIBE, EXPORT_SUBTITLES, ANALYZE, DOWNLOAD_MODEL)
+DIAGNOSTIC_TYPES = (NOOP, SLEEP, SLEEP_SUBPROCESS)
 
 
 def builtin_registry() -> TaskTypeRegistry:
-    """A registry with the diagnostic and media types. Later layers register theirs on top."""
+    """A registry with the diagnostic types: what the queue knows by itself. The app
+    registers the types of its jobs on top (they are data to the queue)."""
     registry = TaskTypeRegistry()
-    for task_type in (NOOP, SLEEP, SLEEP_SUBPROCESS, *MEDIA_TYPES, *SPEECH_TYPES):
+    for task_type in DIAGNOSTIC_TYPES:
         registry.register(task_type)
     return registry

@@ -10,7 +10,7 @@ never run at once, the server locks the output for the job's duration
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from python_endpoints.downloads.transfer import DownloadFailed, Transfer, until_cancelled, validated
 from python_endpoints.params import DownloadParams
@@ -23,8 +23,6 @@ class DownloadEndpoint(LoopEndpoint):
     Result: ``{"outputs": [output], "bytes": n, "content_type": str | None, "url": final URL
     after redirects, "resumed_from": bytes kept from an earlier attempt}``.
     """
-
-    name: ClassVar[str] = "download"
 
     def __init__(self, emit: Emit) -> None:
         super().__init__(emit)

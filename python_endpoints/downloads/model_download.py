@@ -58,7 +58,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -78,6 +78,7 @@ from python_endpoints.downloads.transfer import (
     validated,
     what_is_kept,
 )
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs.httpfacts import SpeedMeter, eta, host_of, status_text
 from python_endpoints.jobs.text import format_bytes, shown
 from python_endpoints.params import DownloadParams, DownloadResume, ModelDownloadParams
@@ -303,7 +304,7 @@ class _ModelFile(Transfer):
         return DownloadFailed(
             f"{self.remote.path} of model {self.install.name} is not the file listed ({why}); "
             "it was removed: a retry downloads it again",
-            "VERIFY_FAILED",
+            ErrorType.VERIFY_FAILED,
             discard=True,
         )
 
@@ -382,7 +383,7 @@ class _Install:
             raise JobFailed(
                 f"invalid download_model params: repository: {self.repository!r} is not "
                 "<owner>/<name>",
-                "PAYLOAD_ERROR",
+                ErrorType.PAYLOAD_ERROR,
             )
         self.models_dir = Path(params.models_dir)
         self.final = self.models_dir / self.name
@@ -415,7 +416,7 @@ class _Install:
                 f"{self.repository} at {shown(base)} is not a faster-whisper model: it has no "
                 f"{', '.join(missing)}; choose a CTranslate2 conversion (such as "
                 "Systran/faster-whisper-<name>)",
-                "UNSUPPORTED_MEDIA",
+                ErrorType.UNSUPPORTED_MEDIA,
                 discard=True,
             )
         self.files = model_files(listed)
@@ -464,7 +465,7 @@ class _Install:
             raise JobFailed(
                 f"{self.final} exists and is not a Whisper model (no {MANIFEST} nor model.bin): "
                 "move it away, or download the model to another models folder",
-                "PAYLOAD_ERROR",
+                ErrorType.PAYLOAD_ERROR,
             )
 
     def _prepare_partial(self) -> FilePart | None:
@@ -509,7 +510,7 @@ class _Install:
                 f"not enough free space in {self.models_dir} for model {self.name}: "
                 f"{format_bytes(needed)} needed, {format_bytes(free)} free; free some space, "
                 "then retry the task",
-                "NO_SPACE",
+                ErrorType.NO_SPACE,
             )
 
     def _install(self) -> None:
@@ -574,15 +575,17 @@ class _Install:
             raise DownloadFailed(
                 f"{shown(url)} is not a Hugging Face file listing ({exc}): is base_url "
                 f"{shown(self.params.base_url)} a Hugging Face compatible server?",
-                "HTTP_ERROR",
+                ErrorType.HTTP_ERROR,
                 discard=True,
             ) from exc
         except httpx.TooManyRedirects as exc:
             raise DownloadFailed(
-                f"{shown(url)} redirects more than {MAX_REDIRECTS} times", "HTTP_ERROR"
+                f"{shown(url)} redirects more than {MAX_REDIRECTS} times", ErrorType.HTTP_ERROR
             ) from exc
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise DownloadFailed(f"{shown(url)} cannot be listed: {exc}", "PAYLOAD_ERROR") from exc
+            raise DownloadFailed(
+                f"{shown(url)} cannot be listed: {exc}", ErrorType.PAYLOAD_ERROR
+            ) from exc
         except httpx.HTTPError as exc:
             raise network_failure(exc, url) from exc
 
@@ -595,7 +598,7 @@ class _Install:
         return DownloadFailed(
             f"{what}: check the model's name (tiny, base, small, medium, large-v3…), the "
             "repository and the revision",
-            "HTTP_ERROR",
+            ErrorType.HTTP_ERROR,
             discard=True,
         )
 
@@ -702,8 +705,6 @@ class ModelDownloadEndpoint(LoopEndpoint):
     Result: ``{"outputs": [model_dir], "name", "repository", "revision", "bytes": total size,
     "files": n, "resumed_from": bytes kept from earlier attempts}``.
     """
-
-    name: ClassVar[str] = "download_model"
 
     def __init__(self, emit: Emit) -> None:
         super().__init__(emit)

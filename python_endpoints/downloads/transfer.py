@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs.httpfacts import (
     SpeedMeter,
     accepts,
@@ -171,18 +172,21 @@ def status_failure(code: int, reason: str, url: str) -> DownloadFailed:
     """A response that is neither 200 nor a usable 206/416."""
     what = f"the server answered {code} {reason}".rstrip() + f" for {shown(url)}"
     if code >= 500 or code in RETRYABLE_STATUSES:
-        return DownloadFailed(f"{what} (a server error: often temporary)", "NETWORK_ERROR")
+        return DownloadFailed(f"{what} (a server error: often temporary)", ErrorType.NETWORK_ERROR)
     return DownloadFailed(
-        f"{what}: check the URL (it may have expired, or need a login)", "HTTP_ERROR", discard=True
+        f"{what}: check the URL (it may have expired, or need a login)",
+        ErrorType.HTTP_ERROR,
+        discard=True,
     )
 
 
 def io_failure(exc: OSError, what: str) -> DownloadFailed:
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return DownloadFailed(
-            f"the disk is full: cannot {what}; free some space, then retry the task", "NO_SPACE"
+            f"the disk is full: cannot {what}; free some space, then retry the task",
+            ErrorType.NO_SPACE,
         )
-    return DownloadFailed(f"cannot {what}: {exc.strerror or exc}", "IO_ERROR")
+    return DownloadFailed(f"cannot {what}: {exc.strerror or exc}", ErrorType.IO_ERROR)
 
 
 def network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
@@ -199,7 +203,7 @@ def network_failure(exc: httpx.HTTPError, url: str) -> DownloadFailed:
     detail = str(exc) or type(exc).__name__
     return DownloadFailed(
         f"downloading {shown(url)} failed: {what} ({detail}); check the network connection",
-        "NETWORK_ERROR",
+        ErrorType.NETWORK_ERROR,
     )
 
 
@@ -225,7 +229,7 @@ def _client_options(url: str, proxy: str | None, timeout: float) -> dict[str, An
             raise DownloadFailed(
                 f"{shown(url)} redirects to a {scheme}: URL "
                 f"({shown(str(request.url))}); only http and https can be downloaded",
-                "HTTP_ERROR",
+                ErrorType.HTTP_ERROR,
                 discard=True,
             )
 
@@ -242,7 +246,9 @@ def _client_options(url: str, proxy: str | None, timeout: float) -> dict[str, An
 
 
 def _bad_proxy(proxy: str | None, exc: Exception) -> DownloadFailed:
-    return DownloadFailed(f"the proxy {shown(proxy or '')} cannot be used: {exc}", "PAYLOAD_ERROR")
+    return DownloadFailed(
+        f"the proxy {shown(proxy or '')} cannot be used: {exc}", ErrorType.PAYLOAD_ERROR
+    )
 
 
 def http_client(url: str, proxy: str | None, timeout: float) -> httpx.Client:
@@ -576,12 +582,12 @@ class Transfer:
         except httpx.TooManyRedirects as exc:
             raise DownloadFailed(
                 f"{shown(self.params.url)} redirects more than {MAX_REDIRECTS} times",
-                "HTTP_ERROR",
+                ErrorType.HTTP_ERROR,
                 discard=True,
             ) from exc
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise DownloadFailed(
-                f"{shown(self.params.url)} cannot be downloaded: {exc}", "PAYLOAD_ERROR"
+                f"{shown(self.params.url)} cannot be downloaded: {exc}", ErrorType.PAYLOAD_ERROR
             ) from exc
         except httpx.HTTPError as exc:
             if self._paused_on_connection:
@@ -614,7 +620,7 @@ class Transfer:
                     raise DownloadFailed(
                         f"{shown(self.params.url)} answered a partial body that was not "
                         f"asked for ({headers.get('content-range')!r})",
-                        "NETWORK_ERROR",
+                        ErrorType.NETWORK_ERROR,
                         discard=True,
                     )
                 self._truncate()
@@ -631,7 +637,7 @@ class Transfer:
             raise DownloadFailed(
                 f"{shown(self.params.url)} is {headers.get('content-type')}, not what was "
                 f"asked for ({wanted}): a login or error page? Check the URL",
-                "UNSUPPORTED_MEDIA",
+                ErrorType.UNSUPPORTED_MEDIA,
                 discard=True,
             )
         self._check_size(total)
@@ -661,7 +667,7 @@ class Transfer:
                 f"not enough free space in {self.part.parent} for {shown(self.params.url)}: "
                 f"{format_bytes(total - self.done)} needed, {format_bytes(free)} free; free "
                 "some space, then retry the task",
-                "NO_SPACE",
+                ErrorType.NO_SPACE,
             )
 
     def _too_large(self, size: int, *, so_far: bool) -> DownloadFailed:
@@ -669,7 +675,7 @@ class Transfer:
         return DownloadFailed(
             f"{shown(self.params.url)} is larger than the {limit} allowed (max_bytes): "
             f"{format_bytes(size)}{' so far' if so_far else ''}",
-            "UNSUPPORTED_MEDIA",
+            ErrorType.UNSUPPORTED_MEDIA,
             discard=True,
         )
 
@@ -693,7 +699,7 @@ class Transfer:
             raise DownloadFailed(
                 f"downloading {shown(self.params.url)} failed: the connection closed after "
                 f"{self.done} of {self.total} bytes",
-                "NETWORK_ERROR",
+                ErrorType.NETWORK_ERROR,
             )
         return True
 
@@ -706,7 +712,7 @@ class Transfer:
             if self.total is not None and self.done > self.total:
                 raise DownloadFailed(
                     f"{shown(self.params.url)} sent more than the {self.total} bytes it announced",
-                    "NETWORK_ERROR",
+                    ErrorType.NETWORK_ERROR,
                     discard=True,
                 )
             if limit is not None and self.done > limit:
@@ -823,7 +829,9 @@ def validated(model: type[_Params], params: dict[str, Any], what: str) -> _Param
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "params"
-        raise JobFailed(f"invalid {what} params: {where}: {err['msg']}", "PAYLOAD_ERROR") from None
+        raise JobFailed(
+            f"invalid {what} params: {where}: {err['msg']}", ErrorType.PAYLOAD_ERROR
+        ) from None
 
 
 async def until_cancelled(ctx: LoopContext, work: Coroutine[Any, Any, _T]) -> _T:

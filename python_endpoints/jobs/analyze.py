@@ -2,8 +2,11 @@
 model is configured, a summary and chapters from it (an OpenAI-compatible chat endpoint, such
 as a local Ollama).
 
-Runs in the child: standard library, yake and httpx. Params were validated by the server
-(:class:`python_endpoints.params.AnalyzeParams`). The decisions (where phrases are said, the
+Runs in the child: standard library, yake and httpx — those two imported where used (and
+ahead of time by :func:`warm_up` in a warm spare), so that importing this module (the job
+catalogue does, in the app's every command) costs little. Params were validated by the server
+(:class:`python_endpoints.params.AnalyzeParams`), and come complete: every field, the
+``llm``'s too, with its default filled. The decisions (where phrases are said, the
 prompt, reading the answer, retry delays) are pure functions in
 :mod:`python_endpoints.jobs.analysis`; this module is the shell around them.
 
@@ -33,17 +36,17 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import analysis, outputs, textio
 from python_endpoints.jobs.analysis import SpokenText
 from python_endpoints.serving.child import ChildContext, JobFailed
 
+if TYPE_CHECKING:
+    import httpx
+
 ANALYZE = "ANALYZE"
-LLM_UNREACHABLE = "LLM_UNREACHABLE"
-LLM_ERROR = "LLM_ERROR"
 OUTPUT_VERSION = 1
 #: The longest key phrases, in words.
 PHRASE_WORDS = 3
@@ -55,7 +58,9 @@ OFFLINE = "Key phrases alone work without the LLM setting: clear it to analyze o
 
 
 def warm_up(endpoint: str) -> None:
-    """Import YAKE ahead (with numpy and networkx, about a second) while a spare waits."""
+    """Import YAKE (with numpy and networkx, about a second) and httpx ahead, while a spare
+    waits."""
+    import httpx  # noqa: F401
     import yake  # noqa: F401
 
 
@@ -81,7 +86,7 @@ def key_phrases(spoken: SpokenText, language: str | None, top: int) -> list[dict
 
 def api_key(llm: dict[str, Any]) -> str | None:
     """The API key from the environment variable the settings name (None: no key)."""
-    name = llm.get("api_key_env")
+    name = llm["api_key_env"]
     if not name:
         return None
     key = os.environ.get(name)
@@ -90,7 +95,7 @@ def api_key(llm: dict[str, Any]) -> str | None:
             f"the LLM setting takes its API key from the environment variable {name}, which "
             "is not set for Fredica's endpoints server; set it before starting Fredica, or "
             f"clear the API key setting (a local Ollama needs none). {OFFLINE}",
-            "AWAITING_CREDENTIAL",
+            ErrorType.AWAITING_CREDENTIAL,
         )
     return key
 
@@ -106,7 +111,7 @@ class _Stopped(BaseException):
 def _refused(url: str, llm: dict[str, Any], status: int, message: str) -> JobFailed:
     if status in (401, 403):
         hint = "check the API key"
-        if llm.get("api_key_env"):
+        if llm["api_key_env"]:
             hint += f" (the environment variable {llm['api_key_env']})"
     elif status == 404:
         model = llm["model"]
@@ -116,7 +121,7 @@ def _refused(url: str, llm: dict[str, Any], status: int, message: str) -> JobFai
     return JobFailed(
         f"the language model at {url} refused the request (HTTP {status}: {message}); "
         f"{hint}. {OFFLINE}",
-        LLM_ERROR,
+        ErrorType.LLM_ERROR,
     )
 
 
@@ -126,12 +131,14 @@ def request_completion(
     """POST the chat request, trying again on a connection error, a 5xx or a 429; return the
     answer's text. Raises :class:`JobFailed`, or :class:`_Stopped` when ``cancel`` is set
     while it waits between attempts."""
+    import httpx
+
     url = analysis.chat_url(str(llm["base_url"]))
     key = api_key(llm)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     body = {"model": llm["model"], "messages": messages, "stream": False, "temperature": 0.2}
-    timeout = float(llm.get("timeout", 120.0))
-    attempts = int(llm.get("retries", 2)) + 1
+    timeout = float(llm["timeout"])
+    attempts = int(llm["retries"]) + 1
     problem, http_failed, delay = "", False, 0.0
     with httpx.Client(timeout=timeout, trust_env=not analysis.is_loopback(url)) as client:
         for attempt in range(attempts):
@@ -145,7 +152,7 @@ def request_completion(
                         f"the language model at {url} did not answer within {timeout:g} s; a "
                         "large model on a CPU (or one still loading) can be slow: raise the "
                         f"LLM timeout, or choose a smaller model. {OFFLINE}",
-                        LLM_UNREACHABLE,
+                        ErrorType.LLM_UNREACHABLE,
                     ) from exc
                 problem, http_failed = "the connection timed out", False
             except httpx.TransportError as exc:
@@ -165,13 +172,13 @@ def request_completion(
         raise JobFailed(
             f"the language model at {url} failed {tries} ({problem}); check its server's "
             f"log, then retry. {OFFLINE}",
-            LLM_ERROR,
+            ErrorType.LLM_ERROR,
         )
     raise JobFailed(
         f"cannot reach the language model at {url} ({problem}; {tries}): check that its "
         "server is running and that the LLM URL in the settings is right — for Ollama, is "
         f"it running? Start it with `ollama serve`. {OFFLINE}",
-        LLM_UNREACHABLE,
+        ErrorType.LLM_UNREACHABLE,
     )
 
 
@@ -183,7 +190,7 @@ def _content(url: str, response: httpx.Response) -> str:
             f"the server at {url} did not answer with an OpenAI chat completion ({exc}); "
             f"check that the LLM URL is an OpenAI-compatible API (Ollama's ends with /v1). "
             f"{OFFLINE}",
-            LLM_ERROR,
+            ErrorType.LLM_ERROR,
         ) from exc
 
 
@@ -226,15 +233,15 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
     textio.distinct(source, output)
     ctx.progress(0.0, "reading the transcript")
     transcript = textio.load_transcript(source)
-    language = params.get("language") or "auto"
+    language = params["language"]
     if language == "auto":
         language = transcript.language
     ctx.progress(5.0, "finding key phrases")
     spoken = SpokenText.of(transcript.segments)
-    keywords = key_phrases(spoken, language, int(params.get("keywords", 15)))
+    keywords = key_phrases(spoken, language, params["keywords"])
     if ctx.cancelled:
         return None
-    llm: dict[str, Any] | None = params.get("llm")
+    llm: dict[str, Any] | None = params["llm"]
     reply = analysis.Reply(None, [])
     prompt: analysis.Prompt | None = None
     if llm and spoken.text:  # nothing to summarize in an empty transcript
@@ -250,7 +257,7 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
             raise JobFailed(
                 f"the answer of {llm['model']} cannot be used ({exc}): {quoted!r}; retry, or "
                 f"choose a model that follows instructions better. {OFFLINE}",
-                LLM_ERROR,
+                ErrorType.LLM_ERROR,
             ) from None
     document = {
         "version": OUTPUT_VERSION,

@@ -7,7 +7,9 @@ outputs, and PyAV raises ``UnicodeDecodeError`` on them otherwise — in the pro
 the verification of an output that ffmpeg made.
 
 Runs in a job's child: standard library, PyAV and the pure decisions of
-:mod:`python_endpoints.jobs.ffmpeg` only.
+:mod:`python_endpoints.jobs.ffmpeg` only. PyAV is imported where used (a warm spare imports it
+ahead: see :func:`python_endpoints.jobs.media.warm_up`): the job catalogue, which the app
+imports for every command, imports the jobs' modules, not what they run with.
 """
 
 from __future__ import annotations
@@ -16,15 +18,14 @@ import contextlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import av
-import av.error
-from av.container import InputContainer
-from av.stream import Disposition
-
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.serving.child import JobFailed
+
+if TYPE_CHECKING:
+    from av.container import InputContainer
 
 #: How much of a video is decoded to find closed captions: a recording that has them carries
 #: caption data (or its padding) in every frame from the first one.
@@ -35,6 +36,8 @@ CAPTION_PROBE_SECONDS = 10.0
 def open_media(path: Path | str, format: str | None = None) -> InputContainer:
     """Open a media file for reading, its tags decoded leniently (a byte that is not UTF-8
     becomes U+FFFD). Every job opens media here."""
+    import av
+
     return av.open(str(path), format=format, metadata_errors="replace")
 
 
@@ -45,32 +48,34 @@ def probe(path: str) -> ff.MediaInfo:
     """Read a file's container and streams with PyAV (no decoding). Raises :class:`JobFailed`:
     ``INPUT_MISSING`` when there is no such file, ``NOT_MEDIA`` when FFmpeg cannot read it or
     only guessed by its name what it is."""
+    import av.error
+
     p = Path(path)
     if not p.exists():
         raise JobFailed(
             f"the input {path} does not exist: it was moved, renamed or deleted; "
             "put it back or import it again, then retry",
-            "INPUT_MISSING",
+            ErrorType.INPUT_MISSING,
         )
     if not p.is_file():
-        raise JobFailed(f"the input {path} is not a file; choose a media file", "NOT_MEDIA")
+        raise JobFailed(f"the input {path} is not a file; choose a media file", ErrorType.NOT_MEDIA)
     try:
         container = open_media(p)
     except FileNotFoundError as exc:
         raise JobFailed(
             f"the input {path} disappeared while being read; put it back, then retry",
-            "INPUT_MISSING",
+            ErrorType.INPUT_MISSING,
         ) from exc
     except PermissionError as exc:
         raise JobFailed(
             f"cannot read {path}: permission denied; give Fredica read access, then retry",
-            "IO_ERROR",
+            ErrorType.IO_ERROR,
         ) from exc
     except (av.error.FFmpegError, OSError) as exc:
         raise JobFailed(
             f"{p.name} is not a media file FFmpeg can read ({reason(exc)}); "
             "check that it is a complete video or audio file",
-            "NOT_MEDIA",
+            ErrorType.NOT_MEDIA,
         ) from exc
     with container:
         streams = tuple(_stream_info(s) for s in container.streams)
@@ -86,13 +91,13 @@ def probe(path: str) -> ff.MediaInfo:
             f"name that it is {guessed}, and found nothing it could decode. Headerless audio "
             "or video (raw PCM, YUV) says nothing of its format: convert it to a WAV or a "
             "video file with its sample rate, channels or frame size given",
-            "NOT_MEDIA",
+            ErrorType.NOT_MEDIA,
         )
     if not info.is_media:
         raise JobFailed(
             f"{p.name} is not a media file (FFmpeg finds no video, audio or subtitles in it); "
             "choose a video or audio file",
-            "NOT_MEDIA",
+            ErrorType.NOT_MEDIA,
         )
     return info
 
@@ -103,6 +108,8 @@ def reason(exc: BaseException) -> str:
 
 
 def _stream_info(stream: Any) -> ff.StreamInfo:
+    from av.stream import Disposition
+
     # PyAV's streams differ by type (and data/attachment streams may have no codec context):
     # read each attribute defensively, a probe must describe whatever it finds.
     cc: Any = getattr(stream, "codec_context", None)
@@ -157,6 +164,8 @@ def _stream_info(stream: Any) -> ff.StreamInfo:
 
 
 def _attr(get: Callable[[], Any]) -> Any:
+    import av.error
+
     try:
         return get()
     except (AttributeError, ValueError, TypeError, av.error.FFmpegError):
@@ -164,6 +173,8 @@ def _attr(get: Callable[[], Any]) -> Any:
 
 
 def _decodable(codec: str) -> bool:
+    import av
+
     try:
         av.codec.Codec(codec, "r")
     except (av.codec.codec.UnknownCodecError, ValueError):
@@ -175,6 +186,8 @@ def has_captions(path: str, index: int) -> bool:
     """Whether video stream ``index`` carries closed captions (ATSC A/53 caption data in its
     frames), from its first frames. Decodes at most :data:`CAPTION_PROBE_FRAMES` frames or
     :data:`CAPTION_PROBE_SECONDS`; a stream that cannot be decoded has none."""
+    import av.error
+
     try:
         with open_media(path) as container:
             stream = container.streams[index]
@@ -203,6 +216,8 @@ def holds(path: str, indices: Collection[int]) -> float | None:
     pictures or sound; a stretch missing in the middle does not count), or the span of its
     timestamps when packets say no duration. Demuxes the whole file, decodes nothing. None when
     it cannot be read."""
+    import av.error
+
     wanted = set(indices)
     summed: dict[int, float] = {}
     first: dict[int, float] = {}
@@ -244,7 +259,7 @@ class Verified:
     declared: float | None = None
 
 
-def verify_failed(name: str, why: str, error_type: str = "FFMPEG_FAILED") -> JobFailed:
+def verify_failed(name: str, why: str, error_type: str = ErrorType.FFMPEG_FAILED) -> JobFailed:
     """An output that is not what its input should give. Never retried: ffmpeg makes the same
     output of the same input again."""
     return JobFailed(f"the output {name} failed verification: {why}", error_type)
@@ -269,6 +284,8 @@ def verify_media(
     (``input_holds``, which demuxes it): an output as long as what the input holds is right —
     the header promised more (or less) than the file holds, and the result says so. Raises
     ``FFMPEG_FAILED`` otherwise (the output lost something the input holds)."""
+    import av.error
+
     try:
         container = open_media(path, format=fmt)
     except (av.error.FFmpegError, OSError) as exc:
@@ -316,6 +333,8 @@ def verify_media(
 
 def count_cues(path: Path, fmt: ff.SubtitleFormat) -> int:
     """The cues in a subtitle file, read back with PyAV (0 for an empty or unreadable one)."""
+    import av.error
+
     try:
         container = open_media(path, format=ff.SUBTITLE_MUXERS[fmt][1])
     except (av.error.FFmpegError, OSError):
@@ -332,3 +351,67 @@ def count_packets(path: str, index: int) -> int:
     with open_media(path) as container:
         stream = container.streams[index]
         return sum(1 for packet in container.demux(stream) if packet.size)
+
+
+# --- pictures (a contact sheet) ---------------------------------------------------------------
+
+#: How many packets of a video stream are read, at most, to find its first picture.
+FIRST_PICTURE_PACKETS = 300
+
+
+@dataclass(frozen=True)
+class Picture:
+    """The first picture a video stream decodes to: its codec, its size in pixels, and how it
+    is shown — its sample aspect ratio (1.0: square pixels) and the rotation its display
+    matrix gives it (degrees counter-clockwise)."""
+
+    codec: str
+    width: int
+    height: int
+    sar: float = 1.0
+    rotation: int = 0
+
+
+def first_picture(path: Path | str, index: int | None = None) -> Picture | None:
+    """Decode the first picture of video stream ``index`` (None: the first video stream) of a
+    file — a video, or a picture such as a JPEG. None when it has none that decodes within
+    :data:`FIRST_PICTURE_PACKETS` packets, or cannot be read."""
+    import av.error
+
+    try:
+        with open_media(path) as container:
+            stream = container.streams.video[0] if index is None else container.streams[index]
+            if not isinstance(stream, av.VideoStream):
+                return None
+            for count, packet in enumerate(container.demux(stream)):
+                for frame in packet.decode():
+                    cc = stream.codec_context
+                    sar = cc.sample_aspect_ratio or stream.sample_aspect_ratio
+                    return Picture(
+                        codec=cc.name,
+                        width=frame.width,
+                        height=frame.height,
+                        sar=float(sar) if sar else 1.0,
+                        rotation=round(frame.rotation or 0),
+                    )
+                if count >= FIRST_PICTURE_PACKETS:
+                    break
+    except (av.error.FFmpegError, OSError, IndexError, ValueError, TypeError):
+        return None
+    return None
+
+
+def count_pictures(path: Path | str) -> int:
+    """How many pictures the first video stream of a file holds (packets with data: one a
+    picture in the files Fredica writes), 0 for a file that has none or cannot be read — an
+    ffmpeg run that found no picture may write an empty file, or none."""
+    import av.error
+
+    try:
+        with open_media(path) as container:
+            if not container.streams.video:
+                return 0
+            stream = container.streams.video[0]
+            return sum(1 for packet in container.demux(stream) if packet.size)
+    except (av.error.FFmpegError, OSError):
+        return 0

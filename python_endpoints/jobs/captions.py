@@ -74,10 +74,13 @@ class Cue:
 
 @dataclass(frozen=True)
 class CaptionRules:
-    max_line_chars: int = 42
-    max_lines: int = 2
-    max_cue_seconds: float = 7.0
-    min_cue_seconds: float = 1.0
+    """How cues are cut: EXPORT_SUBTITLES's params of the same names (their defaults are the
+    params model's)."""
+
+    max_line_chars: int
+    max_lines: int
+    max_cue_seconds: float
+    min_cue_seconds: float
 
 
 def to_ms(seconds: float) -> int:

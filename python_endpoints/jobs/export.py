@@ -1,7 +1,9 @@
 """EXPORT_SUBTITLES: TRANSCRIBE's transcript as SRT, WebVTT, plain text and JSON.
 
-Runs in the child: standard library and pysubs2 only. Params were validated by the server
-(:class:`python_endpoints.params.ExportSubtitlesParams`). The captions themselves (line
+Runs in the child: standard library and pysubs2 only — pysubs2 imported where used (and ahead
+of time by :func:`warm_up` in a warm spare), so that importing this module costs little. Params
+were validated by the server (:class:`python_endpoints.params.ExportSubtitlesParams`) and come
+complete, defaults filled. The captions themselves (line
 lengths, cue durations, no overlap) are pure functions in
 :mod:`python_endpoints.jobs.captions`; this module reads, renders, verifies and commits.
 
@@ -22,14 +24,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pysubs2
-
 from python_endpoints.jobs import captions, outputs, textio
 from python_endpoints.serving.child import ChildContext
 
 EXPORT_SUBTITLES = "EXPORT_SUBTITLES"
-FORMATS = ("srt", "vtt", "txt", "json")
 JSON_VERSION = 1
+
+
+def warm_up(endpoint: str) -> None:
+    """Import pysubs2 ahead, while a spare waits."""
+    import pysubs2  # noqa: F401
 
 
 def _event_text(cue: captions.Cue, fmt: str) -> str:
@@ -45,6 +49,8 @@ def _event_text(cue: captions.Cue, fmt: str) -> str:
 
 def render_subtitles(cues: list[captions.Cue], fmt: str) -> str:
     """SRT or WebVTT text of ``cues`` (written by pysubs2, its override tags left alone)."""
+    import pysubs2
+
     subs = pysubs2.SSAFile()
     for cue in cues:
         subs.append(pysubs2.SSAEvent(start=cue.start, end=cue.end, text=_event_text(cue, fmt)))
@@ -82,6 +88,8 @@ def _verify(fmt: str, temp: Path, final: Path, content: str, cues: list[captions
     """Read ``temp`` back: what was written, as ``final`` will hold it."""
     written = textio.read_text(temp)
     if fmt in ("srt", "vtt"):
+        import pysubs2
+
         try:
             parsed = pysubs2.SSAFile.from_string(written, format_=fmt)
         except Exception as exc:  # pysubs2 raises several kinds on a damaged file
@@ -106,17 +114,17 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
     """EXPORT_SUBTITLES; result ``{"outputs", "cues", "language", "duration"}``."""
     source = Path(params["transcript"])
     output_dir, stem = Path(params["output_dir"]), str(params["stem"])
-    formats = [f for f in dict.fromkeys(params.get("formats") or FORMATS) if f in FORMATS]
+    formats = list(dict.fromkeys(params["formats"]))
     finals = {fmt: outputs.export_path(output_dir, stem, fmt) for fmt in formats}
     for final in finals.values():
         textio.distinct(source, final)
     ctx.progress(0.0, "reading the transcript")
     transcript = textio.load_transcript(source)
     rules = captions.CaptionRules(
-        max_line_chars=int(params.get("max_line_chars", 42)),
-        max_lines=int(params.get("max_lines", 2)),
-        max_cue_seconds=float(params.get("max_cue_seconds", 7.0)),
-        min_cue_seconds=float(params.get("min_cue_seconds", 1.0)),
+        max_line_chars=params["max_line_chars"],
+        max_lines=params["max_lines"],
+        max_cue_seconds=params["max_cue_seconds"],
+        min_cue_seconds=params["min_cue_seconds"],
     )
     shown = captions.with_unheard(transcript.segments, transcript.unheard)
     cues = captions.build_cues(shown, rules, transcript.duration)

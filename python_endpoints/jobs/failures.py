@@ -22,10 +22,19 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from python_endpoints.errorcodes import ErrorType
+
 #: Error types of failures that a second attempt could escape (the engine retries them). Every
 #: other type :func:`classify` gives is permanent (the engine's list of types never retried
 #: holds them; a test keeps the two in agreement).
-TRANSIENT = frozenset({"SUBPROCESS_CRASHED", "IO_ERROR", "NETWORK_ERROR", "OUT_OF_MEMORY"})
+TRANSIENT = frozenset(
+    {
+        ErrorType.SUBPROCESS_CRASHED,
+        ErrorType.IO_ERROR,
+        ErrorType.NETWORK_ERROR,
+        ErrorType.OUT_OF_MEMORY,
+    }
+)
 
 #: Signals by which a process crashes on its own (a bug, on this input): another try crashes
 #: the same way. Any other signal came from outside (a kill, the OOM killer, a shutdown).
@@ -67,19 +76,19 @@ _UNSUPPORTED_ADVICE = "convert it with another program, or set another ffmpeg in
 #: Matched against every kept line (lower case, addresses removed): see :func:`classify`.
 RULES: tuple[_Rule, ...] = (
     _Rule(
-        "NO_SPACE",
+        ErrorType.NO_SPACE,
         "the disk is full",
         "free some space, then retry",
         ("no space left on device", "disk quota exceeded"),
     ),
     _Rule(
-        "OUT_OF_MEMORY",
+        ErrorType.OUT_OF_MEMORY,
         "memory ran out",
         "close other programs: another attempt may succeed",
         ("cannot allocate memory", "out of memory"),
     ),
     _Rule(
-        "NETWORK_ERROR",
+        ErrorType.NETWORK_ERROR,
         "a network connection failed",
         "check the connection: another attempt may succeed",
         (
@@ -91,19 +100,19 @@ RULES: tuple[_Rule, ...] = (
         ),
     ),
     _Rule(
-        "IO_ERROR",
+        ErrorType.IO_ERROR,
         "reading or writing a file failed",
         "check the disk and the folder's permissions: another attempt may succeed",
         ("input/output error", "stale file handle", "read-only file system", "permission denied"),
     ),
     _Rule(
-        "UNSUPPORTED_MEDIA",
+        ErrorType.UNSUPPORTED_MEDIA,
         "its frame size is odd, and the encoder needs even dimensions",
         _UNSUPPORTED_ADVICE,
         ("not divisible by 2",),
     ),
     _Rule(
-        "UNSUPPORTED_MEDIA",
+        ErrorType.UNSUPPORTED_MEDIA,
         "this ffmpeg cannot decode or encode one of its streams",
         _UNSUPPORTED_ADVICE,
         (
@@ -116,7 +125,7 @@ RULES: tuple[_Rule, ...] = (
         ),
     ),
     _Rule(
-        "UNSUPPORTED_MEDIA",
+        ErrorType.UNSUPPORTED_MEDIA,
         "one of its streams cannot be stored in the output's format",
         _UNSUPPORTED_ADVICE,
         (
@@ -126,13 +135,13 @@ RULES: tuple[_Rule, ...] = (
         ),
     ),
     _Rule(
-        "UNSUPPORTED_MEDIA",
+        ErrorType.UNSUPPORTED_MEDIA,
         "it uses something this ffmpeg does not support",
         _UNSUPPORTED_ADVICE,
         ("not supported", "unsupported", "not implemented", "invalid pixel format"),
     ),
     _Rule(
-        "INPUT_DAMAGED",
+        ErrorType.INPUT_DAMAGED,
         "the input is damaged",
         _DAMAGED_ADVICE,
         (
@@ -223,14 +232,14 @@ def classify(stderr: Sequence[str], returncode: int, signal: str | None = None) 
         name = signal or f"signal {-returncode}"
         if name in CRASH_SIGNALS:
             return Failure(
-                "FFMPEG_FAILED",
+                ErrorType.FFMPEG_FAILED,
                 f"ffmpeg crashed ({name}) on this input",
                 "the same input crashes it again; try another ffmpeg in the settings, or "
                 "convert the file with another program",
                 explaining_lines(lines),
             )
         return Failure(
-            "SUBPROCESS_CRASHED",
+            ErrorType.SUBPROCESS_CRASHED,
             f"ffmpeg was killed ({name}) by another program or by the system (memory?)",
             "another attempt may succeed",
             explaining_lines(lines),
@@ -254,12 +263,12 @@ def classify(stderr: Sequence[str], returncode: int, signal: str | None = None) 
     if returncode == 255 and not lines:
         # What ffmpeg does on SIGTERM or SIGINT: exit 255, saying nothing at -loglevel error.
         return Failure(
-            "SUBPROCESS_CRASHED",
+            ErrorType.SUBPROCESS_CRASHED,
             "ffmpeg was stopped by another program or by the system",
             "another attempt may succeed",
         )
     return Failure(
-        "FFMPEG_FAILED",
+        ErrorType.FFMPEG_FAILED,
         "ffmpeg stopped with an error",
         "the same input fails the same way; check that it plays, or convert it with another "
         "program",

@@ -906,3 +906,264 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- a contact sheet (THUMBNAIL) --------------------------------------------------------------
+#
+# Frames are *picked* by seeking, never by decoding the whole video: ffmpeg opens the input
+# once per frame, each with its own ``-ss`` (an accurate seek: it decodes from the keyframe
+# before that time and keeps the first picture at or after it), so a sheet of a two-hour film
+# costs what a sheet of a minute does. Each picture is scaled to fit its tile, centred on
+# black (the tile has the shape of the video as it is shown: its pixels' aspect ratio and its
+# rotation applied, as ffmpeg applies them), and the pictures are written, in order, to a
+# small lossless file. A second ffmpeg run lays them out in rows (``tile``) as one JPEG.
+#
+# ffmpeg keeps every input's decoder until it exits (about four decoded pictures each: 33 MB
+# an input for 4K video), so frames are picked in runs of at most :data:`PICK_MEMORY`: one run
+# for a sheet of any ordinary video, several for 100 frames of 4K.
+
+#: The largest sheet made, a side and in all: JPEG allows 65535 pixels a side, but viewers
+#: and browsers refuse pictures far smaller than that.
+SHEET_MAX_SIDE = 16384
+SHEET_MAX_PIXELS = 64_000_000
+#: The sheet's JPEG quality (ffmpeg's ``-q:v``: 2 is the best, 31 the worst).
+SHEET_QUALITY = 3
+#: What a run that picks frames may take in memory (see :func:`pick_runs`).
+PICK_MEMORY = 768 << 20
+#: The frame rate assumed when a video does not say its own.
+ASSUMED_FPS = 25.0
+#: The picture size assumed when a video does not say its own (for the memory estimate).
+ASSUMED_SIZE = (1920, 1080)
+#: A video this long or shorter (seconds) is decoded whole when seeking missed some of its
+#: frames (see :func:`decode_whole`).
+DECODE_WHOLE_SECONDS = 600.0
+
+
+class SheetTooLarge(ValueError):
+    """The sheet asked for would be larger than :data:`SHEET_MAX_SIDE` or
+    :data:`SHEET_MAX_PIXELS`."""
+
+
+@dataclass(frozen=True)
+class SheetLayout:
+    """Where the pictures of a contact sheet go: ``frames`` tiles of ``tile_width`` x
+    ``tile_height`` pixels, ``columns`` to a row, in ``rows`` rows (the last one may be short,
+    its empty tiles black)."""
+
+    frames: int
+    columns: int
+    rows: int
+    tile_width: int
+    tile_height: int
+
+    @property
+    def width(self) -> int:
+        return self.columns * self.tile_width
+
+    @property
+    def height(self) -> int:
+        return self.rows * self.tile_height
+
+
+def shown_size(width: int, height: int, sar: float = 1.0, rotation: int = 0) -> tuple[float, float]:
+    """How a picture of ``width`` x ``height`` pixels is shown: its width stretched by its
+    sample aspect ratio (a DVD's 720x480 is shown 16:9 or 4:3), turned a quarter when its
+    display matrix says so (a phone's portrait video is stored landscape)."""
+    shown = (width * (sar if sar > 0 else 1.0), float(height))
+    return (shown[1], shown[0]) if rotation % 180 == 90 else shown
+
+
+def sheet_layout(
+    frames: int, columns: int, tile_width: int, shown: tuple[float, float]
+) -> SheetLayout:
+    """The layout of a sheet of ``frames`` pictures shown as ``shown`` (width, height), each
+    ``tile_width`` wide (even) with the height that keeps its shape, rounded to even (JPEG
+    stores colour at half resolution). Never more columns than frames. Raises
+    :class:`SheetTooLarge`."""
+    used = max(1, min(columns, frames))
+    rows = math.ceil(frames / used)
+    shown_width, shown_height = shown
+    ratio = shown_height / shown_width if shown_width > 0 and shown_height > 0 else 9 / 16
+    tile_height = max(2, 2 * round(tile_width * ratio / 2))
+    layout = SheetLayout(frames, used, rows, tile_width, tile_height)
+    if (
+        max(layout.width, layout.height) > SHEET_MAX_SIDE
+        or layout.width * layout.height > SHEET_MAX_PIXELS
+    ):
+        raise SheetTooLarge(
+            f"the sheet would be {layout.width}x{layout.height} pixels ({used} columns of "
+            f"{tile_width}x{tile_height} tiles, {rows} rows), more than a picture viewers open "
+            f"({SHEET_MAX_SIDE} pixels a side, {SHEET_MAX_PIXELS // 1_000_000} megapixels); "
+            "ask for fewer frames, more columns or a smaller width"
+        )
+    return layout
+
+
+def sheet_times(
+    frames: int,
+    duration: float | None,
+    video_end: float | None = None,
+    fps: float | None = None,
+) -> list[float]:
+    """When the sheet's pictures are taken, in seconds: the middle of each of ``frames``
+    equal slices of ``duration`` (the longest audio or video stream's) — evenly spaced, and
+    never the very first picture (often black) nor the very last. None later than 1.5 frames
+    before ``video_end`` (the video stream's own end, when known): a seek past the last
+    picture finds nothing, so a clip with fewer pictures than ``frames`` shows some of them
+    twice rather than leave tiles empty. A still picture or an unknown duration: all at 0."""
+    if not duration or duration <= 0:
+        return [0.0] * frames
+    end = video_end if video_end and video_end > 0 else duration
+    latest = max(0.0, end - 1.5 / (fps if fps and fps > 0 else ASSUMED_FPS))
+    return [round(min((i + 0.5) * duration / frames, latest), 6) for i in range(frames)]
+
+
+def pick_runs(frames: int, width: int | None, height: int | None) -> list[range]:
+    """The frames (by number) each ffmpeg run picks: as many as fit in :data:`PICK_MEMORY`,
+    an input costing about four decoded pictures of ``width`` x ``height`` (4:2:0) plus 2 MiB
+    of demuxer and decoder."""
+    w, h = (width, height) if width and height else ASSUMED_SIZE
+    per_input = 4 * w * h * 3 // 2 + (2 << 20)
+    size = max(1, min(frames, PICK_MEMORY // per_input))
+    return [range(start, min(start + size, frames)) for start in range(0, frames, size)]
+
+
+def sheet_bytes(layout: SheetLayout) -> int:
+    """A generous estimate of what a sheet takes on the disk, its picked frames included
+    (lossless, about a byte a pixel) until it is made."""
+    tiles = layout.frames * layout.tile_width * layout.tile_height
+    return 2 * tiles + (1 << 20)
+
+
+def _fit(layout: SheetLayout) -> str:
+    # Scaled to fit its tile, pixels made square (reset_sar weighs the input's aspect ratio),
+    # even sizes (4:2:0), then centred on black.
+    w, h = layout.tile_width, layout.tile_height
+    return (
+        f"scale={w}:{h}:force_original_aspect_ratio=decrease:force_divisible_by=2:reset_sar=1,"
+        f"pad={w}:{h}:-1:-1:color=black,setsar=1"
+    )
+
+
+def pick_frames_args(
+    ffmpeg: str,
+    input: str,
+    stream: int,
+    times: Sequence[float],
+    layout: SheetLayout,
+    output: str,
+    *,
+    step: float = 1.0,
+) -> list[str]:
+    """ffmpeg's argv that picks one picture of video stream ``stream`` at each of ``times``
+    (an input per time, each seeking there), fits each to its tile, and writes them in order to
+    ``output`` (FFV1 in NUT: lossless, small, quick to read back). The n-th picture is stamped
+    ``n * step`` seconds (``step``: the media's length over the sheet's frames), so that
+    ffmpeg's ``-progress`` says how much of the media the run has covered."""
+    args = [*_head(ffmpeg), *_progress()]
+    for t in times:
+        # One decoding thread an input: the inputs are decoded one after the other anyway,
+        # and threads multiply the memory each keeps.
+        args += ["-threads", "1", "-ss", f"{t:.6f}", "-i", input]
+    fit = _fit(layout)
+    chains = [f"[{i}:{stream}]trim=end_frame=1,{fit}[f{i}]" for i in range(len(times))]
+    joined = "".join(f"[f{i}]" for i in range(len(times)))
+    graph = ";".join(
+        [
+            *chains,
+            f"{joined}concat=n={len(times)}:v=1:a=0,settb=1/1000,setpts=N*{step:.6f}/TB[picked]",
+        ]
+    )
+    return [
+        *args,
+        "-filter_complex",
+        graph,
+        "-map",
+        "[picked]",
+        "-fps_mode",
+        "passthrough",
+        "-c:v",
+        "ffv1",
+        "-f",
+        "nut",
+        output,
+    ]
+
+
+def decode_whole(picked: int, frames: int, duration: float | None) -> bool:
+    """Whether to pick the frames again by decoding the whole video, after seeking found
+    ``picked`` of ``frames``. A seek finds nothing after the last keyframe of a stream: in a
+    transport stream, which has no index, a clip with one keyframe yields no picture at all
+    (and a clip's last slices none after its last keyframe). Decoding it whole finds them, at
+    the cost of reading every frame: always when seeking found nothing, else only for a video
+    of at most :data:`DECODE_WHOLE_SECONDS` (a long one with a damaged stretch keeps its
+    black tiles rather than be decoded for an hour)."""
+    if picked >= frames:
+        return False
+    return picked == 0 or (duration or 0.0) <= DECODE_WHOLE_SECONDS
+
+
+def decode_whole_args(
+    ffmpeg: str,
+    input: str,
+    stream: int,
+    times: Sequence[float],
+    layout: SheetLayout,
+    output: str,
+    *,
+    step: float = 1.0,
+) -> list[str]:
+    """What :func:`pick_frames_args` writes, found by decoding video stream ``stream`` from
+    its start instead of seeking: the first picture at or after each of ``times`` (evenly
+    spaced by ``step`` from the first), at most one a picture. A register of ``select``
+    holds how far the next time is."""
+    first = times[0] if times else 0.0
+    pick = f"select='if(gte(t,{first:.6f}+ld(0)),st(0,ld(0)+{step:.6f}))'"
+    chain = (
+        f"[0:{stream}]{pick},{_fit(layout)},settb=1/1000,setpts=N*{step:.6f}/TB,"
+        f"trim=end_frame={len(times)}[picked]"
+    )
+    return [
+        *_head(ffmpeg),
+        *_progress(),
+        "-i",
+        input,
+        "-filter_complex",
+        chain,
+        "-map",
+        "[picked]",
+        "-fps_mode",
+        "passthrough",
+        "-c:v",
+        "ffv1",
+        "-f",
+        "nut",
+        output,
+    ]
+
+
+def sheet_args(ffmpeg: str, pieces: Sequence[str], layout: SheetLayout, output: str) -> list[str]:
+    """ffmpeg's argv that lays the pictures of ``pieces`` (what :func:`pick_frames_args`
+    wrote), in order, out in rows as one JPEG. Fewer pictures than the layout's frames leave
+    its last tiles black: the sheet keeps its size. No ``-progress``: the sheet is written at
+    the end, in a moment."""
+    args = _head(ffmpeg)
+    for piece in pieces:
+        args += ["-i", piece]
+    tile = f"tile={layout.columns}x{layout.rows}:nb_frames={layout.frames}"
+    inputs = "".join(f"[{i}:v]" for i in range(len(pieces)))
+    joined = f"{inputs}concat=n={len(pieces)}:v=1:a=0," if len(pieces) > 1 else inputs
+    return [
+        *args,
+        "-filter_complex",
+        f"{joined}{tile}[sheet]",
+        "-map",
+        "[sheet]",
+        "-frames:v",
+        "1",
+        "-q:v",
+        str(SHEET_QUALITY),
+        "-f",
+        "mjpeg",
+        output,
+    ]

@@ -1,12 +1,14 @@
 """Media jobs run in a child process: PROBE, TRANSCODE_MP4, EXTRACT_AUDIO, EXTRACT_SUBTITLES.
 
 Runs in the child: standard library, PyAV and the bundled ffmpeg only. Params were validated by
-the server (:mod:`python_endpoints.params`). The decisions (which streams are copied, ffmpeg's
-argv, progress parsing, tolerances) are pure functions in :mod:`python_endpoints.jobs.ffmpeg`,
-what a failed ffmpeg run means in :mod:`python_endpoints.jobs.failures`; what is read with
-PyAV (the probe, captions, outputs read back) in :mod:`python_endpoints.jobs.avread`; where
-outputs go and how they are put in place, in :mod:`python_endpoints.jobs.outputs`. This module
-is the shell around them: it probes, runs ffmpeg, verifies, commits.
+the server (:mod:`python_endpoints.params`) and come complete, defaults filled: a job reads
+``params["crf"]``, and each default is stated once, in its params model. The decisions (which
+streams are copied, ffmpeg's argv, progress parsing, tolerances) are pure functions in
+:mod:`python_endpoints.jobs.ffmpeg`, what a failed ffmpeg run means in
+:mod:`python_endpoints.jobs.failures`; what is read with PyAV (the probe, captions, outputs read
+back) in :mod:`python_endpoints.jobs.avread`; where outputs go and how they are put in place, in
+:mod:`python_endpoints.jobs.outputs`. This module is the shell around them: it probes, runs
+ffmpeg, verifies, commits.
 
 Every output goes through a temporary name and is renamed into place only once verified with
 PyAV; a failed or cancelled job removes its temporary files and leaves the final path alone.
@@ -31,13 +33,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-import imageio_ffmpeg
-
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import avread, failures, outputs, segments
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.avread import count_cues, open_media, probe, verify_media
@@ -50,8 +51,6 @@ TRANSCODE_MP4 = "TRANSCODE_MP4"
 EXTRACT_AUDIO = "EXTRACT_AUDIO"
 EXTRACT_SUBTITLES = "EXTRACT_SUBTITLES"
 
-#: Free space a job leaves on the disk by default (params: ``keep_free_bytes``).
-DEFAULT_KEEP_FREE = 256 << 20
 #: How often the job looks at the cancel flag while ffmpeg runs.
 POLL = 0.1
 #: At most this many progress reports a second.
@@ -68,16 +67,20 @@ LOUDNESS_SPAN = 20.0
 # --- running ffmpeg ---------------------------------------------------------------------------
 
 
-def ffmpeg_binary(params: dict[str, Any]) -> str:
-    """The ffmpeg to run: the params' (the settings'), else the one imageio-ffmpeg bundles."""
+def ffmpeg_binary(params: Mapping[str, Any]) -> str:
+    """The ffmpeg to run: the params' (the settings'), else the one imageio-ffmpeg bundles.
+    ``params`` may lack ``ffmpeg`` (its default is None): the doctor and the warm-up ask
+    without a job's params."""
     if params.get("ffmpeg"):
         return str(params["ffmpeg"])
+    import imageio_ffmpeg  # where used: importing the job's modules stays cheap (see avread)
+
     try:
         return str(imageio_ffmpeg.get_ffmpeg_exe())
     except RuntimeError as exc:
         raise JobFailed(
             f"no ffmpeg found ({exc}); set the path of an ffmpeg binary in the settings",
-            "EXECUTOR_ERROR",
+            ErrorType.EXECUTOR_ERROR,
         ) from exc
 
 
@@ -113,7 +116,7 @@ def _start(args: list[str]) -> subprocess.Popen[bytes]:
         raise JobFailed(
             f"cannot run ffmpeg {args[0]!r}: {avread.reason(exc)}; fix the ffmpeg path in the "
             "settings, or clear it to use the bundled ffmpeg",
-            "EXECUTOR_ERROR",
+            ErrorType.EXECUTOR_ERROR,
         ) from exc
 
 
@@ -234,13 +237,16 @@ def hardware_encoder(binary: str) -> str | None:
 
 
 def warm_up(endpoint: str) -> None:
-    """In a warm spare, before its job arrives: find the bundled ffmpeg (imageio-ffmpeg runs
-    ``ffmpeg -version`` once per process, ~20 ms) so that the job does not wait for it."""
+    """In a warm spare, before its job arrives: import PyAV, and find the bundled ffmpeg
+    (imageio-ffmpeg runs ``ffmpeg -version`` once per process, ~20 ms), so that the job does
+    not wait for them. Those of :mod:`python_endpoints.jobs.thumbnail` too."""
+    import av  # noqa: F401
+
     with contextlib.suppress(JobFailed):
         ffmpeg_binary({})
 
 
-def _ffmpeg_failed(run: FfmpegRun, what: str) -> JobFailed:
+def ffmpeg_failed(run: FfmpegRun, what: str) -> JobFailed:
     """The job's error for a failed ffmpeg run: the type :func:`failures.classify` gives (what
     the input causes is never retried), its cause, ffmpeg's lines that say why, and what to
     do."""
@@ -265,19 +271,21 @@ def check_space(directory: Path, needed: int, keep_free: int) -> None:
             f"{ff.human_bytes(needed)}, {ff.human_bytes(free)} is free and "
             f"{ff.human_bytes(keep_free)} must stay free; free some space or move the library "
             "to a larger disk, then retry",
-            "NO_SPACE",
+            ErrorType.NO_SPACE,
         )
 
 
-def _distinct(input: Path, output: Path) -> None:
+def distinct(input: Path, output: Path) -> None:
+    """Refuse an output that is the input itself (``PAYLOAD_ERROR``)."""
     if os.path.normcase(os.path.abspath(input)) == os.path.normcase(os.path.abspath(output)):
         raise JobFailed(
             f"the output {output} is the input itself; choose another output path",
-            "PAYLOAD_ERROR",
+            ErrorType.PAYLOAD_ERROR,
         )
 
 
-def _make_dir(directory: Path) -> None:
+def make_dir(directory: Path) -> None:
+    """Make an output's folder; a failure is ``IO_ERROR`` (or ``NO_SPACE``)."""
     with outputs.writing(directory):
         directory.mkdir(parents=True, exist_ok=True)
 
@@ -313,31 +321,29 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     subtitles to mov_text, faststart; verify; put in place. See
     :mod:`python_endpoints.jobs.ffmpeg` for the rules."""
     input, output = Path(params["input"]), Path(params["output"])
-    _distinct(input, output)
+    distinct(input, output)
     info = probe(params["input"])
-    if params.get("if_no_video") == "skip" and not any(s.is_main_video for s in info.streams):
+    if params["if_no_video"] == "skip" and not any(s.is_main_video for s in info.streams):
         return _not_applicable(ctx, "no video", f"{input.name} has no video stream")
-    profile: ff.Profile = params.get("profile") or "compatible"
+    profile: ff.Profile = params["profile"]
     limits = ff.Limits(
-        max_height=params.get("max_height"),
-        max_fps=params.get("max_fps"),
-        loudness=bool(params.get("loudness")),
+        max_height=params["max_height"], max_fps=params["max_fps"], loudness=params["loudness"]
     )
     try:
-        plan = ff.plan_transcode(info.streams, params.get("mode", "auto"), profile, limits)
+        plan = ff.plan_transcode(info.streams, params["mode"], profile, limits)
     except ff.UnsupportedMedia as exc:
-        raise JobFailed(f"{input.name}: {exc}", "UNSUPPORTED_MEDIA") from None
+        raise JobFailed(f"{input.name}: {exc}", ErrorType.UNSUPPORTED_MEDIA) from None
     kept = {s.index for s in plan.streams}
     playing = [s for s in info.streams if s.index in kept and s.plays]
     declared = ff.longest(playing) or info.duration
     binary = ffmpeg_binary(params)
-    _make_dir(output.parent)
+    make_dir(output.parent)
     needed = ff.estimate_output_bytes(TRANSCODE_MP4, input_size=info.size, duration=declared)
-    check_space(output.parent, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
+    check_space(output.parent, needed, params["keep_free_bytes"])
     encoder = "copy"
     if plan.encodes_video:
-        known = params.get("hardware_encoder")
-        if not params.get("hardware", True) or known == "none":
+        known = params["hardware_encoder"]
+        if not params["hardware"] or known == "none":
             encoder = ff.CPU_H264_ENCODER
         elif known:
             encoder = str(known)
@@ -348,7 +354,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     part = outputs.part_id(params)
     temp = outputs.temp_path(output, part)
     # A long re-encode goes by segments that a next attempt resumes from (see segments.py).
-    target = float(params.get("segment_seconds") or segments.SEGMENT_SECONDS)
+    target = float(params["segment_seconds"])
     segmented = None
     if plan.encodes_video and segments.worth_segmenting(declared, target):
         segmented = segments.SegmentedEncode(
@@ -358,12 +364,12 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             output,
             temp,
             plan,
-            crf=int(params.get("crf", 23)),
-            preset=str(params.get("preset", "veryfast")),
+            crf=params["crf"],
+            preset=params["preset"],
             compatible=profile == "compatible",
             target=target,
             part=part,
-            resume=params.get("resume"),
+            resume=params["resume"],
             runner=run_ffmpeg,
         )
 
@@ -377,8 +383,8 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             str(temp),
             plan,
             encoder=with_encoder,
-            crf=int(params.get("crf", 23)),
-            preset=str(params.get("preset", "veryfast")),
+            crf=params["crf"],
+            preset=params["preset"],
             compatible=profile == "compatible",
             loudness=measured,
         )
@@ -407,7 +413,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
         if run.cancelled:
             return None
         if run.returncode:
-            raise _ffmpeg_failed(run, f"{verb} {input.name}")
+            raise ffmpeg_failed(run, f"{verb} {input.name}")
         verified = verify_media(
             temp,
             "mp4",
@@ -453,7 +459,7 @@ def measure_loudness(
         if run.cancelled:
             return None
         if run.returncode:
-            raise _ffmpeg_failed(run, f"measuring the loudness of {input.name}")
+            raise ffmpeg_failed(run, f"measuring the loudness of {input.name}")
         measured = ff.parse_loudnorm(run.stderr)
         if measured is not None:
             found[index] = measured
@@ -464,7 +470,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     """EXTRACT_AUDIO: the main audio stream to 16-bit PCM WAV (or FLAC) at the rate and
     channels asked for (16 kHz mono by default: what speech-to-text wants)."""
     input, output = Path(params["input"]), Path(params["output"])
-    _distinct(input, output)
+    distinct(input, output)
     info = probe(params["input"])
     stream = info.main_audio()
     if stream is None:
@@ -472,23 +478,22 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         why = f"{input.name} has no audio stream" + (
             f" with sound (stream {silent[0]} declares audio but carries none)" if silent else ""
         )
-        if params.get("if_no_audio") == "skip":
+        if params["if_no_audio"] == "skip":
             return _not_applicable(ctx, "no audio", why)
         raise JobFailed(
             f"{why}, so there is no audio to extract; check that it is the right file",
-            "NO_AUDIO",
+            ErrorType.NO_AUDIO,
         )
     if not stream.decodable:
         raise JobFailed(
             f"{input.name}: its audio ({stream.codec}) cannot be decoded by this ffmpeg; "
             "set another ffmpeg in the settings",
-            "UNSUPPORTED_MEDIA",
+            ErrorType.UNSUPPORTED_MEDIA,
         )
-    fmt = params.get("format", "wav")
-    rate, channels = int(params.get("sample_rate", 16000)), int(params.get("channels", 1))
+    fmt, rate, channels = params["format"], params["sample_rate"], params["channels"]
     declared = stream.duration or info.playing_duration
     binary = ffmpeg_binary(params)
-    _make_dir(output.parent)
+    make_dir(output.parent)
     needed = ff.estimate_output_bytes(
         EXTRACT_AUDIO,
         input_size=info.size,
@@ -497,7 +502,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         channels=channels,
         audio_format=fmt,
     )
-    check_space(output.parent, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
+    check_space(output.parent, needed, params["keep_free_bytes"])
     temp = outputs.temp_path(output, outputs.part_id(params))
     args = ff.extract_audio_args(
         binary,
@@ -516,7 +521,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         if run.cancelled:
             return None
         if run.returncode:
-            raise _ffmpeg_failed(run, f"extracting the audio of {input.name}")
+            raise ffmpeg_failed(run, f"extracting the audio of {input.name}")
         verified = verify_media(
             temp,
             fmt,
@@ -585,7 +590,7 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
     if not texts and not captions:
         ctx.progress(100.0, "no text subtitles")
         return {"outputs": [], "streams": [], "skipped": skipped}
-    formats: list[ff.SubtitleFormat] = list(dict.fromkeys(params.get("formats", ["srt", "vtt"])))
+    formats: list[ff.SubtitleFormat] = list(dict.fromkeys(params["formats"]))
     stem = str(params["stem"])
     files = {
         (source, fmt): (
@@ -601,11 +606,11 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
     part = outputs.part_id(params)
     temps = {key: outputs.temp_path(final, part) for key, final in files.items()}
     binary = ffmpeg_binary(params)
-    _make_dir(output_dir)
+    make_dir(output_dir)
     needed = ff.estimate_output_bytes(
         EXTRACT_SUBTITLES, input_size=info.size, duration=info.duration, files=len(files)
     )
-    check_space(output_dir, needed, params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
+    check_space(output_dir, needed, params["keep_free_bytes"])
     # Captions need the video decoded, text streams only read: most of the time goes there.
     split = 100.0 if not captions else (20.0 if texts else 0.0)
     report: list[dict[str, Any]] = []
@@ -628,7 +633,7 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
             if run.cancelled:
                 return None
             if run.returncode:
-                raise _ffmpeg_failed(run, f"extracting the subtitles of {input.name}")
+                raise ffmpeg_failed(run, f"extracting the subtitles of {input.name}")
         for source in captions:
             args = ff.extract_captions_args(
                 binary,
@@ -647,7 +652,7 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
             if run.cancelled:
                 return None
             if run.returncode:
-                raise _ffmpeg_failed(run, f"extracting the captions of {input.name}")
+                raise ffmpeg_failed(run, f"extracting the captions of {input.name}")
             srt = temps.get((source, "srt"))
             if srt is not None and srt.exists():
                 with outputs.writing(files[source, "srt"]):
@@ -665,7 +670,7 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
                     first.name,
                     f"no cue could be read back from subtitle stream {s.index} ({s.codec}): "
                     "the stream is damaged",
-                    "INPUT_DAMAGED",
+                    ErrorType.INPUT_DAMAGED,
                 )
             if min(cues.values()) != max(cues.values()):
                 raise avread.verify_failed(first.name, f"the formats disagree on the cues: {cues}")

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.serving.child import JobFailed
 
 PART_MARK = ".fredica-part"
@@ -38,23 +39,25 @@ PART_ID = "part_id"
 SIDECAR_SUFFIX = ".fredica.json"
 SIDECAR_VERSION = 1
 
-#: The params that shape each job's output, with their defaults (those of
-#: :mod:`python_endpoints.params`, which a job's child cannot import; a test keeps them equal):
-#: a payload stored without its defaults must compare equal to the validated params the job
-#: ran with. Others (the ffmpeg binary, the space reserve) do not shape the output.
-RELEVANT_PARAMS: dict[str, dict[str, Any]] = {
-    "TRANSCODE_MP4": {
-        "mode": "auto",
-        "hardware": True,
-        "crf": 23,
-        "preset": "veryfast",
-        "profile": "compatible",
-        "max_height": None,
-        "max_fps": None,
-        "loudness": False,
-    },
-    "EXTRACT_AUDIO": {"format": "wav", "sample_rate": 16000, "channels": 1},
-    "EXTRACT_SUBTITLES": {},  # a file's name says its stream and its format
+#: The names of the params that shape each job's output: its sidecar records their values.
+#: Others (the ffmpeg binary, the space reserve) do not shape the output. The values are read
+#: from validated params, every field there and defaults filled (the server validates a
+#: payload before the job or a skip check sees it): a payload that leaves a param to its
+#: default and one that gives the default compare equal.
+RELEVANT_PARAMS: dict[str, tuple[str, ...]] = {
+    "TRANSCODE_MP4": (
+        "mode",
+        "hardware",
+        "crf",
+        "preset",
+        "profile",
+        "max_height",
+        "max_fps",
+        "loudness",
+    ),
+    "EXTRACT_AUDIO": ("format", "sample_rate", "channels"),
+    "EXTRACT_SUBTITLES": (),  # a file's name says its stream and its format
+    "THUMBNAIL": ("frames", "columns", "width"),
 }
 
 
@@ -114,6 +117,24 @@ def _is_piece(stem: str, final: str) -> bool:
     return re.fullmatch(re.escape(stem) + _PIECE, final) is not None
 
 
+#: The frames one ffmpeg run of a contact sheet picked (see
+#: :mod:`python_endpoints.jobs.thumbnail`), by the final-like name :func:`sheet_piece_path`
+#: gives them: ``<name>.pick00.nut``. Scratch that nothing resumes from: unlike a re-encode's
+#: pieces they go with their run's other temporary files, however the run ended.
+_SHEET_PIECE = r"\.pick\d{2,3}\.nut"  # up to 100 runs and a decode
+
+
+def sheet_piece_path(output: Path, part: str, run: int) -> Path:
+    """Where run ``part`` of a contact sheet ``output`` writes the frames its ``run``-th ffmpeg
+    run picked: ``.<name>.pick00.<part>.fredica-part.nut`` next to it (the output's whole
+    name: ``movie.jpg`` and a transcode's ``movie.mp4`` never share a piece's name)."""
+    return temp_path(output.with_name(f"{output.name}.pick{run:02d}.nut"), part)
+
+
+def _is_sheet_piece(name: str, final: str) -> bool:
+    return re.fullmatch(re.escape(name) + _SHEET_PIECE, final) is not None
+
+
 def resumed_pieces(resume: object) -> set[str]:
     """The file names a segmented re-encode's checkpoint (``params["resume"]``) lists: the
     pieces a resumed attempt reuses, which no sweep may remove."""
@@ -171,7 +192,7 @@ def export_path(output_dir: Path, stem: str, fmt: str) -> Path:
 
 
 #: Jobs that write one file, ``params["output"]``, through :func:`temp_path`.
-_ONE_OUTPUT = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "ANALYZE", "TRANSCRIBE"})
+_ONE_OUTPUT = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "ANALYZE", "TRANSCRIBE", "THUMBNAIL"})
 #: Jobs that write ``params["output"]`` through temporary files of their own, named after the
 #: output on purpose so that a retry resumes them (a download's ``.part``, yt-dlp's files).
 _OWN_TEMPORARIES = frozenset({"DOWNLOAD", "DOWNLOAD_SITE"})
@@ -224,11 +245,17 @@ def _final_names(
     if job in _ONE_OUTPUT or job == "EXPORT_SUBTITLES":
         wanted: dict[Path, set[str]] = {}
         stems: dict[Path, str] = {}
+        sheets: dict[Path, str] = {}
         for final in locked_paths(job, params):
             wanted.setdefault(final.parent, set()).update({final.name, sidecar_path(final).name})
             if job == "TRANSCODE_MP4" and pieces:
                 stems[final.parent] = final.stem
-        return [(folder, _one_of(names, stems.get(folder))) for folder, names in wanted.items()]
+            if job == "THUMBNAIL":
+                sheets[final.parent] = final.name
+        return [
+            (folder, _one_of(names, stems.get(folder), sheets.get(folder)))
+            for folder, names in wanted.items()
+        ]
     if job == "EXTRACT_SUBTITLES":
         directory, stem = _absolute(params, "output_dir"), _stem(params)
         if directory is None or stem is None:
@@ -241,9 +268,14 @@ def _final_names(
     return []
 
 
-def _one_of(names: set[str], stem: str | None) -> Callable[[str], bool]:
-    """Whether a final name is one of ``names``, or a piece of ``<stem>.mp4``."""
-    return lambda name: name in names or (stem is not None and _is_piece(stem, name))
+def _one_of(names: set[str], stem: str | None, sheet: str | None = None) -> Callable[[str], bool]:
+    """Whether a final name is one of ``names``, a piece of ``<stem>.mp4``, or frames picked
+    for the contact sheet ``sheet``."""
+    return lambda name: (
+        name in names
+        or (stem is not None and _is_piece(stem, name))
+        or (sheet is not None and _is_sheet_piece(sheet, name))
+    )
 
 
 def _temporaries(
@@ -341,12 +373,9 @@ def job_name(job: str) -> str:
 
 
 def relevant_params(job: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The params that shape ``job``'s output, defaults filled in."""
-    defaults = RELEVANT_PARAMS.get(job_name(job), {})
-    return {
-        key: default if params.get(key) is None else params[key]
-        for key, default in defaults.items()
-    }
+    """The params that shape ``job``'s output (:data:`RELEVANT_PARAMS`), taken from validated
+    ``params``: every one of them is there."""
+    return {key: params[key] for key in RELEVANT_PARAMS.get(job_name(job), ())}
 
 
 def _stat(path: Path) -> dict[str, int]:
@@ -359,7 +388,8 @@ def _input_key(input: Path) -> str:
 
 
 def write_sidecar(output: Path, input: Path, job: str, params: Mapping[str, Any]) -> Path:
-    """Record what ``output`` was made from (after it was put in place). Atomic."""
+    """Record what ``output`` was made from (after it was put in place), ``params`` being the
+    validated params the job ran with. Atomic."""
     record = {
         "version": SIDECAR_VERSION,
         "job": job_name(job),
@@ -381,9 +411,9 @@ def output_is_current(
     output: Path | str, input: Path | str, job: str, params: Mapping[str, Any]
 ) -> bool:
     """Whether ``output`` is what ``job`` (the task type or the endpoint's name) would make of
-    ``input`` with ``params`` now: its sidecar exists, and the output's and the input's sizes
-    and mtimes, the job and the params that shape the output are what it recorded. Stats
-    only: cheap on any size of media."""
+    ``input`` with ``params`` (validated) now: its sidecar exists, and the output's and the
+    input's sizes and mtimes, the job and the params that shape the output are what it
+    recorded. Stats only: cheap on any size of media."""
     output, input = Path(output), Path(input)
     try:
         with open(sidecar_path(output), encoding="utf-8") as f:
@@ -418,10 +448,11 @@ def writing(path: Path) -> Iterator[None]:
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise JobFailed(
-                f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
+                f"the disk is full (writing {path}); free some space, then retry",
+                ErrorType.NO_SPACE,
             ) from exc
         raise JobFailed(
             f"cannot write {path}: {exc.strerror or exc}; check that the folder exists and is "
             "writable, then retry",
-            "IO_ERROR",
+            ErrorType.IO_ERROR,
         ) from exc

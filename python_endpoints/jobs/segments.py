@@ -49,15 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import av
-import av.error
-
 from python_endpoints.jobs import avread, outputs
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.serving.child import ChildContext
 
-#: The length of a segment (seconds) by default: what an interrupted encode may lose at most.
-SEGMENT_SECONDS = 240.0
 #: The checkpoint's version: a checkpoint of another version is not reused.
 CHECKPOINT_VERSION = 1
 #: Where the job's percent goes: the rest file, the segments, the join.
@@ -583,6 +578,8 @@ class SegmentedEncode:
 
 def segment_duration(path: Path) -> float | None:
     """How long a segment's video lasts, read back with PyAV."""
+    import av.error  # where used: importing the job's modules stays cheap (see avread)
+
     try:
         with avread.open_media(path, format="mp4") as container:
             stream = container.streams.video[0]

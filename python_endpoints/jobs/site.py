@@ -64,6 +64,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import outputs
 from python_endpoints.jobs.ffmpeg import has_room, human_bytes
 from python_endpoints.jobs.text import format_bytes, format_duration, shown
@@ -72,8 +73,6 @@ from python_endpoints.serving.child import ChildContext, JobFailed
 DOWNLOAD_SITE = "DOWNLOAD_SITE"
 
 NOT_INSTALLED = "site downloads need the optional yt-dlp package: pip install 'fredica[sites]'"
-#: Free space a job leaves on the disk by default (params: ``keep_free_bytes``).
-DEFAULT_KEEP_FREE = 256 << 20
 #: At most five progress reports a second.
 REPORT_EVERY = 0.2
 #: Of 100 %, what downloading takes when the streams are merged afterwards.
@@ -88,7 +87,14 @@ RETRIES = 10
 #: An error message quotes at most this much of yt-dlp's.
 MESSAGE_CHARS = 300
 #: Failures after which nothing is worth resuming: every temporary file is removed.
-DISCARD_ON = frozenset({"HTTP_ERROR", "UNSUPPORTED_MEDIA", "PAYLOAD_ERROR", "VERIFY_FAILED"})
+DISCARD_ON = frozenset(
+    {
+        ErrorType.HTTP_ERROR,
+        ErrorType.UNSUPPORTED_MEDIA,
+        ErrorType.PAYLOAD_ERROR,
+        ErrorType.VERIFY_FAILED,
+    }
+)
 
 _RETRYABLE_STATUSES = frozenset({408, 425, 429})
 _NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
@@ -311,7 +317,7 @@ def causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify(exc: BaseException) -> str:
+def classify(exc: BaseException) -> ErrorType:
     """The error type of a yt-dlp failure (see the module's docstring), from its causes."""
     from yt_dlp.networking.exceptions import HTTPError, TransportError
     from yt_dlp.utils import (
@@ -326,38 +332,38 @@ def classify(exc: BaseException) -> str:
         return [e for e in chain if isinstance(e, kind)]
 
     if any(getattr(e, "errno", None) in _NO_SPACE for e in found(OSError)):
-        return "NO_SPACE"
+        return ErrorType.NO_SPACE
     for http in found(HTTPError):
         status = int(getattr(http, "status", 0) or 0)
         if status >= 500 or status in _RETRYABLE_STATUSES:
-            return "NETWORK_ERROR"
+            return ErrorType.NETWORK_ERROR
         if 400 <= status < 500:
-            return "HTTP_ERROR"
+            return ErrorType.HTTP_ERROR
     if found((TransportError, ContentTooShortError)):
-        return "NETWORK_ERROR"
+        return ErrorType.NETWORK_ERROR
     if found(UnsupportedError):
-        return "UNSUPPORTED_MEDIA"
+        return ErrorType.UNSUPPORTED_MEDIA
     extractor = found(ExtractorError)
     if any("requested format is not available" in str(e).lower() for e in extractor):
-        return "UNSUPPORTED_MEDIA"
+        return ErrorType.UNSUPPORTED_MEDIA
     if any(getattr(e, "expected", False) for e in extractor):
-        return "HTTP_ERROR"
+        return ErrorType.HTTP_ERROR
     if found(OSError):
-        return "IO_ERROR"
+        return ErrorType.IO_ERROR
     if _GAVE_UP in str(exc).lower():
-        return "NETWORK_ERROR"
-    return "EXECUTOR_ERROR"
+        return ErrorType.NETWORK_ERROR
+    return ErrorType.EXECUTOR_ERROR
 
 
 _ADVICE = {
-    "HTTP_ERROR": "check the URL (the video may be private, removed, or need a login)",
-    "NETWORK_ERROR": "check the network connection; what was downloaded so far is kept, and a "
-    "retry continues from it",
-    "UNSUPPORTED_MEDIA": "check that the page holds a video; a direct file URL can also be "
-    "downloaded as a plain download",
-    "NO_SPACE": "free some space, then retry the task",
-    "IO_ERROR": "check that the folder exists and is writable, then retry",
-    "EXECUTOR_ERROR": "the site may have changed: updating yt-dlp often fixes this",
+    ErrorType.HTTP_ERROR: "check the URL (the video may be private, removed, or need a login)",
+    ErrorType.NETWORK_ERROR: "check the network connection; what was downloaded so far is kept, "
+    "and a retry continues from it",
+    ErrorType.UNSUPPORTED_MEDIA: "check that the page holds a video; a direct file URL can also "
+    "be downloaded as a plain download",
+    ErrorType.NO_SPACE: "free some space, then retry the task",
+    ErrorType.IO_ERROR: "check that the folder exists and is writable, then retry",
+    ErrorType.EXECUTOR_ERROR: "the site may have changed: updating yt-dlp often fixes this",
 }
 
 
@@ -381,7 +387,7 @@ def load_yt_dlp() -> ModuleType:
     try:
         return importlib.import_module("yt_dlp")
     except ImportError as exc:
-        raise JobFailed(NOT_INSTALLED, "UNSUPPORTED_MEDIA") from exc
+        raise JobFailed(NOT_INSTALLED, ErrorType.UNSUPPORTED_MEDIA) from exc
 
 
 def warm_up(endpoint: str = "download_site") -> None:
@@ -427,7 +433,7 @@ class _QuietLogger:
 def ffmpeg_location(params: Mapping[str, Any]) -> str | None:
     """The ffmpeg that merges streams: the params' (the settings'), else the bundled one, else
     None (yt-dlp then looks on the PATH, and says so if a merge needs one it cannot find)."""
-    if params.get("ffmpeg"):
+    if params["ffmpeg"]:
         return str(params["ffmpeg"])
     try:
         import imageio_ffmpeg
@@ -440,12 +446,12 @@ def ffmpeg_location(params: Mapping[str, Any]) -> str | None:
 def _io_failure(exc: OSError, path: Path) -> JobFailed:
     if exc.errno in _NO_SPACE:
         return JobFailed(
-            f"the disk is full (writing {path}); free some space, then retry", "NO_SPACE"
+            f"the disk is full (writing {path}); free some space, then retry", ErrorType.NO_SPACE
         )
     return JobFailed(
         f"cannot write {path}: {exc.strerror or exc}; check that the folder exists and is "
         "writable, then retry",
-        "IO_ERROR",
+        ErrorType.IO_ERROR,
     )
 
 
@@ -465,15 +471,15 @@ class _Download:
         self.url = str(params["url"])
         self.output = Path(params["output"])
         self.ctx = ctx
-        self.max_bytes: int | None = params.get("max_bytes")
-        self.keep_free = int(params.get("keep_free_bytes", DEFAULT_KEEP_FREE))
+        self.max_bytes: int | None = params["max_bytes"]
+        self.keep_free: int = params["keep_free_bytes"]
         self.progress = ProgressMapper()
         self.checked: set[str] = set()  # the files whose announced size was checked
 
     def options(self, params: Mapping[str, Any]) -> dict[str, Any]:
         opts: dict[str, Any] = {
             "outtmpl": {"default": outtmpl(self.output)},
-            "format": params.get("format") or "bestvideo*+bestaudio/best",
+            "format": params["format"],
             "merge_output_format": "mp4" if self.output.suffix.lower() == ".mp4" else "mkv",
             "noplaylist": True,
             "continuedl": True,  # resume a .part left by an earlier attempt
@@ -495,7 +501,7 @@ class _Download:
         location = ffmpeg_location(params)
         if location is not None:
             opts["ffmpeg_location"] = location
-        if params.get("proxy"):
+        if params["proxy"]:
             opts["proxy"] = str(params["proxy"])
         return opts
 
@@ -507,7 +513,7 @@ class _Download:
         return self._fail(
             f"{shown(self.url)} {what} {format_bytes(size)}, more than the "
             f"{format_bytes(self.max_bytes or 0)} allowed (max_bytes)",
-            "UNSUPPORTED_MEDIA",
+            ErrorType.UNSUPPORTED_MEDIA,
         )
 
     def _check_room(self, needed: float) -> None:
@@ -521,7 +527,7 @@ class _Download:
                 f"needs about {human_bytes(needed)}, {human_bytes(free)} is free and "
                 f"{human_bytes(self.keep_free)} must stay free; free some space or move the "
                 "library to a larger disk, then retry",
-                "NO_SPACE",
+                ErrorType.NO_SPACE,
             )
 
     def match_filter(self, info: Mapping[str, Any], incomplete: Any = False) -> str | None:
@@ -534,7 +540,7 @@ class _Download:
             raise self._fail(
                 f"{shown(self.url)} is a playlist of {entries} videos; download them one by "
                 "one (the URL of each video)",
-                "UNSUPPORTED_MEDIA",
+                ErrorType.UNSUPPORTED_MEDIA,
             )
         if incomplete is not False:
             return None
@@ -590,7 +596,7 @@ def _produced(info: Mapping[str, Any], output: Path) -> Path:
     if not path or not Path(path).name.startswith(temp_prefix(output).name + "."):
         raise JobFailed(
             f"yt-dlp did not say where it wrote {output.name} ({path!r}); retry the task",
-            "EXECUTOR_ERROR",
+            ErrorType.EXECUTOR_ERROR,
         )
     return Path(path)
 
@@ -604,7 +610,7 @@ def _verified(path: Path, output: Path) -> int:
         state = "missing" if size < 0 else "empty"
         raise JobFailed(
             f"the output {output.name} failed verification: the file yt-dlp made is {state}",
-            "VERIFY_FAILED",
+            ErrorType.VERIFY_FAILED,
         )
     return size
 
@@ -637,7 +643,9 @@ def site_download_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     except OSError as exc:  # yt-dlp turns most into a DownloadError, not every one
         raise _io_failure(exc, output) from exc
     if not isinstance(info, dict):
-        raise JobFailed(f"yt-dlp found nothing to download at {shown(run.url)}", "EXECUTOR_ERROR")
+        raise JobFailed(
+            f"yt-dlp found nothing to download at {shown(run.url)}", ErrorType.EXECUTOR_ERROR
+        )
     info = _the_video(info)
     made = _produced(info, output)
     size = _verified(made, output)

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import outputs
 from python_endpoints.jobs.captions import Segment, Word
 from python_endpoints.serving.child import JobFailed
 
 TRANSCRIPT_VERSION = 1
-BAD_TRANSCRIPT = "BAD_TRANSCRIPT"
 #: Times are written to the millisecond: a word may start that much before its segment.
 WORD_SLACK = 0.001
 
@@ -164,31 +164,31 @@ def load_transcript(path: str | Path) -> Transcript:
         raise JobFailed(
             f"the transcript {path} does not exist: transcribe the media first (or again), "
             "then retry",
-            "INPUT_MISSING",
+            ErrorType.INPUT_MISSING,
         ) from exc
     except UnicodeDecodeError as exc:
         raise JobFailed(
             f"the transcript {path.name} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
             + again,
-            BAD_TRANSCRIPT,
+            ErrorType.BAD_TRANSCRIPT,
         ) from exc
     except json.JSONDecodeError as exc:
         raise JobFailed(
             f"the transcript {path.name} is not valid JSON ({exc.msg} at line {exc.lineno}, "
             f"column {exc.colno}); it may have been cut short or edited: " + again,
-            BAD_TRANSCRIPT,
+            ErrorType.BAD_TRANSCRIPT,
         ) from exc
     except OSError as exc:
         raise JobFailed(
             f"cannot read the transcript {path}: {exc.strerror or exc}; check that it is a "
             "readable file, then retry",
-            "IO_ERROR",
+            ErrorType.IO_ERROR,
         ) from exc
     try:
         return parse_transcript(data)
     except ValueError as exc:
         raise JobFailed(
-            f"the transcript {path.name} cannot be used: {exc}; " + again, BAD_TRANSCRIPT
+            f"the transcript {path.name} cannot be used: {exc}; " + again, ErrorType.BAD_TRANSCRIPT
         ) from None
 
 
@@ -197,7 +197,7 @@ def distinct(input: Path, output: Path) -> None:
     if os.path.normcase(os.path.abspath(input)) == os.path.normcase(os.path.abspath(output)):
         raise JobFailed(
             f"the output {output} is the transcript itself; choose another output path",
-            "PAYLOAD_ERROR",
+            ErrorType.PAYLOAD_ERROR,
         )
 
 
@@ -214,4 +214,4 @@ def read_text(path: Path) -> str:
 
 
 def verify_failed(path: Path, why: str) -> JobFailed:
-    return JobFailed(f"the output {path.name} failed verification: {why}", "VERIFY_FAILED")
+    return JobFailed(f"the output {path.name} failed verification: {why}", ErrorType.VERIFY_FAILED)

@@ -3,10 +3,13 @@
 The shell around :mod:`python_endpoints.jobs.speech` (where every decision is, pure): find the
 model, decode the audio once (16 kHz mono), load the model once, then decode window after
 window, stream each merged segment as a ``segment`` frame the moment it is final, and report
-the checkpoint (``position``, ``languages``) in the progress frames' ``extras``. A run given
-``resume`` (the checkpoint) starts where it stopped. At the end the transcript's coverage is
-verified (speech after its last segment is an error, never a silently short transcript), and
-the transcript is written to a temporary name, flushed and renamed into place.
+how far it got (``position``, ``languages``, ``unheard``) in the progress frames' ``extras``.
+The checkpoint is the job's own: the segments so far with those values, one snapshot sent in
+``extras.checkpoint`` (:func:`checkpoint_of`), which the queue keeps as it is and hands back
+to the next attempt as ``resume``: that run starts where it stopped. At the end the
+transcript's coverage is verified (speech after its last segment is an error, never a
+silently short transcript), and the transcript is written to a temporary name, flushed and
+renamed into place.
 
 Pause: on the CPU with the model kept (``unload_on_pause`` not true) the job allows the server
 to suspend its process (``allow_suspend``): a window's decode is one long call into
@@ -43,6 +46,7 @@ from collections.abc import Iterable
 from pathlib import Path, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import outputs, speech
 from python_endpoints.jobs.ffmpeg import Throttle
 from python_endpoints.jobs.media import probe
@@ -66,6 +70,16 @@ OOM_PAUSE_REASON = (
 )
 #: At most this many progress reports a second.
 REPORTS_PER_SECOND = 5
+#: At most one checkpoint every this many seconds, besides those sent at the end of a window
+#: and before a pause: a checkpoint holds every segment so far, so it is not sent with every
+#: report (nor rebuilt per segment).
+CHECKPOINT_EVERY = 1.0
+#: The most of a 1 MiB frame a checkpoint may take: it travels in a progress frame, and back
+#: to the next attempt in ``init_param_and_run`` as ``resume``. Segments carry their timed
+#: words (~18 bytes a word, ~160 kB an hour of speech, about as much as the segments
+#: themselves): past this, the earliest segments are sent without them, and the transcript
+#: keeps them so (ANALYZE then times a phrase there by its segment).
+RESUME_BUDGET = 768 << 10
 _MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
@@ -131,14 +145,14 @@ def resolve_model(model: str, models_dir: str | None) -> Path:
             raise JobFailed(
                 f"{model} is not a Whisper model folder (it has no model.bin); choose the "
                 "folder of a CTranslate2 Whisper model, or a model name such as tiny.en",
-                "MODEL_MISSING",
+                ErrorType.MODEL_MISSING,
             )
         return Path(model)
     if not _MODEL_NAME.match(model):
         raise JobFailed(
             f"{model!r} is neither a model name (tiny.en, small, large-v3…) nor the absolute "
             "path of a model folder; fix the model in the settings",
-            "PAYLOAD_ERROR",
+            ErrorType.PAYLOAD_ERROR,
         )
     if models_dir and (Path(models_dir) / model / "model.bin").is_file():
         return Path(models_dir) / model
@@ -152,7 +166,7 @@ def resolve_model(model: str, models_dir: str | None) -> Path:
         f"transcribing when the models folder is set and the network reachable), or put a "
         f"CTranslate2 Whisper model folder named {model} there, or choose tiny.en, which is "
         "built in",
-        "MODEL_MISSING",
+        ErrorType.MODEL_MISSING,
     )
 
 
@@ -216,20 +230,20 @@ class Model:
 
     def __init__(self, path: Path, name: str, params: dict[str, Any]) -> None:
         self.path, self.name = path, name
-        self.cpu_threads = int(params.get("cpu_threads") or 0)
-        self.models_dir: str | None = params.get("models_dir")
+        self.cpu_threads: int = params["cpu_threads"]
+        self.models_dir: str | None = params["models_dir"]
         cuda = _cuda_devices()
         self.supported = {"cpu": _supported("cpu"), "cuda": _supported("cuda") if cuda else set()}
         self.remembered = read_compute_types(self.models_dir)
         self.candidates = speech.load_candidates(
-            str(params.get("device", "auto")),
+            params["device"],
             cuda,
-            str(params.get("compute_type", "auto")),
-            bool(params.get("allow_fallback")),
+            params["compute_type"],
+            params["allow_fallback"],
             self.supported,
             self.remembered,
         )
-        self.auto_type = params.get("compute_type", "auto") == "auto"
+        self.auto_type = params["compute_type"] == "auto"
         self.whisper: Any = None
         self.device = ""
         self.compute_type = ""
@@ -271,7 +285,7 @@ class Model:
                 if memory
                 else "choose compute type auto and device auto, or check the model's folder"
             ),
-            "OUT_OF_MEMORY" if memory else "MODEL_LOAD_FAILED",
+            ErrorType.OUT_OF_MEMORY if memory else ErrorType.MODEL_LOAD_FAILED,
         )
 
     def unload(self) -> None:
@@ -309,12 +323,12 @@ def load_audio(input: Path) -> Audio:
         raise JobFailed(
             f"{input.name} has no audio stream, so there is nothing to transcribe; check that "
             "it is the right file",
-            "NO_AUDIO",
+            ErrorType.NO_AUDIO,
         )
     if not stream.decodable:
         raise JobFailed(
             f"{input.name}: its audio ({stream.codec}) cannot be decoded by this FFmpeg",
-            "UNSUPPORTED_MEDIA",
+            ErrorType.UNSUPPORTED_MEDIA,
         )
     import av.error
     from faster_whisper import decode_audio
@@ -324,12 +338,12 @@ def load_audio(input: Path) -> Audio:
     except FileNotFoundError as exc:
         raise JobFailed(
             f"the input {input} disappeared while being read; put it back, then retry",
-            "INPUT_MISSING",
+            ErrorType.INPUT_MISSING,
         ) from exc
     except (av.error.FFmpegError, OSError, IndexError, ValueError) as exc:
         raise JobFailed(
             f"the audio of {input.name} cannot be decoded ({exc}); check that it plays",
-            "NOT_MEDIA",
+            ErrorType.NOT_MEDIA,
         ) from exc
     return audio
 
@@ -366,7 +380,7 @@ def write_transcript(output: Path, document: dict[str, Any], part: str) -> None:
                 raise JobFailed(
                     f"the transcript {output.name} failed verification: it reads back "
                     "differently; check the disk, then retry",
-                    "VERIFY_FAILED",
+                    ErrorType.VERIFY_FAILED,
                 )
             outputs.commit(temp, output)
     finally:
@@ -405,28 +419,32 @@ class Transcription:
     def __init__(self, params: dict[str, Any], ctx: ChildContext) -> None:
         self.params, self.ctx = params, ctx
         self.input, self.output = Path(params["input"]), Path(params["output"])
-        self.name = str(params.get("model") or EMBEDDED_MODEL)
-        language = str(params.get("language") or "auto")
+        self.name: str = params["model"]
+        language: str = params["language"]
         # Whisper knows languages by their code alone: ``pt-BR`` is ``pt``.
         self.fixed = None if language == "auto" else language.split("-")[0].lower()
-        self.chunk = float(params.get("chunk_seconds") or 300.0)
-        self.overlap = float(params.get("overlap_seconds", 60.0))
+        self.chunk = float(params["chunk_seconds"])
+        self.overlap = float(params["overlap_seconds"])
         self.throttle = Throttle(1.0 / REPORTS_PER_SECOND)
         self.started = time.monotonic()
         self.windows = 0
         self.attempts = 0
-        self.unload_on_pause: bool | None = params.get("unload_on_pause")
+        self.unload_on_pause: bool | None = params["unload_on_pause"]
         self._suspendable = False  # what the server was told last
+        #: What the last checkpoint sent held (segments, position, unheard), and when the
+        #: next one may go.
+        self._checkpointed: tuple[int, float, int] | None = None
+        self._next_checkpoint = 0.0
 
     def run(self) -> dict[str, Any] | None:
         _prepare()  # (warm_up did, in a spare)
-        path = resolve_model(self.name, self.params.get("models_dir"))
+        path = resolve_model(self.name, self.params["models_dir"])
         model = Model(path, self.name, self.params)
         self._allow_suspend(model)
         self.ctx.progress(0.0, "reading the audio")
         audio = load_audio(self.input)
         duration = round(len(audio) / SAMPLE_RATE, 3)  # whole milliseconds, as segments are
-        merger = speech.Merger.resume(duration, self.params.get("resume"))
+        merger = speech.Merger.resume(duration, self.params["resume"])
         plan = collections.deque(self._plan(merger))
         if plan:
             if self.ctx.cancelled:
@@ -439,7 +457,7 @@ class Transcription:
                     f"the model {self.name} knows English only, and the language is set to "
                     f"{self.fixed}; choose a multilingual model (small, medium, large-v3…) or "
                     "set the language to auto or en, then retry",
-                    "PAYLOAD_ERROR",
+                    ErrorType.PAYLOAD_ERROR,
                 )
         self.started = time.monotonic()
         #: Where decoding skipped speech; tries: 1 while it is decoded again from there.
@@ -478,7 +496,7 @@ class Transcription:
             self._report(merger, "checking the transcript")
             problem = speech.check_coverage(last_end, duration, speech_after(audio, last_end or 0))
             if problem:
-                raise JobFailed(problem, "VERIFY_FAILED")
+                raise JobFailed(problem, ErrorType.VERIFY_FAILED)
         language, probability = speech.vote(merger.languages, merger.probabilities, self.fixed)
         if self.ctx.cancelled:
             return None
@@ -548,9 +566,9 @@ class Transcription:
         segments, info = model.whisper.transcribe(
             clip,
             language=self.fixed,
-            beam_size=int(self.params.get("beam_size") or 5),
-            vad_filter=bool(self.params.get("vad", True)),
-            initial_prompt=self.params.get("initial_prompt") or None,
+            beam_size=self.params["beam_size"],
+            vad_filter=self.params["vad"],
+            initial_prompt=self.params["initial_prompt"] or None,  # "" is no prompt
             # Timed words let the merge split a segment at a cut (see speech's docstring).
             word_timestamps=True,
             **options,
@@ -614,7 +632,7 @@ class Transcription:
                 f"no words could be made out between {speech.clock(start)} and "
                 f"{speech.clock(until)}, although there are {heard:.0f} s of speech there; "
                 "retry (decoding is partly random), or try a larger model",
-                "VERIFY_FAILED",
+                ErrorType.VERIFY_FAILED,
             )
         merger.mark_unheard(start, until)
         self._report(
@@ -657,7 +675,7 @@ class Transcription:
 
     def _out_of_memory(self, model: Model, merger: speech.Merger, exc: RuntimeError) -> bool:
         """Make room to decode again: a smaller model, or the user's help. False: cancelled."""
-        if not self.params.get("allow_fallback"):
+        if not self.params["allow_fallback"]:
             self._report(merger, "GPU out of memory: waiting to be resumed")
             unload = self._unloads(model)
             if unload:
@@ -671,7 +689,7 @@ class Transcription:
             raise JobFailed(
                 f"out of memory with the model {self.name} even as {model.compute_type} on the "
                 f"{model.device}; free memory, or choose a smaller model, then retry",
-                "OUT_OF_MEMORY",
+                ErrorType.OUT_OF_MEMORY,
             ) from exc
         device, compute_type = chain[0]
         self._report(merger, f"out of memory: loading the model as {compute_type} on {device}")
@@ -679,10 +697,25 @@ class Transcription:
         self._allow_suspend(model)
         return True
 
-    def _report(self, merger: speech.Merger, text: str) -> None:
-        self.ctx.progress(
-            speech.percent(merger.position, merger.duration), text, extras=merger.extras()
-        )
+    def _report(self, merger: speech.Merger, text: str, force: bool = True) -> None:
+        """A progress frame; its extras carry the checkpoint when it changed, at most every
+        :data:`CHECKPOINT_EVERY` seconds unless ``force`` (the end of a window, a pause, an
+        event the user sees)."""
+        extras = merger.extras()
+        checkpoint = self._checkpoint(merger, force)
+        if checkpoint is not None:
+            extras["checkpoint"] = checkpoint
+        self.ctx.progress(speech.percent(merger.position, merger.duration), text, extras=extras)
+
+    def _checkpoint(self, merger: speech.Merger, force: bool) -> dict[str, Any] | None:
+        state = (len(merger.segments), merger.position, len(merger.unheard))
+        now = time.monotonic()
+        if state == self._checkpointed or (not force and now < self._next_checkpoint):
+            return None
+        checkpoint = checkpoint_of(merger)
+        if checkpoint is not None:
+            self._checkpointed, self._next_checkpoint = state, now + CHECKPOINT_EVERY
+        return checkpoint
 
     def _progress(self, merger: speech.Merger, force: bool = False) -> None:
         now = time.monotonic()
@@ -691,7 +724,41 @@ class Transcription:
         elapsed = now - self.started
         done = merger.position - merger.resumed_from
         speed = done / elapsed if elapsed > 0.5 and done > 0 else None
-        self._report(merger, speech.status_text(merger.position, merger.duration, speed))
+        text = speech.status_text(merger.position, merger.duration, speed)
+        self._report(merger, text, force=force)
+
+
+def checkpoint_of(merger: speech.Merger) -> dict[str, Any] | None:
+    """TRANSCRIBE's checkpoint, what the next attempt gets back as ``resume``: the merged
+    segments, how far decoding got (``position``), the language votes and the stretches no
+    decoding made out. One snapshot of the merger, so its position never passes the segments
+    it holds. Within :data:`RESUME_BUDGET` (:func:`bounded_resume`); None when even that does
+    not fit a frame: the last checkpoint sent stays the one to resume from."""
+    checkpoint = {
+        "segments": list(merger.segments),
+        "position": round(merger.position, 3),
+        "languages": dict(merger.languages),
+        "unheard": [[a, b] for a, b in merger.unheard],
+    }
+    bounded = bounded_resume(checkpoint)
+    if bounded is checkpoint:  # it fits as it is
+        return checkpoint
+    return bounded if len(json.dumps(bounded)) <= RESUME_BUDGET else None
+
+
+def bounded_resume(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """``checkpoint`` as the next attempt gets it: within :data:`RESUME_BUDGET`, the words of
+    its earliest segments left out when it would not be."""
+    excess = len(json.dumps(checkpoint)) - RESUME_BUDGET
+    if excess <= 0:
+        return checkpoint
+    segments = []
+    for segment in checkpoint.get("segments", []):
+        if excess > 0 and isinstance(segment, dict) and "words" in segment:
+            excess -= len(json.dumps({"words": segment["words"]}))
+            segment = {k: v for k, v in segment.items() if k != "words"}
+        segments.append(segment)
+    return {**checkpoint, "segments": segments}
 
 
 def transcribe_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:

@@ -20,14 +20,12 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any, Literal
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.serving import logfile
 
 Pausable = Literal["always", "never", "now", "not_now"]
 
 log = logging.getLogger("python_endpoints.serving.child")
-
-SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
-EXECUTOR_ERROR = "EXECUTOR_ERROR"
 
 
 class JobCancelled(BaseException):
@@ -37,7 +35,7 @@ class JobCancelled(BaseException):
 class JobFailed(Exception):
     """A job's own error, with the error type to report."""
 
-    def __init__(self, message: str, error_type: str = EXECUTOR_ERROR) -> None:
+    def __init__(self, message: str, error_type: str = ErrorType.EXECUTOR_ERROR) -> None:
         super().__init__(message)
         self.error_type = error_type
 
@@ -290,7 +288,7 @@ def _child_main(
         last = {
             "type": "error",
             "error": f"{type(exc).__name__}: {exc}",
-            "error_type": EXECUTOR_ERROR,
+            "error_type": ErrorType.EXECUTOR_ERROR,
         }
     else:
         if result is not None and not cancel_event.is_set():

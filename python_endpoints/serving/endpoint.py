@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.protocol import (
     Error,
     JobFrame,
@@ -46,7 +47,6 @@ from python_endpoints.protocol import (
 )
 from python_endpoints.serving import logfile, procs
 from python_endpoints.serving.child import (
-    SUBPROCESS_CRASHED,
     ChildContext,
     ChildTarget,
     JobCancelled,
@@ -62,6 +62,9 @@ class TaskEndpoint:
 
     name: ClassVar[str]
     pausable: ClassVar[Pausable] = "always"
+    #: When a run asked for it (``check_skip``) completes at once, as skipped, without
+    #: starting: its catalogue row's rule (:mod:`python_endpoints.serving.skips`).
+    skip: ClassVar[str | None] = None
     #: Seconds a cancelled job gets to stop by itself before its processes are terminated.
     cancel_grace: ClassVar[float] = 3.0
 
@@ -275,6 +278,20 @@ _child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error | _Susp
 DRAIN_TIMEOUT = 2.0
 
 
+def validated_params(model: type[BaseModel], name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as job ``name``'s child gets them: validated with its params ``model``, every
+    field there and defaults filled — a job reads ``params["crf"]``, each default stated once,
+    in the model. Raises :class:`JobFailed` (``PAYLOAD_ERROR``) naming the first invalid one."""
+    try:
+        return model.model_validate(params).model_dump()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "params"
+        raise JobFailed(
+            f"invalid {name} params: {where}: {err['msg']}", ErrorType.PAYLOAD_ERROR
+        ) from None
+
+
 class ProcessEndpoint(TaskEndpoint):
     """A job run by a top-level function in a child process (spawn)."""
 
@@ -316,15 +333,8 @@ class ProcessEndpoint(TaskEndpoint):
         cls = type(self)
         target: ChildTarget = cls.target
         if cls.params_model is not None:
-            try:
-                params = cls.params_model.model_validate(params).model_dump()
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(p) for p in err["loc"]) or "params"
-                raise JobFailed(
-                    f"invalid {cls.name} params: {where}: {err['msg']}", "PAYLOAD_ERROR"
-                ) from None
-        params = self.child_params(params)
+            params = validated_params(cls.params_model, cls.name, params)
+        params = self.child_params(await self.prepare(params))
         loop = asyncio.get_running_loop()
         child = _take_spare(cls) if cls.keep_spare else None
         if child is None:
@@ -348,6 +358,11 @@ class ProcessEndpoint(TaskEndpoint):
                 preparing = loop.run_in_executor(None, _prepare_spare, cls)
                 _preparing.add(preparing)
                 preparing.add_done_callback(_preparing.discard)
+
+    async def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The validated params once the server has found what it finds for the job before
+        its child starts (a subclass: the hardware encoder that works here)."""
+        return params
 
     def child_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """The validated params as the child gets them: a subclass adds what the server
@@ -387,10 +402,12 @@ class ProcessEndpoint(TaskEndpoint):
         code = process.exitcode
         if code is not None and code < 0:
             name = signal.Signals(-code).name
-            raise JobFailed(f"the job's process was killed by {name}", SUBPROCESS_CRASHED)
+            raise JobFailed(f"the job's process was killed by {name}", ErrorType.SUBPROCESS_CRASHED)
         if code:
-            raise JobFailed(f"the job's process exited with code {code}", SUBPROCESS_CRASHED)
-        raise JobFailed("the job's process exited without a result", SUBPROCESS_CRASHED)
+            raise JobFailed(
+                f"the job's process exited with code {code}", ErrorType.SUBPROCESS_CRASHED
+            )
+        raise JobFailed("the job's process exited without a result", ErrorType.SUBPROCESS_CRASHED)
 
     @staticmethod
     def _drain(reader: Connection) -> list[dict[str, Any]]:

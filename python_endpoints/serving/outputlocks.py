@@ -16,10 +16,11 @@ When its turn comes, the job first removes what crashed attempts left at its out
 temporary files, of another part id (:func:`~python_endpoints.jobs.outputs.leftover_parts`).
 No other job writes there meanwhile: the locks live in the server's memory, and one endpoints
 server per library is assumed (the app starts one, under its data directory's lock). Then a
-job whose output another job put in place while it waited — a TRANSCODE_MP4 or EXTRACT_AUDIO
-whose sidecar changed meanwhile and is current for this job's input and params — completes at
-once with ``{"skipped": true, "outputs": [output]}`` instead of making the same file again.
-Other jobs run after their wait.
+job whose output another job put in place while it waited completes at once with
+``{"skipped": true, "outputs": [output]}`` instead of making the same file again: a job whose
+catalogue row's skip rule is ``current`` (its output's sidecar says what it was made from:
+TRANSCODE_MP4, EXTRACT_AUDIO, THUMBNAIL), when that sidecar changed during the wait and is
+current for this job's input and params. Other jobs run after their wait.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ from collections.abc import Iterable, Sequence, Set
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from python_endpoints.jobs import outputs
 from python_endpoints.protocol import Paused, Progress
 from python_endpoints.serving.child import JobCancelled
 from python_endpoints.serving.endpoint import Emit, TaskEndpoint
+from python_endpoints.serving.skips import current_result
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,14 @@ log = logging.getLogger(__name__)
 REPORT_EVERY = 5.0
 #: How often a waiting job looks at its pause and its cancel.
 POLL = 0.1
-#: Jobs whose output the wait may find made meanwhile (one input, one output, a sidecar).
-SKIPPABLE = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO"})
+
+
+def skippable(endpoint: type[TaskEndpoint]) -> bool:
+    """Whether a job of ``endpoint`` may find its output made while it waited: its catalogue
+    row's skip rule is ``current`` (one input, one output, a sidecar that records what the
+    output was made from). Not ``exists``: a file at the final path says nothing of the
+    params it was made with."""
+    return endpoint.skip == "current"
 
 
 def lock_key(path: Path) -> str:
@@ -133,7 +139,7 @@ async def take_turn(
     run the job. Raises :class:`JobCancelled` when ``stop`` is set before."""
     job = endpoint.name
     waits = not claim.granted.is_set()
-    before = _sidecar_stamp(job, params) if waits else None
+    before = _sidecar_stamp(type(endpoint), params) if waits else None
     loop = asyncio.get_running_loop()
     next_report = loop.time()
     said_paused = False
@@ -161,8 +167,7 @@ async def take_turn(
     await asyncio.to_thread(remove_leftovers, job, params)
     if not waits:
         return None
-    model = getattr(type(endpoint), "params_model", None)
-    skipped = await asyncio.to_thread(made_meanwhile, job, params, before, model)
+    skipped = await asyncio.to_thread(made_meanwhile, type(endpoint), params, before)
     if skipped is not None:
         name = Path(skipped["outputs"][0]).name
         text = f"done: {name} was made meanwhile by another task, from the same input"
@@ -188,35 +193,27 @@ def remove_leftovers(job: str, params: dict[str, Any]) -> list[Path]:
     return removed
 
 
-def _sidecar_stamp(job: str, params: dict[str, Any]) -> tuple[int, int, int] | None:
+def _sidecar_stamp(
+    endpoint: type[TaskEndpoint], params: dict[str, Any]
+) -> tuple[int, int, int] | None:
     output = params.get("output")
-    if outputs.job_name(job) not in SKIPPABLE or not isinstance(output, str):
+    if not skippable(endpoint) or not isinstance(output, str):
         return None
     return outputs.sidecar_stamp(output)
 
 
 def made_meanwhile(
-    job: str,
+    endpoint: type[TaskEndpoint],
     params: dict[str, Any],
     before: tuple[int, int, int] | None,
-    model: type[BaseModel] | None,
 ) -> dict[str, Any] | None:
-    """The result of a skip when another run put ``job``'s output in place since ``before``
-    (the sidecar's stamp when the wait began) and it is current for these params (validated
-    with ``model`` first: invalid params are the job's to refuse); else None."""
-    output, source = params.get("output"), params.get("input")
-    if outputs.job_name(job) not in SKIPPABLE:
-        return None
-    if not isinstance(output, str) or not isinstance(source, str):
+    """The result of a skip when a job of ``endpoint`` (:func:`skippable`) waited and another
+    run put its output in place since ``before`` (the sidecar's stamp when the wait began),
+    current for these params (validated first: invalid params are the job's to refuse); else
+    None. Blocking (file stats)."""
+    output = params.get("output")
+    if not skippable(endpoint) or not isinstance(output, str):
         return None
     if outputs.sidecar_stamp(output) in (None, before):
         return None
-    checked = params
-    if model is not None:
-        try:
-            checked = model.model_validate(params).model_dump()
-        except ValidationError:
-            return None
-    if not outputs.output_is_current(output, source, job, checked):
-        return None
-    return {"outputs": [output], "skipped": True}
+    return current_result(endpoint, params)

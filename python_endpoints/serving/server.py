@@ -33,6 +33,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import outputs
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
@@ -56,6 +57,7 @@ from python_endpoints.serving.child import JobCancelled, JobFailed
 from python_endpoints.serving.endpoint import TaskEndpoint, close_spares
 from python_endpoints.serving.outputlocks import Claim, OutputLocks, take_turn
 from python_endpoints.serving.policy import JobPolicy
+from python_endpoints.serving.skips import skipped_result
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +167,8 @@ class Session:
         self._stop = asyncio.Event()  # cancelled or interrupted: a job still waiting stops
         self.endpoint = endpoint_cls(self._emit)
         self.job: asyncio.Task[None] | None = None
+        #: The client asked to skip the job when its output is already there.
+        self.check_skip = False
         self.percent = 0.0
         self.finished = False
         self.aborting = False  # the server is shutting down: not the client's cancel
@@ -199,7 +203,7 @@ class Session:
                 try:
                     frame = parse_client_frame(raw)
                 except ProtocolError as exc:
-                    await self._send(Error(error=str(exc), error_type="PROTOCOL_ERROR"))
+                    await self._send(Error(error=str(exc), error_type=ErrorType.PROTOCOL_ERROR))
                     continue
                 if await self._on_frame(frame):
                     return
@@ -211,7 +215,7 @@ class Session:
         if isinstance(frame, InitParamAndRun):
             if self.job is not None or self.finished:
                 await self._send(
-                    Error(error="the job was already started", error_type="PROTOCOL_ERROR")
+                    Error(error="the job was already started", error_type=ErrorType.PROTOCOL_ERROR)
                 )
                 return False
             if frame.data.protocol_version != PROTOCOL_VERSION:
@@ -219,11 +223,12 @@ class Session:
                     Error(
                         error=f"protocol version {frame.data.protocol_version} is not "
                         f"supported (this server speaks {PROTOCOL_VERSION})",
-                        error_type="PROTOCOL_ERROR",
+                        error_type=ErrorType.PROTOCOL_ERROR,
                     )
                 )
                 await self.connection.close()
                 return True
+            self.check_skip = frame.data.check_skip
             self.job = asyncio.create_task(self._run(frame.data.params))
             return False
         if isinstance(frame, Cancel):
@@ -260,7 +265,7 @@ class Session:
         """Run the job and send exactly one final frame: result, error or cancelled."""
         refused = outside_write_roots(params, self.write_roots) or self.policy.refusal(params)
         if refused is not None:
-            await self._finish(Error(error=refused, error_type="PAYLOAD_ERROR"))
+            await self._finish(Error(error=refused, error_type=ErrorType.PAYLOAD_ERROR))
             return
         params = self.policy.fill(params, self.endpoint)
         # The job's final paths are its own until it has ended and its partial outputs are
@@ -291,6 +296,10 @@ class Session:
             skipped = await take_turn(
                 claim, self.output_locks, self.endpoint, params, self._emit, self._stop
             )
+            if skipped is None and self.check_skip:
+                # Asked to skip a run whose output is already there: decided here, where the
+                # files are, holding their lock (no job is writing them), before any child.
+                skipped = await asyncio.to_thread(skipped_result, self.endpoint, params)
             result = skipped if skipped is not None else await self.endpoint.run(params)
         except JobCancelled:
             self.endpoint.remove_partial_outputs()

@@ -215,6 +215,23 @@ def test_templates_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "diagnostic" in names
 
 
+def test_types_list_the_queues_own_and_one_per_catalogue_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from python_endpoints.catalogue import CATALOGUE
+
+    code, out, _ = fredica(capsys, tmp_path, "types", "--json")
+    assert code == 0
+    rows = {t["name"]: t for t in json.loads(out)}
+    assert rows["NOOP"]["endpoint"] is None
+    for job in CATALOGUE:
+        row = rows.pop(job.task_type)
+        assert (row["endpoint"], row["resource"], row["skip"]) == (job.name, job.resource, job.skip)
+    assert set(rows) == {"NOOP", "SLEEP", "SLEEP_SUBPROCESS"}
+    _, text, _ = fredica(capsys, tmp_path, "types")
+    assert "THUMBNAIL         cpu  a contact sheet" in text
+
+
 def test_the_readmes_main_job_runs_through_the_console_script(tmp_path: Path) -> None:
     """The README's first command, exactly as written there (but on a temp data dir)."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")

@@ -162,13 +162,13 @@ async def test_templates_refuse_the_wrong_kind_of_material(app: Fredica, tmp_pat
 
 
 def test_every_builtin_template_validates_against_the_task_types(tmp_path: Path) -> None:
+    from fredica_app.jobs import registry
     from workers.spec import prepare_run
-    from workers.tasktypes import builtin_registry
 
     values = {"input": "/m/in.mkv", "output_dir": "/m/out", "stem": "in", "url": "http://h/a"}
     for template in BUILTIN.values():
         spec = template.expand(material_id="m1", values=values, idempotent=True)
-        prepared = prepare_run(spec, builtin_registry())
+        prepared = prepare_run(spec, registry())
         assert len(prepared.tasks) == len(template.tasks)
     with pytest.raises(TemplateError, match=r"needs a value for \{input\}"):
         get_template("transcode_mp4").expand(values={})

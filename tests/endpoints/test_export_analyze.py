@@ -25,6 +25,7 @@ from python_endpoints.serving.child import ChildContext, JobFailed
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, running_child, start
+from tests.support import clips
 from tests.support.llmserver import Answer, FakeChatServer
 from tests.support.process_table import assert_no_job_process_left
 
@@ -313,16 +314,16 @@ def test_a_failed_verification_leaves_no_file(
 
     monkeypatch.setattr(textio, "read_text", cut_short)
     with pytest.raises(JobFailed) as info:
-        export.export_subtitles_job(params, in_process())
+        clips.run_job(export.export_subtitles_job, params, in_process())
     assert info.value.error_type == "VERIFY_FAILED"
     assert str(info.value) == "the output m.vtt failed verification: 2 cues read back, 3 written"
     assert names(tmp_path) == ["m.transcript.json"]
     monkeypatch.setattr(textio, "read_text", lambda path: read_text(path) + "x")
     with pytest.raises(JobFailed, match=r"m\.transcript\.txt failed verification"):
-        export.export_subtitles_job({**params, "formats": ["txt"]}, in_process())
+        clips.run_job(export.export_subtitles_job, {**params, "formats": ["txt"]}, in_process())
     monkeypatch.setattr(textio, "read_text", lambda path: "{")
     with pytest.raises(JobFailed, match=r"m\.segments\.json failed verification: it is not valid"):
-        export.export_subtitles_job({**params, "formats": ["json"]}, in_process())
+        clips.run_job(export.export_subtitles_job, {**params, "formats": ["json"]}, in_process())
     assert names(tmp_path) == ["m.transcript.json"]
 
 
@@ -332,7 +333,9 @@ def test_export_keeps_odd_characters_as_they_were_said(tmp_path: Path) -> None:
         tmp_path / "m.transcript.json", [{"start": 0, "end": 3, "text": said}]
     )
     params = {"transcript": str(transcript), "output_dir": str(tmp_path), "stem": "m"}
-    result = export.export_subtitles_job({**params, "max_line_chars": 100}, in_process())
+    result = clips.run_job(
+        export.export_subtitles_job, {**params, "max_line_chars": 100}, in_process()
+    )
     assert result is not None and result["cues"] == 1
     srt = (tmp_path / "m.srt").read_text(encoding="utf-8")
     assert srt.split("\n")[2].replace("\u2060", "") == said
@@ -355,13 +358,15 @@ def test_without_a_model_analyze_opens_no_socket_at_all(
     ctx = in_process()
     transcript = transcript_file(tmp_path / "talk.transcript.json", TALK, duration=24.0)
     params = {"transcript": str(transcript), "output": str(tmp_path / "talk.analysis.json")}
-    result = analyze.analyze_job({**params, "keywords": 5, "language": "auto", "llm": None}, ctx)
+    result = clips.run_job(
+        analyze.analyze_job, {**params, "keywords": 5, "language": "auto", "llm": None}, ctx
+    )
     assert result is not None and result["keywords"] == 5 and not result["summary"]
     assert attempts == []
     # The guard works: with a model configured, the job does reach for the network.
     llm = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout": 5, "retries": 0}
     with pytest.raises(JobFailed) as info:
-        analyze.analyze_job({**params, "llm": llm}, ctx)
+        clips.run_job(analyze.analyze_job, {**params, "llm": llm}, ctx)
     assert info.value.error_type == "LLM_UNREACHABLE" and attempts
 
 

@@ -19,14 +19,16 @@ import psutil
 import pytest
 from websockets.asyncio.client import ClientConnection
 
+from python_endpoints.catalogue import CATALOGUE
 from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.sample import make_sample, sample_cues
-from python_endpoints.params import ExtractAudioParams, ExtractSubtitlesParams, TranscodeParams
+from python_endpoints.params import TranscodeParams
 from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
 from python_endpoints.serving import child, outputlocks
 from python_endpoints.serving.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
+from tests.support import clips
 from tests.support.clips import JobContext, SampleCache, ffmpeg_processes, media_summary
 from tests.support.process_table import assert_no_job_process_left, job_processes
 
@@ -167,12 +169,13 @@ async def test_remux_an_mp4_then_skip_it_while_it_is_current(
         ".movie.mp4.fredica.json",
         "movie.mp4",
     ]
-    # The engine's can_skip: current while nothing changed; not once the input did.
-    checked = {**params, "mode": "auto", "hardware": True, "crf": 23, "preset": "veryfast"}
+    # The skip check (check_skip): current while nothing changed; not once the input did.
+    checked = TranscodeParams(**params).model_dump()  # as the server gives them to the check
     assert outputs.output_is_current(output, source, "TRANSCODE_MP4", checked)
     assert not outputs.output_is_current(output, source, "TRANSCODE_MP4", {**checked, "crf": 30})
     # Another profile or option is another output (it was made as the default, compatible).
-    assert outputs.output_is_current(output, source, "TRANSCODE_MP4", {**checked, "profile": None})
+    named = TranscodeParams(**params, profile="compatible").model_dump()
+    assert outputs.output_is_current(output, source, "TRANSCODE_MP4", named)
     for other in ({"profile": "modern"}, {"max_height": 720}, {"loudness": True}):
         assert not outputs.output_is_current(output, source, "TRANSCODE_MP4", {**checked, **other})
     os.utime(source, ns=(time.time_ns(), time.time_ns() + 10**9))
@@ -441,10 +444,9 @@ async def test_two_transcodes_to_one_output_the_second_waits_then_skips_or_runs(
         assert seen_other[-1]["result"]["mode"] == "reencode"
     assert output.stat().st_mtime_ns > made.st_mtime_ns
     assert media_summary(output)["duration"] == pytest.approx(60.0, abs=0.5)
-    checked = {"mode": "reencode", "hardware": False, "crf": 30, "preset": "veryfast"}
-    assert outputs.output_is_current(
-        output, long_params(samples, output)["input"], "TRANSCODE_MP4", checked
-    )
+    other_params = long_params(samples, output, preset="veryfast", crf=30)
+    checked = TranscodeParams(**other_params).model_dump()
+    assert outputs.output_is_current(output, other_params["input"], "TRANSCODE_MP4", checked)
     assert names(tmp_path) == [".movie.mp4.fredica.json", "movie.mp4"]  # no temporary left
 
 
@@ -777,20 +779,53 @@ def test_output_is_current_needs_an_intact_sidecar(tmp_path: Path) -> None:
     assert not outputs.output_is_current(out, source, "EXTRACT_AUDIO", params)
 
 
-def test_sidecar_defaults_are_the_params_defaults() -> None:
-    models = {
-        "TRANSCODE_MP4": TranscodeParams,
-        "EXTRACT_AUDIO": ExtractAudioParams,
-        "EXTRACT_SUBTITLES": ExtractSubtitlesParams,
+def test_the_params_a_sidecar_records_are_fields_of_the_params_model() -> None:
+    models = {job.task_type: job.params for job in CATALOGUE}
+    for job, names in outputs.RELEVANT_PARAMS.items():
+        assert set(names) <= set(models[job].model_fields), job
+        assert "output" not in names and "input" not in names, job  # recorded on their own
+
+
+def test_a_sidecar_written_before_is_current_for_the_same_validated_params(
+    tmp_path: Path,
+) -> None:
+    """What an earlier version recorded (the params that shape the output, defaults filled in)
+    is what is recorded now for the same validated params: its outputs are still skipped."""
+    source, out = tmp_path / "in.mkv", tmp_path / "out.mp4"
+    source.write_bytes(b"input")
+    out.write_bytes(b"output")
+    stat = {"size": 6, "mtime_ns": out.stat().st_mtime_ns}
+    recorded = {
+        "mode": "auto",
+        "hardware": True,
+        "crf": 23,
+        "preset": "veryfast",
+        "profile": "compatible",
+        "max_height": None,
+        "max_fps": None,
+        "loudness": False,
     }
-    for job, defaults in outputs.RELEVANT_PARAMS.items():
-        fields = models[job].model_fields
-        assert defaults == {key: fields[key].default for key in defaults}, job
-    # A payload stored without its defaults is the same as the validated params.
-    validated = TranscodeParams(input="/a.mkv", output="/a.mp4").model_dump()
-    assert outputs.relevant_params("transcode_mp4", {"input": "/a.mkv"}) == (
-        outputs.relevant_params("TRANSCODE_MP4", validated)
-    )
+    record = {
+        "version": 1,
+        "job": "TRANSCODE_MP4",
+        "output": {"name": "out.mp4", **stat},
+        "input": {
+            "path": os.path.normcase(os.path.abspath(source)),
+            "size": 5,
+            "mtime_ns": source.stat().st_mtime_ns,
+        },
+        "params": recorded,
+    }
+    outputs.sidecar_path(out).write_text(json.dumps(record, indent=1, sort_keys=True))
+    payload = {"input": str(source), "output": str(out)}
+    validated = TranscodeParams(**payload).model_dump()
+    assert outputs.relevant_params("TRANSCODE_MP4", validated) == recorded
+    assert outputs.output_is_current(out, source, "TRANSCODE_MP4", validated)
+    crf = TranscodeParams(**payload, crf=30).model_dump()
+    assert not outputs.output_is_current(out, source, "TRANSCODE_MP4", crf)
+    # Written now for the same params: the same record.
+    outputs.write_sidecar(out, source, "TRANSCODE_MP4", validated)
+    assert json.loads(outputs.sidecar_path(out).read_text()) == record
 
 
 def test_tracked_processes_are_killed_when_the_child_exits() -> None:
@@ -831,7 +866,7 @@ def test_a_hardware_encoder_that_fails_for_real_is_retried_on_the_cpu(
     ctx = JobContext()
     output = tmp_path / "movie.mp4"
     params = {"input": str(samples.get("mp4", 2.0)), "output": str(output), "mode": "reencode"}
-    result = media.transcode_job(params, ctx)  # type: ignore[arg-type]
+    result = clips.run_job(media.transcode_job, params, ctx)
     assert result is not None and result["video_encoder"] == "libx264"
     assert any("hardware encoder failed" in (text or "") for _, text in ctx.reports)
     assert names(tmp_path) == [".movie.mp4.fredica.json", "movie.mp4"]
@@ -854,7 +889,7 @@ def test_a_failing_ffmpeg_is_reported_with_the_end_of_its_stderr(
     output = tmp_path / "out" / "movie.mp4"
     params = {"input": str(samples.get("mp4", 2.0)), "output": str(output), "ffmpeg": str(fake)}
     with pytest.raises(child.JobFailed) as info:
-        media.transcode_job(params, JobContext())  # type: ignore[arg-type]
+        clips.run_job(media.transcode_job, params)
     assert info.value.error_type == error_type
     message = str(info.value)
     assert "exit code 1" in message and stderr.split("\\n")[-1] in message

@@ -16,7 +16,7 @@ from fredica_app.services import Fredica
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media
 from python_endpoints.serving.child import JobFailed
-from tests.support.clips import JobContext, SampleCache
+from tests.support.clips import JobContext, SampleCache, run_job
 
 FFMPEG = imageio_ffmpeg.get_ffmpeg_exe()
 
@@ -27,7 +27,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> SampleCache:
 
 
 def transcode(**params: Any) -> dict[str, Any]:
-    result = media.transcode_job({"hardware": False, **params}, JobContext())  # type: ignore[arg-type]
+    result = run_job(media.transcode_job, {"hardware": False, **params})
     assert result is not None
     return result
 
@@ -190,8 +190,10 @@ def test_loudness_is_normalised_to_ebu_r128_in_two_passes(tmp_path: Path) -> Non
     assert before < ff.LOUDNESS_TARGET - 6  # far from the target to begin with
     out = tmp_path / "out.mp4"
     ctx = JobContext()
-    result = media.transcode_job(  # type: ignore[arg-type]
-        {"input": str(source), "output": str(out), "hardware": False, "loudness": True}, ctx
+    result = run_job(
+        media.transcode_job,
+        {"input": str(source), "output": str(out), "hardware": False, "loudness": True},
+        ctx,
     )
     assert result is not None and result["video_encoder"] == "copy"  # only audio re-encoded
     assert any(text and "measuring loudness" in text for _, text in ctx.reports)

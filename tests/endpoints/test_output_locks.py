@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from python_endpoints.catalogue import CATALOGUE
 from python_endpoints.jobs import outputs
-from python_endpoints.params import ExtractAudioParams, TranscodeParams
+from python_endpoints.params import TranscodeParams
 from python_endpoints.serving.outputlocks import (
     OutputLocks,
     grantable,
     made_meanwhile,
     remove_leftovers,
+    skippable,
 )
+from python_endpoints.serving.registry import ENDPOINTS
 
 
 def test_claims_are_granted_first_come_first_served_per_path() -> None:
@@ -75,25 +78,33 @@ def test_a_skip_after_the_wait_needs_the_output_made_meanwhile(tmp_path: Path) -
     source, output = tmp_path / "in.mkv", tmp_path / "out.mp4"
     source.write_bytes(b"input")
     params = {"input": str(source), "output": str(output)}
-    job = "transcode_mp4"
-    assert made_meanwhile(job, params, None, TranscodeParams) is None  # nothing there
+    job, transcode = "transcode_mp4", ENDPOINTS["transcode_mp4"]
+    assert made_meanwhile(transcode, params, None) is None  # nothing there
     output.write_bytes(b"made before")
     outputs.write_sidecar(output, source, job, TranscodeParams(**params).model_dump())
     before = outputs.sidecar_stamp(output)
     assert before is not None
     # Current, but it was so before the wait: the job runs (a task without check_skip).
-    assert made_meanwhile(job, params, before, TranscodeParams) is None
+    assert made_meanwhile(transcode, params, before) is None
     output.write_bytes(b"made by the task it waited for")
     os.utime(output, ns=(1, 1))
     outputs.write_sidecar(output, source, job, TranscodeParams(**params).model_dump())
     skipped = {"outputs": [str(output)], "skipped": True}
-    assert made_meanwhile(job, params, before, TranscodeParams) == skipped
-    assert made_meanwhile(job, params, None, TranscodeParams) == skipped
+    assert made_meanwhile(transcode, params, before) == skipped
+    assert made_meanwhile(transcode, params, None) == skipped
     # Other params that shape the output, invalid params, or another job: it runs.
-    assert made_meanwhile(job, {**params, "crf": 30}, before, TranscodeParams) is None
-    assert made_meanwhile(job, {**params, "keep_free_bytes": -1}, before, TranscodeParams) is None
-    assert made_meanwhile("extract_audio", params, before, ExtractAudioParams) is None
-    assert made_meanwhile("analyze", params, before, None) is None
+    assert made_meanwhile(transcode, {**params, "crf": 30}, before) is None
+    assert made_meanwhile(transcode, {**params, "keep_free_bytes": -1}, before) is None
+    assert made_meanwhile(ENDPOINTS["extract_audio"], params, before) is None
+    assert made_meanwhile(ENDPOINTS["analyze"], params, before) is None
+
+
+def test_the_jobs_skipped_after_a_wait_are_those_whose_skip_rule_is_current() -> None:
+    current = {job.name for job in CATALOGUE if job.skip == "current"}
+    assert {name for name, cls in ENDPOINTS.items() if skippable(cls)} == current
+    assert {"transcode_mp4", "extract_audio", "thumbnail"} <= current
+    # A file at the final path ("exists") says nothing of the params it was made with.
+    assert not skippable(ENDPOINTS["download"])
 
 
 def test_leftovers_are_removed_and_nothing_else(tmp_path: Path) -> None:

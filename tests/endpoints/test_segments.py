@@ -24,7 +24,7 @@ from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, open_task, start
 from tests.endpoints.test_media_jobs import result_of
-from tests.support.clips import SampleCache, ffmpeg_processes
+from tests.support.clips import SampleCache, ffmpeg_processes, run_job
 from tests.support.process_table import assert_no_job_process_left
 
 
@@ -243,13 +243,12 @@ def test_a_segmented_encode_matches_a_one_pass_encode(
     samples: SampleCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = samples.get("mkv", 12.0)
-    one = media.transcode_job(params_for(source, tmp_path / "one.mp4"), Context())  # type: ignore[arg-type]
+    one = run_job(media.transcode_job, params_for(source, tmp_path / "one.mp4"), Context())
     assert one is not None and "segments" not in one  # 12 s is not two default segments
     runs = segment_runs(monkeypatch)
     ctx = Context()
-    result = media.transcode_job(
-        params_for(source, tmp_path / "seg.mp4", segment_seconds=3.0),
-        ctx,  # type: ignore[arg-type]
+    result = run_job(
+        media.transcode_job, params_for(source, tmp_path / "seg.mp4", segment_seconds=3.0), ctx
     )
     assert result is not None
     assert result["segments"] == 4 and result["segments_encoded"] == 4 and len(runs) == 4
@@ -268,12 +267,12 @@ def test_a_cancelled_encode_resumes_with_only_the_missing_segments(
     samples: SampleCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = samples.get("mkv", 12.0)
-    media.transcode_job(params_for(source, tmp_path / "one.mp4"), Context())  # type: ignore[arg-type]
+    run_job(media.transcode_job, params_for(source, tmp_path / "one.mp4"), Context())
     output = tmp_path / "out" / "movie.mp4"
     runs = segment_runs(monkeypatch)
     first = Context(cancel_after=2)
     params = params_for(source, output, segment_seconds=3.0, part_id="0000aaaa")
-    assert media.transcode_job(params, first) is None  # type: ignore[arg-type]
+    assert run_job(media.transcode_job, params, first) is None
     checkpoint = first.checkpoints[-1]
     assert len(checkpoint["segments"]) == 2 and checkpoint["rest"] is not None
     # The third was under way when the cancel came: stopped, and its file removed.
@@ -284,7 +283,7 @@ def test_a_cancelled_encode_resumes_with_only_the_missing_segments(
     outputlocks.remove_leftovers("TRANSCODE_MP4", again)
     runs.clear()
     second = Context()
-    result = media.transcode_job(again, second)  # type: ignore[arg-type]
+    result = run_job(media.transcode_job, again, second)
     assert result is not None
     assert result["segments_reused"] == 2 and result["segments_encoded"] == 2
     assert runs == [
@@ -305,18 +304,18 @@ def test_a_checkpoint_of_another_encode_or_with_a_missing_piece_is_not_trusted(
     output = tmp_path / "movie.mp4"
     first = Context(cancel_after=3)
     params = params_for(source, output, segment_seconds=3.0)
-    assert media.transcode_job(params, first) is None  # type: ignore[arg-type]
+    assert run_job(media.transcode_job, params, first) is None
     checkpoint = first.checkpoints[-1]
     (output.parent / checkpoint["segments"][1]["file"]).unlink()  # lost
     runs = segment_runs(monkeypatch)
-    result = media.transcode_job({**params, "resume": checkpoint}, Context())  # type: ignore[arg-type]
+    result = run_job(media.transcode_job, {**params, "resume": checkpoint}, Context())
     assert result is not None and result["segments_reused"] == 2 and len(runs) == 2
     # Another quality: its segments are of no use; they are removed, all is encoded anew.
     first = Context(cancel_after=2)
-    assert media.transcode_job(params, first) is None  # type: ignore[arg-type]
+    assert run_job(media.transcode_job, params, first) is None
     runs.clear()
     other = {**params, "crf": 30, "resume": first.checkpoints[-1]}
-    result = media.transcode_job(other, Context())  # type: ignore[arg-type]
+    result = run_job(media.transcode_job, other, Context())
     assert result is not None and result["segments_reused"] == 0 and len(runs) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == [".movie.mp4.fredica.json", "movie.mp4"]
 
@@ -369,12 +368,13 @@ async def test_a_killed_child_resumes_from_its_checkpoint_through_the_server(
 def test_the_queue_hands_a_transcode_its_checkpoint_back() -> None:
     from types import SimpleNamespace
 
-    from workers.executors.media import TranscodeExecutor
+    from fredica_app.jobs import executors
 
     async def nowhere() -> None:
         return None
 
-    executor = TranscodeExecutor(nowhere)
+    by_type = {e.task_type.name: e for e in executors(nowhere)}
+    executor = by_type["TRANSCODE_MP4"]
     task = SimpleNamespace(payload={"input": "/m/in.mkv", "output": "/m/out.mp4"})
     checkpoint = {"version": 1, "segments": []}
     params = executor.params(task, SimpleNamespace(checkpoint=checkpoint))  # type: ignore[arg-type]

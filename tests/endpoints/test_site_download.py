@@ -37,7 +37,7 @@ from python_endpoints.serving.child import JobFailed
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, running_child, start
-from tests.support.clips import SampleCache, ffmpeg_processes, media_summary
+from tests.support.clips import SampleCache, ffmpeg_processes, media_summary, run_job
 from tests.support.httpserver import HTTPTestServer, Route
 from tests.support.process_table import assert_no_job_process_left
 
@@ -141,7 +141,7 @@ def test_yt_dlp_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) 
         "site downloads need the optional yt-dlp package: pip install 'fredica[sites]'"
     )
     with pytest.raises(JobFailed, match=r"fredica\[sites\]"):
-        site.site_download_job({"url": "https://example.com/v", "output": "/m/v.mkv"}, None)  # type: ignore[arg-type]
+        run_job(site.site_download_job, {"url": "https://example.com/v", "output": "/m/v.mkv"})
 
 
 def test_text_formats_match_the_plain_download() -> None:
@@ -329,7 +329,7 @@ class Recorder:
 
 
 def run_here(ctx: Recorder, **params: Any) -> dict[str, Any] | None:
-    return site.site_download_job(params, ctx)  # type: ignore[arg-type]
+    return run_job(site.site_download_job, params, ctx)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from websockets.asyncio.client import ClientConnection
 
 from python_endpoints.jobs import outputs, speech, textio, transcribe
 from python_endpoints.jobs.sample import SPEECH, make_sample
+from python_endpoints.jobs.transcribe import bounded_resume
 from python_endpoints.params import TranscribeParams
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
@@ -41,7 +42,6 @@ from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, runni
 from tests.support.process_table import assert_no_job_process_left
 from tests.support.voices import SENTENCES, SpeechCache, duration
 from tests.support.whisper_faults import faulty_transcribe_job
-from workers.executors.speech import bounded_resume
 
 SHORT = SENTENCES[:3]  # about 13 s
 FAULTY = "transcribe_faulty"
@@ -134,32 +134,31 @@ async def until(
 
 
 class Engine:
-    """The checkpoint as the engine keeps it: segment frames appended, progress extras'
-    position (the larger) and languages overwritten."""
+    """The checkpoint as the engine keeps it: the last progress frame's ``extras.checkpoint``,
+    as it came (its format is the job's own)."""
 
     def __init__(self) -> None:
-        self.segments: list[dict[str, Any]] = []
-        self.position = 0.0
-        self.languages: dict[str, float] = {}
-        self.unheard: list[list[float]] = []
+        self.latest: dict[str, Any] = {}
 
     def feed(self, frames: list[dict[str, Any]]) -> None:
         for frame in frames:
-            if frame["type"] == "segment":
-                self.segments.append(frame["data"])
-            elif frame["type"] == "progress":
-                extras = frame.get("extras") or {}
-                self.position = max(self.position, extras.get("position", 0.0))
-                self.languages = extras.get("languages", self.languages)
-                self.unheard = extras.get("unheard", self.unheard)
+            checkpoint = checkpoint_in(frame)
+            if checkpoint is not None:
+                self.latest = checkpoint
 
     def checkpoint(self) -> dict[str, Any]:
-        return {
-            "segments": self.segments,
-            "position": self.position,
-            "languages": self.languages,
-            "unheard": self.unheard,
-        }
+        return self.latest
+
+    @property
+    def unheard(self) -> list[list[float]]:
+        return list(self.latest.get("unheard", []))
+
+
+def checkpoint_in(frame: dict[str, Any]) -> dict[str, Any] | None:
+    if frame["type"] != "progress":
+        return None
+    checkpoint: dict[str, Any] | None = (frame.get("extras") or {}).get("checkpoint")
+    return checkpoint
 
 
 def segments_of(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,6 +194,7 @@ def assert_well_formed(frames: list[dict[str, Any]], segments: list[dict[str, An
         assert read.words[0].start == s["start"] and read.words[-1].end <= s["end"]
     position = 0.0
     percent = 0.0
+    streamed: list[dict[str, Any]] = []
     for frame in frames:
         if frame["type"] == "progress":
             assert frame["percent"] >= percent and frame["pausable"] == "always"
@@ -202,8 +202,16 @@ def assert_well_formed(frames: list[dict[str, Any]], segments: list[dict[str, An
             new = frame["extras"].get("position", position)
             assert new >= position
             position = new
+            # A checkpoint is one snapshot: every segment streamed so far (after those it
+            # resumed with), and the position reached with them, never further.
+            checkpoint = checkpoint_in(frame)
+            if checkpoint is not None:
+                assert checkpoint["position"] == position
+                held = checkpoint["segments"]
+                assert held[len(held) - len(streamed) :] == streamed
         elif frame["type"] == "segment":
             assert frame["data"]["start"] >= position - 1e-9, (frame, position)
+            streamed.append(frame["data"])
 
 
 def names(directory: Path) -> list[str]:
@@ -344,9 +352,8 @@ async def test_a_cancelled_transcription_resumes_from_its_checkpoint(
             ws,
             first,
             lambda f: (
-                len(segments_of(first)) >= 2
-                and f["type"] == "progress"
-                and f["extras"].get("position", 0) > 10
+                len((checkpoint_in(f) or {}).get("segments", [])) >= 2
+                and (checkpoint_in(f) or {}).get("position", 0) > 10
             ),
         )
         child = running_child(srv)

@@ -5,25 +5,32 @@ endpoints server process, killed mid-job."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 import pytest
 
 from fredica_app.endpoints import EndpointsProcess
+from python_endpoints.protocol import MAX_FRAME_BYTES
+from python_endpoints.serving.endpoint import LoopContext, LoopEndpoint
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.support.process_table import assert_no_job_process_left, job_processes
 from workers.engine import WorkerEngine
+from workers.executor import ExecutionContext
 from workers.executors.diagnostic import SleepSubprocessExecutor
-from workers.executors.websocket import EndpointsAddress
+from workers.executors.websocket import EndpointExecutor, EndpointsAddress
+from workers.records import TaskRecord
 from workers.spec import parse_spec, prepare_run
 from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
 from workers.store import TaskStore
-from workers.tasktypes import TaskTypeRegistry
+from workers.tasktypes import TaskPayload, TaskType, TaskTypeRegistry
 
 TOKEN = "engine-side-token"
 
@@ -231,3 +238,66 @@ async def test_app_server_killed_mid_job_the_task_is_retried_and_completes(
 async def _running(store: TaskStore, task_id: str) -> bool:
     t = await store.get_task(task_id)
     return t.status is TaskStatus.RUNNING and t.status_text is not None
+
+
+class ResumeEcho(LoopEndpoint):
+    """Says what it was given to resume from: the size of ``params["resume"]``, or None."""
+
+    name: ClassVar[str] = "resume_echo"
+
+    async def job(self, params: dict[str, Any], ctx: LoopContext) -> dict[str, Any]:
+        resume = params.get("resume")  # absent: the attempt starts over
+        return {"value": params["value"], "resume": None if resume is None else len(resume["pad"])}
+
+
+def attempt_of(payload: dict[str, Any], checkpoint: dict[str, Any] | None) -> ExecutionContext:
+    """An attempt of a RESUME_ECHO task whose stored checkpoint is ``checkpoint``."""
+    now = time.time()
+    task = TaskRecord(
+        id="t-big", key="e", type="RESUME_ECHO", workflow_run_id=None, material_id=None,
+        status=TaskStatus.RUNNING, priority=0, depends_on=[], payload=payload, result=None,
+        error=None, error_type=None, idempotency_key=None, retry_count=2, max_retries=5,
+        progress=0.0, is_paused=False, is_pausable=True, created_at=now, claimed_at=now,
+        started_at=now, completed_at=None, heartbeat_at=now, unmet_deps=0, attempt=3,
+        interruptions=0, lease_token=None, worker_id=None, lease_until=None, next_run_at=None,
+        resource="io", status_text=None, checkpoint=checkpoint,
+    )  # fmt: skip
+
+    async def sink(**_: Any) -> bool:
+        return True
+
+    return ExecutionContext(task, TaskPayload(), {}, sink)
+
+
+async def test_a_checkpoint_too_big_to_send_back_is_left_out_and_the_attempt_starts_over(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A checkpoint stored by an older version of a job may make ``init_param_and_run``
+    larger than a frame may be: sent, the server would close the connection at every retry.
+    The attempt is sent without it (and starts over), with a warning naming the task."""
+    server = EndpointServer({**ENDPOINTS, ResumeEcho.name: ResumeEcho}, TOKEN)
+    port = await server.start()
+
+    async def source() -> EndpointsAddress:
+        return EndpointsAddress("127.0.0.1", port, TOKEN)
+
+    echo = TaskType("RESUME_ECHO", TaskPayload, "io")
+    executor = EndpointExecutor(source, echo, ResumeEcho.name, resumes=True)
+    payload = {"value": "kept", "schema_version": 1}
+    try:
+        small = attempt_of(payload, {"pad": "x" * 1000})
+        resumed = await executor.execute(small.task, small)
+        assert resumed.result == {"value": "kept", "resume": 1000}
+        big = attempt_of(payload, {"pad": "é" * (MAX_FRAME_BYTES // 2)})  # 2 bytes a letter
+        # Too big in bytes (what the server counts), not in characters.
+        assert len(json.dumps(big.checkpoint, ensure_ascii=False)) < MAX_FRAME_BYTES
+        with caplog.at_level(logging.WARNING, logger="workers.executors.websocket"):
+            result = await executor.execute(big.task, big)
+        assert result.ok and result.result == {"value": "kept", "resume": None}
+        [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert "t-big" in warning.getMessage() and "starts over" in warning.getMessage()
+        # Without ``resumes`` the checkpoint is never sent: nothing to leave out.
+        plain = EndpointExecutor(source, echo, ResumeEcho.name)
+        assert (await plain.execute(big.task, big)).result == {"value": "kept", "resume": None}
+    finally:
+        await server.close()

@@ -71,6 +71,13 @@ def schema(path: Path) -> dict[str, object]:
                 "indexes": indexes,
                 "checks": checks,
             }
+        # The change stream's triggers (migration 0005), as SQLite stores their text.
+        out["triggers"] = {
+            name: re.sub(r"\s+", " ", sql)
+            for name, sql in conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type='trigger' ORDER BY name"
+            )
+        }
     return out
 
 

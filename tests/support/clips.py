@@ -1,15 +1,20 @@
-"""Test media: sample clips made once per session, and a look at the ffmpeg processes."""
+"""Test media: sample clips made once per session, a job run in the test's own process, and a
+look at the ffmpeg processes."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from python_endpoints.catalogue import CATALOGUE
 from python_endpoints.jobs.avread import open_media
+from python_endpoints.jobs.outputs import PART_ID
 from python_endpoints.jobs.sample import make_sample
+from python_endpoints.serving.endpoint import validated_params
 
 
 class JobContext:
@@ -25,6 +30,33 @@ class JobContext:
         self, percent: float, status_text: str | None = None, pausable: Any = None
     ) -> None:
         self.reports.append((percent, status_text))
+
+
+def job_params(target: Callable[..., Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` as the endpoints server gives them to ``target``'s child: validated with the
+    params model of the catalogue row whose target it is, every field there and defaults
+    filled (a job reads ``params["crf"]`` and states no default of its own, so a test never
+    hands it partial params). Invalid ones raise
+    :class:`~python_endpoints.serving.child.JobFailed` (``PAYLOAD_ERROR``), as the server
+    reports them. A ``part_id`` given is kept: the server adds one of its own after
+    validation (a client cannot send it); a test names one to know its temporary files."""
+    rows = [job for job in CATALOGUE if job.target is target]
+    assert len(rows) == 1, f"{target.__qualname__} is no catalogue row's target"
+    job = rows[0]
+    given = dict(params)
+    part = given.pop(PART_ID, None)
+    checked = validated_params(job.params, job.name, given)
+    return checked if part is None else {**checked, PART_ID: part}
+
+
+def run_job(
+    target: Callable[..., Any], params: Mapping[str, Any], ctx: Any = None
+) -> dict[str, Any] | None:
+    """Run ``target`` (a catalogue row's job function) in this process with ``params`` as the
+    server would give them (:func:`job_params`) and ``ctx`` (a :class:`JobContext` unless
+    given): its result, or None (cancelled)."""
+    result: dict[str, Any] | None = target(job_params(target, params), ctx or JobContext())
+    return result
 
 
 class SampleCache:

@@ -67,8 +67,16 @@ def test_the_wire_shape_is_the_documented_one() -> None:
     init = json.loads(dump(InitParamAndRun(data=InitData(params={"a": 1}))))
     assert init == {
         "command": "init_param_and_run",
-        "data": {"protocol_version": PROTOCOL_VERSION, "params": {"a": 1}, "task_id": None},
+        "data": {
+            "protocol_version": PROTOCOL_VERSION,
+            "params": {"a": 1},
+            "task_id": None,
+            "check_skip": False,
+        },
     }
+    # A client that does not ask for a skip check need not say so.
+    bare = parse_client_frame('{"command": "init_param_and_run", "data": {"params": {}}}')
+    assert isinstance(bare, InitParamAndRun) and bare.data.check_skip is False
     assert parse_client_frame('{"command": "cancel"}') == Cancel()
     assert json.loads(dump(PauseRequest(reason="r"))) == {"type": "pause_request", "reason": "r"}
 

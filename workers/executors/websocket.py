@@ -7,8 +7,10 @@ state: ``progress`` into progress and pausability, ``pause_request``/``resume_re
 pause, holding its resources or not) into lending the task's slot, ``result`` into
 completion, ``error`` into a failed attempt with its error type, ``cancelled`` into a cancel.
 A progress frame's ``extras.checkpoint`` becomes the task's checkpoint (what the next attempt
-resumes from). A connection that cannot be made or is lost is a retryable failure
-(``CONNECTION_LOST``).
+resumes from): opaque here, its format is the job's own. A payload's ``check_skip`` is sent
+with ``init_param_and_run``: whether the output is already there is for the endpoints server
+to tell, where the files are. A connection that cannot be made or is lost is a retryable
+failure (``CONNECTION_LOST``).
 
 A task one of whose dependencies was skipped *for a reason* — its input had nothing for it
 (``{"skipped": true, "reason": "no audio"}``: EXTRACT_AUDIO of a silent video) — has nothing
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -52,7 +55,9 @@ from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
 from workers.executor import Cancelled as TaskCancelled
 from workers.records import TaskRecord
 from workers.states import ErrorType
-from workers.tasktypes import SCHEMA_VERSION_KEY
+from workers.tasktypes import SCHEMA_VERSION_KEY, TaskType
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,8 @@ AddressSource = Callable[[], Awaitable[EndpointsAddress | None]]
 class WebSocketExecutor(BaseExecutor):
     """Runs a task on ``/tasks/<endpoint>`` of the endpoints server."""
 
-    endpoint: ClassVar[str]
+    #: The endpoint's name: ``/tasks/<endpoint>``.
+    endpoint: str
     connect_timeout: ClassVar[float] = 10.0
     #: How often the task's pause/cancel channels are looked at.
     control_interval: ClassVar[float] = 0.05
@@ -100,16 +106,6 @@ class WebSocketExecutor(BaseExecutor):
         return {
             k: v for k, v in task.payload.items() if k not in (SCHEMA_VERSION_KEY, "check_skip")
         }
-
-    async def on_segment(self, ctx: ExecutionContext, data: dict[str, Any]) -> None:
-        """A streamed piece of output; subclasses checkpoint it."""
-
-    def checkpoint_from(
-        self, ctx: ExecutionContext, extras: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """The checkpoint a progress frame carries (``extras.checkpoint``), or None."""
-        checkpoint = extras.get("checkpoint")
-        return checkpoint if isinstance(checkpoint, dict) else None
 
     async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
         reason = skipped_upstream(ctx.upstream)
@@ -142,8 +138,7 @@ class WebSocketExecutor(BaseExecutor):
                 f"cannot reach the endpoints server at {address.url(self.endpoint)}: {exc}"
             )
         async with ws:
-            init = InitParamAndRun(data=InitData(params=self.params(task, ctx), task_id=task.id))
-            await ws.send(dump(init))
+            await ws.send(self.init_frame(task, ctx))
             control = asyncio.create_task(self._forward_control(ws, ctx))
             try:
                 return await self._receive(ws, ctx)
@@ -154,19 +149,26 @@ class WebSocketExecutor(BaseExecutor):
                 with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                     await control
 
+    def init_frame(self, task: TaskRecord, ctx: ExecutionContext) -> str:
+        """The attempt's ``init_param_and_run`` frame, as sent: :meth:`params`, the task's id
+        and its payload's ``check_skip``."""
+        return _init_frame(task, self.params(task, ctx))
+
     async def _receive(self, ws: ClientConnection, ctx: ExecutionContext) -> ExecuteResult:
         async for raw in ws:
             try:
                 frame = parse_server_frame(raw)
             except ProtocolError as exc:
-                return ExecuteResult(error=f"the endpoint sent {exc}", error_type="PROTOCOL_ERROR")
+                return ExecuteResult(
+                    error=f"the endpoint sent {exc}", error_type=ErrorType.PROTOCOL_ERROR
+                )
             if isinstance(frame, Progress):
                 pausable = None if frame.pausable is None else frame.pausable in ("always", "now")
                 await ctx.report(
                     frame.percent,
                     frame.status_text,
                     is_pausable=pausable,
-                    checkpoint=self.checkpoint_from(ctx, frame.extras),
+                    checkpoint=_checkpoint(frame.extras),
                 )
             elif isinstance(frame, PauseRequest):
                 await ctx.request_pause(frame.reason)
@@ -175,7 +177,7 @@ class WebSocketExecutor(BaseExecutor):
             elif isinstance(frame, Paused):
                 ctx.parked(frame.held)
             elif isinstance(frame, Segment):
-                await self.on_segment(ctx, frame.data)
+                pass  # streamed output for a viewer; the checkpoint comes in progress extras
             elif isinstance(frame, Result):
                 return ExecuteResult(result=frame.result)
             elif isinstance(frame, Error):
@@ -197,19 +199,77 @@ class WebSocketExecutor(BaseExecutor):
             await asyncio.sleep(self.control_interval)
 
 
+def _init_frame(task: TaskRecord, params: dict[str, Any]) -> str:
+    # ``check_skip`` is the endpoint's to decide, where the files are: an endpoint executor's
+    # ``can_skip`` stays False.
+    check_skip = bool(task.payload.get("check_skip"))
+    return dump(
+        InitParamAndRun(data=InitData(params=params, task_id=task.id, check_skip=check_skip))
+    )
+
+
 def _lost(message: str) -> ExecuteResult:
     return ExecuteResult(error=message, error_type=ErrorType.CONNECTION_LOST)
 
 
-class ResumingExecutor(WebSocketExecutor):
-    """Gives the task's checkpoint back to the endpoint as ``params["resume"]``: the next
-    attempt continues where the last one stopped (a download's bytes, a transcript's
-    segments)."""
+def _checkpoint(extras: dict[str, Any]) -> dict[str, Any] | None:
+    """The checkpoint a progress frame carries (``extras.checkpoint``), or None. Opaque: its
+    format is the job's own."""
+    checkpoint = extras.get("checkpoint")
+    return checkpoint if isinstance(checkpoint, dict) else None
 
-    resumable = True
+
+class EndpointExecutor(WebSocketExecutor):
+    """Runs the tasks of one type on one endpoint, configured from data (the app derives one
+    per job of its catalogue): the queue knows the job by these values alone.
+
+    ``resumes``: the task's checkpoint goes back to the endpoint as ``params["resume"]``, so
+    that the next attempt continues where the last one stopped (a download's bytes, a
+    transcript's segments) — unless that makes the ``init_param_and_run`` frame larger than a
+    frame may be (:data:`~python_endpoints.protocol.MAX_FRAME_BYTES`: a checkpoint stored by
+    an older version of a job can be): the attempt then starts over (:meth:`init_frame`).
+    ``resumable``: an attempt interrupted by a crash of the engine is run again at the next
+    start (the job starts over, or resumes)."""
+
+    def __init__(
+        self,
+        address: AddressSource,
+        task_type: TaskType,
+        endpoint: str,
+        *,
+        resumes: bool = False,
+        stall_timeout: float = 120.0,
+        resumable: bool = True,
+    ) -> None:
+        super().__init__(address)
+        self.task_type = task_type
+        self.endpoint = endpoint
+        self.resumes = resumes
+        self.stall_timeout = stall_timeout
+        self.resumable = resumable
 
     def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
         params = super().params(task, ctx)
-        if ctx.checkpoint:
+        if self.resumes and ctx.checkpoint:
             params["resume"] = ctx.checkpoint
         return params
+
+    def init_frame(self, task: TaskRecord, ctx: ExecutionContext) -> str:
+        """The frame with the checkpoint as ``resume``, or without it when it would not fit:
+        the endpoints server closes the connection on a frame too large, and it would at every
+        retry, the checkpoint unchanged. Without it the attempt starts over, and its own
+        checkpoints replace the one too large."""
+        params = self.params(task, ctx)
+        frame = _init_frame(task, params)
+        size = len(frame.encode())
+        if size <= MAX_FRAME_BYTES or not (self.resumes and ctx.checkpoint):
+            return frame
+        log.warning(
+            "task %s (%s): its checkpoint makes its init_param_and_run frame %d bytes, more "
+            "than the %d an endpoint accepts: this attempt starts over instead of resuming",
+            task.id,
+            task.type,
+            size,
+            MAX_FRAME_BYTES,
+        )
+        return _init_frame(task, super().params(task, ctx))  # the payload's own params

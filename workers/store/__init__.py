@@ -11,6 +11,9 @@ cycle, measured at a third of this design's throughput; see docs/architecture.md
 through one writer thread — SQLite has one writer anyway — and reads through a small pool that
 runs beside it under WAL.
 
+Every visible change of a task or a run is numbered by SQLite itself (triggers, migration
+0005): :meth:`TaskStore.changes_since` gives a viewer what changed after its cursor.
+
 A run keeps a count of its tasks in each status, updated in the same transaction as every task
 change, so its status is derived in O(1) (:func:`workers.states.derive_run_status`).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from workers.store._attempts import AttemptsMixin
 from workers.store._base import StoreBase
+from workers.store._changes import ChangesMixin
 from workers.store._control import ControlMixin
 from workers.store._reads import ReadsMixin
 from workers.store._recovery import RecoveryMixin
@@ -27,5 +31,7 @@ from workers.store._retention import RetentionMixin
 __all__ = ["StoreBase", "TaskStore"]
 
 
-class TaskStore(AttemptsMixin, ControlMixin, RecoveryMixin, RetentionMixin, ReadsMixin):
+class TaskStore(
+    AttemptsMixin, ControlMixin, RecoveryMixin, RetentionMixin, ReadsMixin, ChangesMixin
+):
     """Async access to the queue's tables on an already-migrated database."""

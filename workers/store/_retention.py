@@ -19,6 +19,10 @@ deleted task. The batch deletes every child row itself, by an index, before the 
 deletes only closed sets (whole runs, with every edge of their tasks), so nothing is left
 pointing at a deleted row. Materials are not the queue's: they stay.
 
+Deleting a task or a run leaves a tombstone for the change stream's readers (a trigger writes
+it); tombstones go by age, a window of the oldest per transaction, and the counter's
+``pruned_seq`` then tells a reader with an older cursor to take a new snapshot.
+
 :meth:`RetentionMixin.delete_run` deletes one run by id, whatever its age (``fredica remove``):
 the same rule, the same statements, one transaction.
 """
@@ -98,6 +102,17 @@ RUN_ROWS = (
 OLD_EVENT_IDS_SQL = "SELECT min(id), max(id) FROM task_event WHERE at < :cutoff"
 DELETE_EVENTS_SQL = "DELETE FROM task_event WHERE id >= :lo AND id < :hi AND at < :cutoff"
 
+# The change stream's tombstones go by age, oldest numbers first, a window per transaction;
+# the counter's pruned_seq then says which cursors can no longer be answered.
+TOMBSTONE_WINDOW = 5_000
+OLD_TOMBSTONES_SQL = "SELECT max(seq) FROM change_tombstone WHERE deleted_at < :cutoff"
+LAST_IN_WINDOW_SQL = (
+    "SELECT max(seq) FROM (SELECT seq FROM change_tombstone WHERE seq <= :upto "
+    "ORDER BY seq LIMIT :window)"
+)
+DELETE_TOMBSTONES_SQL = "DELETE FROM change_tombstone WHERE seq <= :last"
+PRUNED_SEQ_SQL = "UPDATE change_counter SET pruned_seq = max(pruned_seq, :last) WHERE id = 1"
+
 
 class RetentionMixin(StoreBase):
     async def prune(
@@ -107,10 +122,11 @@ class RetentionMixin(StoreBase):
         dry_run: bool = False,
         batch_tasks: int = BATCH_TASKS,
         event_window: int = EVENT_WINDOW,
+        tombstone_window: int = TOMBSTONE_WINDOW,
     ) -> PruneReport:
-        """Delete the finished runs and the timeline events ``policy`` no longer keeps, in
-        short write transactions (see the module's docstring); or, with ``dry_run``, count
-        what would go (one read)."""
+        """Delete the finished runs, the timeline events and the change stream's tombstones
+        ``policy`` no longer keeps, in short write transactions (see the module's docstring);
+        or, with ``dry_run``, count the runs and events that would go (one read)."""
         now = self.now()
         run_cutoff = None if policy.keep_runs is None else now - policy.keep_runs
         event_cutoff = None if policy.keep_events is None else now - policy.keep_events
@@ -143,6 +159,19 @@ class RetentionMixin(StoreBase):
                 longest = max(longest, took)
                 lo = hi
                 await self._between_batches()
+        upto = None
+        if policy.keep_tombstones is not None:
+            # Stamped by SQLite's clock, hence the system's clock here (not the store's).
+            cutoff = time.time() - policy.keep_tombstones
+            upto = await self._read(self._old_tombstones_tx, cutoff)
+        while upto is not None:
+            deleted, took = await self._timed_write(
+                True, self._prune_tombstones_tx, upto, tombstone_window
+            )
+            totals["transactions"] += 1
+            longest = max(longest, took)
+            if deleted < tombstone_window:
+                break
         return PruneReport(
             runs=totals["runs"],
             tasks=totals["tasks"],
@@ -231,6 +260,23 @@ class RetentionMixin(StoreBase):
         return conn.exec_driver_sql(
             DELETE_EVENTS_SQL, {"lo": lo, "hi": hi, "cutoff": cutoff}
         ).rowcount
+
+    # --- the change stream's tombstones -------------------------------------------------
+
+    def _old_tombstones_tx(self, conn: sa.Connection, cutoff: float) -> int | None:
+        """The highest number among tombstones older than ``cutoff``; None when none is."""
+        value = conn.exec_driver_sql(OLD_TOMBSTONES_SQL, {"cutoff": cutoff}).scalar()
+        return None if value is None else int(value)
+
+    def _prune_tombstones_tx(self, conn: sa.Connection, upto: int, window: int) -> int:
+        """Delete the oldest tombstones, numbered up to ``upto``, at most ``window`` of them;
+        the stream then refuses a cursor below the last one deleted (it would miss them)."""
+        last = conn.exec_driver_sql(LAST_IN_WINDOW_SQL, {"upto": upto, "window": window}).scalar()
+        if last is None:
+            return 0
+        deleted = conn.exec_driver_sql(DELETE_TOMBSTONES_SQL, {"last": last}).rowcount
+        conn.exec_driver_sql(PRUNED_SEQ_SQL, {"last": last})
+        return int(deleted)
 
     # --- a dry run ------------------------------------------------------------------------
 

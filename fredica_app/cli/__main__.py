@@ -1,0 +1,7 @@
+"""``python -m fredica_app.cli``: the ``fredica`` command without its launcher script."""
+
+import sys
+
+from fredica_app.cli import main
+
+sys.exit(main())

@@ -1,0 +1,245 @@
+"""The ``fredica`` command line: every command, its options and its help (docs/cli.md says
+what each does). A new command is added here and to ``COMMANDS`` in the package."""
+
+from __future__ import annotations
+
+import argparse
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from fredica_app.templates import BUILTIN
+
+JSON_HELP = "print JSON instead (stable fields: docs/cli.md)"
+PRIORITY_HELP = "0 or more; higher runs first (default 0)"
+
+
+def _version() -> str:
+    try:
+        return version("fredica")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fredica", description="Fredica: durable media workflows, headless."
+    )
+    p.add_argument("--version", action="version", version=f"fredica {_version()}")
+    p.add_argument(
+        "--data-dir",
+        help="keep the database, settings, cache and logs here (default: the platform's "
+        "folders; also $FREDICA_DATA_DIR)",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("submit", help="create a run from a workflow spec; prints the run id")
+    s.add_argument(
+        "spec", help='SPEC.json, or - for standard input ({"template": …} or {"tasks": […]})'
+    )
+    s.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    w = sub.add_parser(
+        "worker", help="run the engine; prints a line per run it finishes and a summary"
+    )
+    w.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="exit 0 once nothing is running, claimable or waiting for a retry",
+    )
+    w.add_argument(
+        "--max-workers",
+        type=int,
+        metavar="N",
+        help="tasks running at once (default: the setting max_workers)",
+    )
+
+    r = sub.add_parser(
+        "runs", help="list runs: status, tasks, progress, material, times, ETA; a paused queue"
+    )
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    one = sub.add_parser("run", help="one run with its tasks")
+    one.add_argument("run_id", metavar="RUN_ID", help="the run's id (see `fredica runs`)")
+    one.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    for name, text in [
+        ("pause", "hold a task or every task of a run"),
+        ("resume", "release a held task or run"),
+        ("cancel", "cancel a task (and what depends on it) or a whole run"),
+        ("retry", "run a failed or cancelled task (or run) again"),
+    ]:
+        c = sub.add_parser(name, help=text)
+        c.add_argument("id", help="a task id or a run id")
+        c.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    sub.add_parser("pause-queue", help="stop claiming new tasks; running ones go on")
+    sub.add_parser("resume-queue", help="claim tasks again")
+
+    rl = sub.add_parser("restart-log", help="what recovery found at start-up, with dispositions")
+    rl.add_argument("--json", action="store_true", help=JSON_HELP)
+    rl.add_argument("--dismiss", metavar="ENTRY_ID|all", help="mark an entry (or all) dismissed")
+
+    pn = sub.add_parser(
+        "prune", help="delete finished runs and timeline events older than the settings keep"
+    )
+    pn.add_argument(
+        "--runs-days",
+        type=float,
+        metavar="N",
+        help="finished runs that finished N days ago or more (default: keep_runs_days; 0: none)",
+    )
+    pn.add_argument(
+        "--events-days",
+        type=float,
+        metavar="M",
+        help="timeline events M days old or more (default: keep_events_days; 0: none)",
+    )
+    pn.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    pn.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    rm = sub.add_parser(
+        "remove",
+        help="take a material out of the library (with its finished runs) or a finished run "
+        "out of the queue",
+    )
+    rm.add_argument("id", metavar="MATERIAL|RUN", help="a material id or a run id")
+    rm.add_argument(
+        "--outputs",
+        action="store_true",
+        help="a material: delete its output folder under the library too (never its source file)",
+    )
+    rm.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    doc = sub.add_parser("doctor", help="check the environment and say how to fix what is missing")
+    doc.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    ep = sub.add_parser(
+        "endpoints",
+        help="serve the task endpoints in the foreground (as `python -m python_endpoints`)",
+    )
+    ep.add_argument(
+        "--host", default="127.0.0.1", help="address to bind; any but loopback needs TLS"
+    )
+    ep.add_argument("--port", type=int, default=0, help="port to bind (default 0: any free one)")
+    ep.add_argument("--token-file", type=Path, help="the bearer token (readable by you alone)")
+    ep.add_argument("--certfile", type=Path, help="TLS certificate (PEM), with --keyfile")
+    ep.add_argument("--keyfile", type=Path, help="TLS private key (PEM), with --certfile")
+    ep.add_argument(
+        "--allow-write",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="jobs may write only under DIR (repeatable; default: anywhere)",
+    )
+    ep.add_argument("--ffmpeg", help="the ffmpeg jobs run (default: the bundled one)")
+    ep.add_argument(
+        "--allow-key-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an environment variable ANALYZE may read its API key from (repeatable)",
+    )
+    ep.add_argument(
+        "--log-file",
+        type=Path,
+        help="log the server and its jobs to this file (default: warnings on stderr only)",
+    )
+
+    st = sub.add_parser(
+        "settings", help="show the settings, or get, set or edit one (needs no database)"
+    )
+    st.add_argument("--json", action="store_true", help="print every setting as a JSON object")
+    st_actions = st.add_subparsers(dest="action", metavar="ACTION")
+    st_get = st_actions.add_parser("get", help="print one setting's value")
+    st_get.add_argument("key", metavar="KEY")
+    st_set = st_actions.add_parser(
+        "set", help="set KEY to VALUE (JSON when it parses, else text; null: the default)"
+    )
+    st_set.add_argument("key", metavar="KEY")
+    st_set.add_argument("value", metavar="VALUE")
+    st_actions.add_parser(
+        "edit", help="edit the file in $VISUAL or $EDITOR; saved only if it is valid"
+    )
+
+    t = sub.add_parser("templates", help="list the workflow templates")
+    t.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    ty = sub.add_parser("types", help="list the task types a workflow spec may name")
+    ty.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    media_templates = ", ".join(n for n, tm in BUILTIN.items() if tm.needs_source)
+    a = sub.add_parser("add", help="import files, folders or URLs and submit a template for each")
+    a.add_argument(
+        "items", nargs="+", metavar="PATH|URL", help="media files, folders, http(s) URLs"
+    )
+    a.add_argument(
+        "--template",
+        required=True,
+        metavar="NAME",
+        help=f"the template to run on each: {media_templates} (see `fredica templates`)",
+    )
+    a.add_argument("--priority", type=int, default=0, metavar="N", help=PRIORITY_HELP)
+    a.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    pr = sub.add_parser(
+        "process",
+        help="import, submit and run (or follow) until the run ends, with live progress",
+    )
+    pr.add_argument(
+        "items",
+        nargs="*",
+        metavar="PATH|URL",
+        help="media files, folders, http(s) URLs (none for a template that takes none)",
+    )
+    pr.add_argument(
+        "--template",
+        required=True,
+        metavar="NAME",
+        help=f"the template to run: {', '.join(BUILTIN)} (see `fredica templates`)",
+    )
+    pr.add_argument(
+        "--sample", action="store_true", help="process a generated sample clip (see `sample`)"
+    )
+    pr.add_argument("--priority", type=int, default=0, metavar="N", help=PRIORITY_HELP)
+    pr.add_argument("--json", action="store_true", help="end by printing the run object")
+
+    sm = sub.add_parser(
+        "sample", help="write a ~10 s test clip (video, spoken audio, two subtitle cues) to OUT"
+    )
+    sm.add_argument("out", type=Path, metavar="OUT")
+    sm.add_argument("--seconds", type=float, default=10.0, help="1 to 600 (default 10)")
+    sm.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    sm.add_argument(
+        "--kind",
+        choices=["mkv", "mp4", "legacy"],
+        default="mkv",
+        help="mkv: H.264/Opus/SRT (remuxes to MP4); mp4: H.264/AAC; legacy: MPEG-2/MP2/SRT "
+        "(re-encodes)",
+    )
+
+    mt = sub.add_parser("materials", help="list the media library")
+    mt.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    d = sub.add_parser(
+        "demo",
+        help="submit the diagnostic workflow and run it to the end (or follow the engine "
+        "that runs)",
+    )
+    d.add_argument("--json", action="store_true", help="end by printing the run object")
+
+    wa = sub.add_parser(
+        "watch", help="print the queue's changes as they happen (with RUN_ID: until it ends)"
+    )
+    wa.add_argument(
+        "run_id",
+        nargs="?",
+        metavar="RUN_ID",
+        help="only this run and its tasks: its state now, then its changes until it ends",
+    )
+    wa.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per line: {"kind": "run"|"task"|"deleted", "seq", "record"}',
+    )
+    return p

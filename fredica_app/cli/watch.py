@@ -1,0 +1,145 @@
+"""``fredica watch [RUN_ID] [--json]``: the queue's changes as they happen, whoever makes them
+(an engine in a ``worker``, the app, a command).
+
+Without a run it prints what changes from now on, until Ctrl-C. With one it prints the run and
+its tasks as they are, then their changes, and exits once every task of the run has finished
+(or the run is deleted). A line per change of a row: a row that changes several times between
+two reads of the stream shows its latest state once (progress is written at most twice a
+second per task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+from fredica_app.cli.shapes import run_json, task_json
+from fredica_app.display import task_progress, task_state
+from fredica_app.services import Fredica
+from fredica_app.services.queries import Queries, RunFilter, TaskFilter
+from workers.changes import Change, Tombstone, run_ended
+from workers.errors import NotFound
+from workers.records import RunRecord, TaskRecord
+
+#: Prints one change (a line of text or of JSON).
+_Show = Callable[[Change], None]
+
+
+async def cmd_watch(app: Fredica, args: argparse.Namespace) -> int:
+    """Print the change stream until Ctrl-C (exit 0) or, with a run, until the run ends."""
+    show = _json_line if args.json else _human_line
+    queries = Queries(app.store)
+    stop = asyncio.Event()
+    with _stop_on_signals(stop):
+        watching = asyncio.create_task(_watch(queries, args.run_id, show))
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({watching, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for job in (watching, stopped):
+                job.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await stopped
+        if watching.done() and not watching.cancelled():
+            watching.result()  # the database failed, or no such run: say so
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+    return 0
+
+
+async def _watch(queries: Queries, run_id: str | None, show: _Show) -> None:
+    if run_id is None:
+        cursor = await queries.cursor()
+    else:
+        snap = await queries.snapshot(
+            RunFilter(ids=[run_id], limit=None), TaskFilter(run_ids=[run_id], limit=None)
+        )
+        if not snap.runs:
+            raise NotFound(f"no run {run_id}")
+        records: list[RunRecord | TaskRecord] = [*snap.runs, *snap.tasks]
+        for row in records:
+            show(Change(snap.cursor, row))
+        _flush()
+        if run_ended(snap.runs[0]):
+            return
+        cursor = snap.cursor
+    async for changes in queries.follow(cursor, run_id):
+        ended = False
+        for change in changes.changes:
+            show(change)
+            record = change.record
+            if run_id is not None and isinstance(record, RunRecord):
+                ended = run_ended(record)
+            if run_id is not None and isinstance(record, Tombstone) and record.kind == "run":
+                ended = True
+        _flush()
+        if ended:
+            return
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _json_line(change: Change) -> None:
+    record = change.record
+    if isinstance(record, RunRecord):
+        data = run_json(record)
+    elif isinstance(record, TaskRecord):
+        data = task_json(record)
+    else:
+        data = {
+            "kind": record.kind,
+            "id": record.id,
+            "workflow_run_id": record.workflow_run_id,
+            "deleted_at": record.deleted_at,
+        }
+    print(json.dumps({"kind": change.kind, "seq": change.seq, "record": data}))
+
+
+def _human_line(change: Change) -> None:
+    at = time.time()
+    stamp = time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at * 1000) % 1000:03d}"
+    record = change.record
+    if isinstance(record, RunRecord):
+        what = record.template or "spec"
+        line = (
+            f"run   {record.id[:8]}  {record.status.value}  "
+            f"{record.done_tasks}/{record.total_tasks} done  {what}"
+        )
+    elif isinstance(record, TaskRecord):
+        run = (record.workflow_run_id or "-")[:8]
+        line = (
+            f"task  {run}  {record.key or record.id[:8]}  {record.type}  "
+            f"{task_progress(record)}  {task_state(record)}"
+        )
+    else:
+        run = (record.workflow_run_id or "-")[:8]
+        line = f"gone  {run}  {record.kind} {record.id} deleted"
+    print(f"{stamp}  {line}")
+
+
+def _flush() -> None:
+    # Whoever reads a pipe sees each set of changes as it comes, not when a buffer fills.
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
+    """Ctrl-C and SIGTERM end the watch normally (exit 0)."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows, not main thread
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,207 @@
+"""The application for one data directory: its parts (database, stores, settings, the endpoints
+server), the engine that runs on it, and the queue's pause flag.
+
+Nothing here speaks SQL (the stores do) or Qt (the GUI does). Submitting work is in
+:mod:`.submission` (inherited), controlling it in :mod:`.control` (:attr:`Fredica.control`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fredica_app import jobs
+from fredica_app.database import open_database
+from fredica_app.endpoints import EndpointsProcess
+from fredica_app.library.store import LibraryStore
+from fredica_app.lock import DataDirLock
+from fredica_app.paths import AppPaths, resolve_paths
+from fredica_app.services.control import Control
+from fredica_app.services.submission import Submission
+from fredica_app.settings import Settings, load_settings
+from workers.engine import RESOURCE_NAMES, WorkerEngine, default_slots
+from workers.events import Event, TaskChanged
+from workers.records import RestartLogEntry, TaskRecord
+from workers.retention import RetentionPolicy
+from workers.store import TaskStore
+from workers.tasktypes import TaskTypeRegistry
+
+
+@dataclass
+class Fredica(Submission):
+    """The application's parts for one data directory."""
+
+    paths: AppPaths
+    settings: Settings
+    settings_problem: str | None
+    store: TaskStore
+    registry: TaskTypeRegistry
+    library: LibraryStore
+    endpoints: EndpointsProcess = field(default_factory=EndpointsProcess)
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
+    #: The engine this process runs on the data directory (set by :meth:`engine_session`
+    #: while it runs), None otherwise: :class:`Control` tells it directly when there is one.
+    running_engine: WorkerEngine | None = field(default=None, init=False)
+
+    @classmethod
+    def open(cls, data_dir: Path | str | None = None, *, thorough: bool = True) -> Fredica:
+        """Open the data directory. ``thorough``: check the whole database file's integrity
+        (when an engine will run on it); without it, only what is cheap is checked."""
+        paths = resolve_paths(data_dir).ensure()
+        loaded = load_settings(paths.settings_file)
+        engine = open_database(
+            paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
+        )
+        library_dir = loaded.settings.library_dir or paths.default_library_dir
+        models_dir = loaded.settings.models_dir or paths.default_models_dir
+        key_env = loaded.settings.llm_api_key_env
+        return cls(
+            paths,
+            loaded.settings,
+            loaded.problem,
+            TaskStore(engine),
+            jobs.registry(),
+            LibraryStore(engine),
+            # The server runs only this ffmpeg and lets ANALYZE read only this variable:
+            # whoever holds its token cannot choose either.
+            EndpointsProcess(
+                write_roots=[library_dir, models_dir],
+                ffmpeg=loaded.settings.ffmpeg_path,
+                api_key_envs=[key_env] if key_env else [],
+                log_file=paths.endpoints_log_file,
+            ),
+        )
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.endpoints.stop()
+        await self.store.close()
+
+    @property
+    def control(self) -> Control:
+        """Pause, resume, cancel, retry a task or a run; pause or resume the queue — through
+        the engine of this process when one runs, else through the database."""
+        return Control(self)
+
+    def _on_event(self, event: Event) -> None:
+        """Fill a material when its PROBE completes (the app reacts to the engine's events;
+        the queue knows nothing of materials)."""
+        if isinstance(event, TaskChanged) and event.kind == "completed":
+            job = asyncio.ensure_future(self._after_completion(event.task_id))
+            self._background.add(job)
+            job.add_done_callback(self._background.discard)
+
+    async def _after_completion(self, task_id: str) -> None:
+        task = await self.store.get_task(task_id)
+        if task.type == "PROBE" and task.material_id and task.result:
+            await asyncio.to_thread(self.library.update_from_probe, task.material_id, task.result)
+
+    # --- running -------------------------------------------------------------------------
+
+    def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
+        engine = WorkerEngine(
+            self.store,
+            jobs.executors(self.endpoints.address),
+            max_workers=max_workers or self.settings.max_workers,
+            slots=self.settings.slots,
+            registry=self.registry,
+            max_interruptions=self.settings.max_interruptions,
+            hold_interrupted=self.settings.on_restart == "hold",
+            retention=self.retention,
+        )
+        engine.bus.subscribe(self._on_event)
+        return engine
+
+    @property
+    def retention(self) -> RetentionPolicy:
+        """What the history keeps (the settings' ``keep_runs_days``, ``keep_events_days``)."""
+        return RetentionPolicy.from_days(
+            self.settings.keep_runs_days, self.settings.keep_events_days
+        )
+
+    @property
+    def lock(self) -> DataDirLock:
+        return DataDirLock(self.paths.engine_lock)
+
+    @contextlib.asynccontextmanager
+    async def engine_session(
+        self, *, max_workers: int | None = None
+    ) -> AsyncIterator[WorkerEngine]:
+        """Take the data directory's lock, start an engine (recovery included) and stop it
+        gracefully at the end. Raises :class:`DatabaseLocked` when another engine runs.
+        Meanwhile it is :attr:`running_engine`, the one :attr:`control` tells directly."""
+        lock = self.lock.acquire()
+        try:
+            engine = self.make_engine(max_workers=max_workers)
+            await engine.start()
+            watcher = asyncio.create_task(self._watch_queue_flag(engine))
+            self.running_engine = engine
+            try:
+                yield engine
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                try:
+                    await engine.stop()
+                finally:
+                    self.running_engine = None
+                await self.endpoints.stop()
+        finally:
+            lock.release()
+
+    # --- pausing the queue across processes -------------------------------------------------
+
+    @property
+    def queue_flag(self) -> Path:
+        return self.paths.data_dir / "queue.paused"
+
+    def set_queue_paused(self, paused: bool) -> None:
+        """``pause-queue``: the engine on this data dir stops claiming (running work goes on)
+        within half a second, and stays so across restarts until ``resume-queue``."""
+        if paused:
+            self.queue_flag.write_text("paused\n")
+        else:
+            self.queue_flag.unlink(missing_ok=True)
+
+    async def _watch_queue_flag(self, engine: WorkerEngine, interval: float = 0.5) -> None:
+        while True:
+            paused = self.queue_flag.exists()
+            if paused and not engine.queue_paused:
+                engine.pause_queue()
+            elif not paused and engine.queue_paused:
+                engine.resume_queue()
+            await asyncio.sleep(interval)
+
+    async def waiting_reasons(self, tasks: list[TaskRecord]) -> dict[str, str]:
+        """For ready tasks that wait only for a busy resource class, say so ("waiting for
+        GPU"): derived from what runs now and the configured slots, never stored."""
+        ready = [
+            t
+            for t in tasks
+            if t.status.value == "pending"
+            and t.unmet_deps == 0
+            and not t.is_paused
+            and (t.next_run_at is None or t.next_run_at <= self.store.now())
+        ]
+        if not ready:
+            return {}
+        busy = await self.store.busy_resources()
+        slots = {**default_slots(), **self.settings.slots}
+        total = sum(busy.values())
+        reasons = {}
+        for t in ready:
+            if busy.get(t.resource, 0) >= slots.get(t.resource, 1):
+                reasons[t.id] = f"waiting for {RESOURCE_NAMES.get(t.resource, t.resource)}"
+            elif total >= self.settings.max_workers:
+                reasons[t.id] = "waiting for a free worker"
+        return reasons
+
+    # --- restart log -------------------------------------------------------------------------
+
+    async def restart_log(self) -> list[RestartLogEntry]:
+        return await self.store.restart_log()

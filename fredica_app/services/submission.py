@@ -1,0 +1,206 @@
+"""Submitting work: a workflow spec from JSON or a template, media brought into the library, a
+template expanded for one material with the settings its jobs take.
+
+:class:`Submission` holds these use cases; :class:`~fredica_app.services.app.Fredica` inherits
+them, so callers say ``app.submit(...)``, ``app.import_items(...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+from fredica_app import jobs, models
+from fredica_app.errors import SpecError, TemplateError
+from fredica_app.library.fingerprint import is_media_name
+from fredica_app.library.importer import Importer, ImportReport, material_dir, material_stem
+from fredica_app.library.store import LibraryStore, MaterialRecord
+from fredica_app.paths import AppPaths
+from fredica_app.settings import Settings
+from fredica_app.templates import get_template, with_download_first
+from workers.records import CreatedRun
+from workers.spec import TaskSpec, WorkflowSpec, parse_spec, prepare_run
+from workers.store import TaskStore
+from workers.tasktypes import TaskTypeRegistry
+
+
+class Submission:
+    """The submitting use cases, mixed into the application class (which provides the parts
+    declared here)."""
+
+    paths: AppPaths
+    settings: Settings
+    store: TaskStore
+    registry: TaskTypeRegistry
+    library: LibraryStore
+
+    def spec_from_data(self, data: Any) -> WorkflowSpec:
+        """A spec from ``{"template": NAME}`` or ``{"tasks": [...]}`` JSON data."""
+        if isinstance(data, dict) and "template" in data and "tasks" not in data:
+            extra = set(data) - {"template", "material_id"}
+            if extra:
+                raise SpecError(f"invalid workflow spec: unexpected fields {sorted(extra)}")
+            template = get_template(str(data["template"]))
+            if template.source != "none":
+                material_id = data.get("material_id")
+                if not isinstance(material_id, str):
+                    raise SpecError(
+                        f"template {template.name!r} runs on a material: give "
+                        '"material_id", or use `fredica add PATH|URL --template NAME`'
+                    )
+                return self.spec_for_material(self._material(material_id), template.name)
+            return template.expand(material_id=data.get("material_id"))
+        return parse_spec(data)
+
+    async def submit(self, data: Any, *, priority: int = 0) -> CreatedRun:
+        """Submit a spec (JSON data); ``priority``, when not 0, for every task of it."""
+        spec = await asyncio.to_thread(self.spec_from_data, data)
+        if priority:
+            spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
+        return await self.store.create_run(prepare_run(spec, self.registry))
+
+    # --- the media library ------------------------------------------------------------------
+
+    @property
+    def library_dir(self) -> Path:
+        return self.settings.library_dir or self.paths.default_library_dir
+
+    async def import_items(self, items: list[str]) -> ImportReport:
+        """Bring files, folders (recursively) and URLs into the library."""
+        importer = Importer(self.library, self.library_dir)
+        return await asyncio.to_thread(importer.import_items, items)
+
+    def _material(self, material_id: str) -> MaterialRecord:
+        material = self.library.get(material_id)
+        if material is None:
+            raise SpecError(f"no material with id {material_id!r}")
+        return material
+
+    def spec_for_material(self, material: MaterialRecord, template_name: str) -> WorkflowSpec:
+        """A template expanded for one material: its file, its output folder (created here,
+        under the library directory), and the settings that jobs take (proxy, MP4 profile,
+        speech, LLM: each job's catalogue row names them, :mod:`fredica_app.jobs` fills them).
+        The ffmpeg is not among them: the endpoints server runs the one it was started with."""
+        template = get_template(template_name)
+        if not template.needs_source:
+            raise TemplateError(
+                f"template {template.name!r} takes {template.takes}: it cannot run on "
+                f"{material.title!r}"
+            )
+        if template.source == "url" and not material.is_url:
+            raise TemplateError(
+                f"template {template.name!r} downloads a URL; {material.source} is a local "
+                "file (try transcode_mp4)"
+            )
+        out_dir = material_dir(self.library_dir, material)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        values = {
+            "input": material.local_path or "",
+            "output_dir": str(out_dir),
+            "stem": material_stem(material),
+            "url": material.source,
+        }
+        if template.source == "file" and material.is_url and not _downloaded(material):
+            # A URL not downloaded yet: download it first, whatever the template does with it.
+            template = with_download_first(template, get_template("download_transcode").tasks[0])
+        spec = template.expand(material_id=material.id, values=values, idempotent=True)
+        # What each job takes from the settings is its catalogue row's to say.
+        settings_values = jobs.app_values(self.settings, self.models_dir)
+        extra: list[TaskSpec] = []
+        for task in spec.tasks:
+            if task.type == "DOWNLOAD" and needs_site_download(material.source):
+                task.type = "DOWNLOAD_SITE"
+            jobs.fill_from_settings(task, settings_values)
+            if task.type == "TRANSCRIBE":
+                extra += self._before_transcribe(task, spec)
+        for task in extra:
+            jobs.fill_from_settings(task, settings_values)
+        spec.tasks = extra + spec.tasks
+        return spec
+
+    @property
+    def models_dir(self) -> Path:
+        return self.settings.models_dir or self.paths.default_models_dir
+
+    def _before_transcribe(self, task: TaskSpec, spec: WorkflowSpec) -> list[TaskSpec]:
+        """A TRANSCRIBE task (its params filled from the settings) gets the resource class
+        ``gpu`` when it will run on a GPU. A named model that is not installed yet is
+        downloaded first: the tasks to add before it (their params filled by the caller)."""
+        task.resource = "gpu" if uses_gpu(str(task.payload.get("device", "auto"))) else "cpu"
+        name = str(task.payload.get("model", self.settings.whisper_model))
+        if models.is_model_name(name) and not models.installed(self.models_dir, name):
+            if name != models.EMBEDDED:
+                key = "download_model"
+                task.depends_on.append(key)
+                return [
+                    TaskSpec(
+                        key=key,
+                        type="DOWNLOAD_MODEL",
+                        payload={"name": name},
+                        max_retries=3,
+                        idempotency_key=f"{spec.template}:{spec.material_id}:{key}",
+                    )
+                ]
+        return []
+
+    async def submit_for_material(
+        self, material: MaterialRecord, template_name: str, *, priority: int = 0
+    ) -> CreatedRun:
+        spec = await asyncio.to_thread(self.spec_for_material, material, template_name)
+        if priority:
+            spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
+        return await self.store.create_run(prepare_run(spec, self.registry))
+
+
+def uses_gpu(device: str) -> bool:
+    """Whether TRANSCRIBE will run on a GPU: ``cuda``, or ``auto`` with a CUDA device."""
+    if device == "cuda":
+        return True
+    if device == "cpu":
+        return False
+    try:
+        import ctranslate2
+
+        return int(ctranslate2.get_cuda_device_count()) > 0
+    except Exception:
+        return False
+
+
+def needs_site_download(url: str) -> bool:
+    """A URL whose path does not name a media file is a page (a video site): yt-dlp's job,
+    when the optional ``sites`` extra is installed; otherwise a plain HTTP download."""
+    path = PurePosixPath(urlsplit(url).path)
+    return not is_media_name(Path(path.name)) and importlib.util.find_spec("yt_dlp") is not None
+
+
+def _downloaded(material: MaterialRecord) -> bool:
+    return material.local_path is not None and Path(material.local_path).is_file()
+
+
+def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
+    """Read JSON from a file path, or from standard input when ``source`` is ``-``.
+    :class:`SpecError` naming the file when it cannot be read or is not JSON."""
+    where = "standard input" if source == "-" else source
+    try:
+        if source == "-":
+            return json.loads(stdin_text or "")
+        return json.loads(Path(source).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"no such spec file: {source}") from None
+    except IsADirectoryError:
+        raise SpecError(f"{source} is a folder, not a workflow spec (a JSON file)") from None
+    except OSError as exc:
+        raise SpecError(f"cannot read the spec file {source}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(
+            f"{where} is not a workflow spec: not UTF-8 text (to bring a media file into the "
+            "library, use `fredica add PATH --template NAME`)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None

@@ -1,0 +1,239 @@
+"""The job catalogue: one row per job, everything else about a job derives from it.
+
+A row names the job (``transcode_mp4``: the endpoint ``/tasks/transcode_mp4``, the task type
+``TRANSCODE_MP4``), its params model, what runs it (a function in a child process, or an
+endpoint class of its own), and what the queue and the app need to know of it: its resource
+class, how it pauses, whether its checkpoint comes back as ``params["resume"]``, when a run
+can be skipped, how long it may stay silent, which app settings fill its params, and a line
+that describes it.
+
+What derives from the rows: the endpoints server's table of endpoints
+(:mod:`python_endpoints.serving.registry`), and on the app's side the task types, their
+payload models and the executors that reach the endpoints (``fredica_app.jobs``). The queue
+(``workers``) never imports this module: it is given task types and executors as data.
+
+Adding a job: its params model in :mod:`python_endpoints.params`, its function in
+:mod:`python_endpoints.jobs`, one row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from python_endpoints.downloads.download import DownloadEndpoint
+from python_endpoints.downloads.model_download import ModelDownloadEndpoint
+from python_endpoints.jobs.analyze import analyze_job
+from python_endpoints.jobs.export import export_subtitles_job
+from python_endpoints.jobs.media import (
+    extract_audio_job,
+    extract_subtitles_job,
+    probe_job,
+    transcode_job,
+)
+from python_endpoints.jobs.site import site_download_job
+from python_endpoints.jobs.thumbnail import thumbnail_job
+from python_endpoints.jobs.transcribe import transcribe_job
+from python_endpoints.params import (
+    AnalyzeParams,
+    DownloadParams,
+    ExportSubtitlesParams,
+    ExtractAudioParams,
+    ExtractSubtitlesParams,
+    ModelDownloadParams,
+    ProbeParams,
+    SiteDownloadParams,
+    ThumbnailParams,
+    TranscodeParams,
+    TranscribeParams,
+)
+from python_endpoints.protocol import Pausable
+from python_endpoints.serving.endpoint import TaskEndpoint
+from python_endpoints.serving.jobendpoints import EncoderTestingEndpoint, SiteDownloadEndpoint
+
+#: When a run asked to be skipped if its output is there (the payload's ``check_skip``) is:
+#: ``current`` — the output's sidecar says it was made from the same input with the same
+#: params; ``exists`` — the final path is a file (a job that renames its output into place
+#: last, so that the final path never holds a partial file).
+SkipRule = Literal["current", "exists"]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One job: one endpoint, one task type."""
+
+    #: ``transcode_mp4``: the endpoint ``/tasks/transcode_mp4``; the task type is
+    #: :attr:`task_type`.
+    name: str
+    #: Its params model (:mod:`python_endpoints.params`): the endpoint validates its params
+    #: with it, and the app's payload model for the task type extends it.
+    params: type[BaseModel]
+    #: The job function run in a child process (``(params, ctx) -> result``).
+    target: Callable[..., Any] | None = None
+    #: An endpoint class of its own: an in-loop job, a special cleanup, work the server does
+    #: before the child starts. With a ``target`` too, the class runs that target.
+    endpoint: type[TaskEndpoint] | None = None
+    #: The engine's resource class: ``cpu``, ``gpu``, ``net`` or ``io``.
+    resource: str = "cpu"
+    #: The endpoint's pause support, as its progress frames say it.
+    pausable: Pausable = "always"
+    #: A pause suspends the child's process tree (a job that cannot check a flag: ffmpeg).
+    suspend_on_pause: bool = False
+    #: Its checkpoint (a progress frame's ``extras.checkpoint``) comes back to the next
+    #: attempt as ``params["resume"]``.
+    resumes: bool = False
+    #: When a run with ``check_skip`` completes at once, as skipped (:data:`SkipRule`).
+    skip: SkipRule | None = None
+    #: Seconds without a frame after which the engine counts an attempt as stalled.
+    stall_timeout: float = 120.0
+    #: Param name -> the name of an app value that fills it when the payload does not give
+    #: it (the proxy, the MP4 profile, the speech settings…).
+    settings: Mapping[str, str] = field(default_factory=dict)
+    #: What it does, in a line (``fredica types``, the GUI).
+    description: str = ""
+
+    @property
+    def task_type(self) -> str:
+        """The queue's name for it: ``TRANSCODE_MP4``."""
+        return self.name.upper()
+
+
+CATALOGUE: tuple[Job, ...] = (
+    Job(
+        "probe",
+        ProbeParams,
+        probe_job,
+        resource="io",
+        pausable="never",
+        stall_timeout=60.0,
+        description="reads streams, codecs, duration and subtitles (PyAV)",
+    ),
+    Job(
+        "transcode_mp4",
+        TranscodeParams,
+        transcode_job,
+        EncoderTestingEndpoint,
+        suspend_on_pause=True,  # ffmpeg cannot check a flag: its process tree is suspended
+        resumes=True,  # a long re-encode goes by segments; the checkpoint lists those done
+        skip="current",
+        settings={"profile": "mp4_profile"},
+        description="an MP4: stream copy when the codecs fit, else H.264/AAC; pausable",
+    ),
+    Job(
+        "extract_audio",
+        ExtractAudioParams,
+        extract_audio_job,
+        suspend_on_pause=True,
+        skip="current",
+        description="16 kHz mono WAV (or FLAC) for speech-to-text",
+    ),
+    Job(
+        "extract_subtitles",
+        ExtractSubtitlesParams,
+        extract_subtitles_job,
+        resource="io",
+        suspend_on_pause=True,
+        description="every embedded text subtitle stream to SRT and WebVTT",
+    ),
+    Job(
+        "thumbnail",
+        ThumbnailParams,
+        thumbnail_job,
+        suspend_on_pause=True,  # ffmpeg cannot check a flag: its process tree is suspended
+        skip="current",
+        # Silent until ffmpeg has opened the input once per frame and decoded up to the first.
+        stall_timeout=300.0,
+        description="a contact sheet: one JPEG of frames picked at evenly spaced times",
+    ),
+    Job(
+        "download",
+        DownloadParams,
+        endpoint=DownloadEndpoint,
+        resource="net",
+        resumes=True,  # the bytes on disk and the validator that says they still belong
+        skip="exists",
+        settings={"proxy": "proxy"},
+        description=(
+            "HTTP(S) download to a .part file, resumed with Range after a pause, crash or error"
+        ),
+    ),
+    Job(
+        "download_site",
+        SiteDownloadParams,
+        site_download_job,
+        SiteDownloadEndpoint,
+        resource="net",
+        suspend_on_pause=True,  # yt-dlp cannot be asked to wait: its process tree is suspended
+        skip="exists",
+        stall_timeout=300.0,  # extraction of a page can take a while before any progress
+        settings={"proxy": "proxy"},
+        description=(
+            "a video page's media, with yt-dlp (the optional `sites` extra); resumed after an error"
+        ),
+    ),
+    Job(
+        # Its resource class is ``cpu`` unless it runs on a GPU: the app sets ``gpu`` then.
+        "transcribe",
+        TranscribeParams,
+        transcribe_job,
+        # Not on every pause: on the CPU the job allows a suspension (``allow_suspend``); on a
+        # GPU it waits between segments, its model unloaded.
+        suspend_on_pause=False,
+        resumes=True,  # its segments so far, where decoding got, the language votes
+        stall_timeout=600.0,  # loading a large model or decoding a long window is quiet
+        settings={
+            "model": "whisper_model",
+            "models_dir": "models_dir",
+            "device": "whisper_device",
+            "compute_type": "whisper_compute_type",
+            "language": "language",
+            "vad": "vad",
+            "beam_size": "beam_size",
+            "allow_fallback": "allow_cpu_fallback",
+            "initial_prompt": "initial_prompt",
+        },
+        description=(
+            "speech to text with faster-whisper; segments stream out and are checkpointed, so "
+            "it resumes where it stopped"
+        ),
+    ),
+    Job(
+        "export_subtitles",
+        ExportSubtitlesParams,
+        export_subtitles_job,
+        resource="io",
+        pausable="never",  # a few seconds at most
+        stall_timeout=300.0,
+        description=(
+            "SRT, WebVTT, text and JSON from a transcript, with readable line lengths and durations"
+        ),
+    ),
+    Job(
+        "analyze",
+        AnalyzeParams,
+        analyze_job,
+        pausable="never",  # a model's answer cannot be paused; a cancel stops the wait at once
+        stall_timeout=1800.0,  # a language model on a small machine can take minutes
+        settings={"llm": "llm"},
+        description=(
+            "key phrases with their times (offline), and a summary with chapters when an "
+            "OpenAI-compatible endpoint is configured"
+        ),
+    ),
+    Job(
+        "download_model",
+        ModelDownloadParams,
+        endpoint=ModelDownloadEndpoint,
+        resource="net",
+        resumes=True,  # the files done and the bytes of the current one
+        stall_timeout=300.0,
+        settings={"models_dir": "models_dir", "base_url": "model_base_url", "proxy": "proxy"},
+        description=(
+            "a Whisper model by name into the models folder: resumable, verified, never "
+            "half-installed"
+        ),
+    ),
+)

@@ -1,0 +1,95 @@
+"""The endpoint classes a catalogue row runs on (:mod:`python_endpoints.catalogue`).
+
+A row with a ``target`` runs on :class:`MediaEndpoint`; a row that needs more names a class of
+its own (:class:`EncoderTestingEndpoint`, :class:`SiteDownloadEndpoint`, the in-loop
+downloads). None of these classes says which job it runs: the registry
+(:mod:`python_endpoints.serving.registry`) derives one class per row, with the row's name,
+params model, target, pause support and skip rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, ClassVar
+
+from python_endpoints.jobs import outputs, site
+from python_endpoints.jobs.media import ffmpeg_binary, hardware_encoder
+from python_endpoints.serving.child import JobFailed
+from python_endpoints.serving.endpoint import Emit, ProcessEndpoint
+
+
+class MediaEndpoint(ProcessEndpoint):
+    """A job in a child process that knows, from its params, the temporary files a run may
+    leave, so that they are removed after a cancel or a crash even though the child that wrote
+    them is dead.
+
+    Each run gets a part id of its own, which its temporary names carry
+    (:func:`~python_endpoints.jobs.outputs.temp_path`): the cleanup removes this run's files
+    only, never those of another attempt at the same output."""
+
+    #: The job's name in :mod:`python_endpoints.jobs.outputs` (its task type).
+    job: ClassVar[str]
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        #: The params the child got (empty until then): what its partial outputs are.
+        self._params: dict[str, Any] = {}
+        self.part_id = outputs.new_part_id()
+
+    def child_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._params = {**params, outputs.PART_ID: self.part_id}
+        return self._params
+
+    def partial_outputs(self) -> list[Path]:
+        # A user's cancel (not an interruption: a shutdown, a lost client) ends the work: the
+        # pieces a segmented re-encode kept for resuming go too.
+        user_cancel = self._cancelling and not self.interrupted
+        return outputs.partial_outputs(self.job, self._params, keep_pieces=not user_cancel)
+
+
+class EncoderTestingEndpoint(MediaEndpoint):
+    """A job that may encode H.264 on hardware (TRANSCODE_MP4): the server tests the hardware
+    encoders once per ffmpeg binary for its life (a few one-frame encodes, ~0.3 s where some
+    are listed) and hands each job the one that works (``hardware_encoder``), instead of each
+    job testing them in its child."""
+
+    async def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params["hardware"] and params["hardware_encoder"] is None:
+            try:
+                binary = ffmpeg_binary(params)
+            except JobFailed:
+                pass  # the job reports it
+            else:
+                found = await asyncio.get_running_loop().run_in_executor(
+                    None, hardware_encoder, binary
+                )
+                params = {**params, "hardware_encoder": found or "none"}
+        return params
+
+
+class SiteDownloadEndpoint(MediaEndpoint):
+    """A video site's page to one file, with yt-dlp (:mod:`python_endpoints.jobs.site`).
+
+    Its temporary files are found by their prefix. A user's cancel and a definitive failure
+    remove them all; a network failure, a crash or an interruption (the client went away, the
+    server stopped) keep what a retry continues from (yt-dlp's .part and .ytdl files)."""
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(emit)
+        self._discard_all = False
+
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await super().run(params)
+        except JobFailed as exc:
+            self._discard_all = exc.error_type in site.DISCARD_ON
+            raise
+
+    async def cancel(self) -> None:
+        self._discard_all = not self.interrupted
+        await super().cancel()
+
+    def partial_outputs(self) -> list[Path]:
+        output = self._params.get("output")
+        return site.temp_files(Path(output), resumable=self._discard_all) if output else []

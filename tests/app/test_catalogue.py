@@ -1,0 +1,163 @@
+"""The job catalogue: every row gets an endpoint, a task type, a payload model and an executor,
+all derived from the row and agreeing with it; the app's values fill the params the rows name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from fredica_app import jobs
+from fredica_app.settings import Settings
+from python_endpoints.catalogue import CATALOGUE, Job
+from python_endpoints.params import SleepParams
+from python_endpoints.serving.endpoint import LoopEndpoint, ProcessEndpoint
+from python_endpoints.serving.jobendpoints import MediaEndpoint
+from python_endpoints.serving.registry import ENDPOINTS
+from workers.executors.websocket import EndpointExecutor, EndpointsAddress
+from workers.spec import TaskSpec
+from workers.tasktypes import SleepSubprocessPayload, builtin_registry
+
+#: A valid value for each required param of the catalogue's params models.
+REQUIRED = {
+    "input": "/m/in.mkv",
+    "output": "/m/out.jpg",  # a suffix some job checks (a picture's); the others take any
+    "output_dir": "/m",
+    "stem": "in",
+    "url": "https://example.org/a.mkv",
+    "transcript": "/m/in.transcript.json",
+    "name": "small",
+    "models_dir": "/m/models",
+}
+
+
+def minimal_params(model: type[BaseModel]) -> dict[str, Any]:
+    return {name: REQUIRED[name] for name, f in model.model_fields.items() if f.is_required()}
+
+
+async def nowhere() -> EndpointsAddress | None:
+    return None
+
+
+def test_names_are_unique_and_spelled_once() -> None:
+    names = [job.name for job in CATALOGUE]
+    assert len(set(names)) == len(names)
+    for job in CATALOGUE:
+        assert job.task_type == job.name.upper() and job.description, job
+
+
+@pytest.mark.parametrize("job", CATALOGUE, ids=lambda j: j.name)
+def test_each_row_has_an_endpoint_made_from_it(job: Job) -> None:
+    endpoint = ENDPOINTS[job.name]
+    assert endpoint.name == job.name
+    assert endpoint.pausable == job.pausable and endpoint.skip == job.skip
+    assert endpoint.params_model is job.params  # type: ignore[attr-defined]
+    if job.endpoint is not None:
+        assert issubclass(endpoint, job.endpoint)
+    if issubclass(endpoint, ProcessEndpoint):
+        assert endpoint.suspend_on_pause == job.suspend_on_pause
+        assert job.target is not None and endpoint.target is job.target
+    else:  # a job of its own in the server's event loop
+        assert issubclass(endpoint, LoopEndpoint) and job.target is None
+        assert not job.suspend_on_pause
+    if issubclass(endpoint, MediaEndpoint):
+        assert endpoint.job == job.task_type
+    # What can be skipped names one output; "current" also needs the input of its sidecar.
+    if job.skip is not None:
+        assert "output" in job.params.model_fields
+    if job.skip == "current":
+        assert "input" in job.params.model_fields
+    if job.resumes:
+        assert "resume" in job.params.model_fields
+
+
+@pytest.mark.parametrize("job", CATALOGUE, ids=lambda j: j.name)
+def test_each_row_has_a_task_type_and_an_executor(job: Job) -> None:
+    task_type = jobs.registry().get(job.task_type)
+    assert task_type is not None
+    assert (task_type.resource, task_type.description) == (job.resource, job.description)
+    # The payload takes the params' defaults as they are, and the queue's keys beside them.
+    params = minimal_params(job.params)
+    payload = task_type.payload_model.model_validate({**params, "check_skip": True})
+    dumped = payload.model_dump(exclude={"schema_version", "check_skip"})
+    assert dumped == job.params.model_validate(params).model_dump()
+    stored = task_type.validate_payload(params)
+    assert stored == {**params, "schema_version": 1}  # defaults are not stored
+    (executor,) = [e for e in jobs.executors(nowhere) if e.task_type.name == job.task_type]
+    assert isinstance(executor, EndpointExecutor)
+    assert executor.task_type is task_type and executor.endpoint == job.name
+    assert (executor.resumes, executor.stall_timeout) == (job.resumes, job.stall_timeout)
+    assert executor.resumable and executor.resource == job.resource
+
+
+def test_the_app_registry_is_the_queue_diagnostics_and_the_catalogue() -> None:
+    names = {t.name for t in builtin_registry()} | {job.task_type for job in CATALOGUE}
+    assert set(jobs.registry().names()) == names
+    assert {e.task_type.name for e in jobs.executors(nowhere)} == names
+    assert set(ENDPOINTS) == {"sleep"} | {job.name for job in CATALOGUE}
+
+
+#: What the jobs run with, imported only where used (and by a warm spare ahead of its job).
+JOB_LIBRARIES = ("av", "imageio_ffmpeg", "httpx", "pysubs2", "psutil", "yt_dlp", "yake", "numpy")
+
+
+def test_importing_the_catalogue_imports_none_of_the_jobs_libraries() -> None:
+    """The app imports the catalogue for every command: it must cost little. The rows name the
+    jobs' functions, so their modules are imported — never PyAV, httpx… at their top."""
+    code = (
+        "import sys, python_endpoints.catalogue, fredica_app.jobs\n"
+        f"print(' '.join(m for m in {JOB_LIBRARIES!r} if m in sys.modules))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert found.stdout.split() == []
+
+
+def test_the_subprocess_sleep_payload_is_the_sleep_endpoints_params() -> None:
+    # Defined twice on purpose (the queue imports no endpoint's params): kept equal here.
+    queue = SleepSubprocessPayload.model_fields
+    endpoint = SleepParams.model_fields
+    assert set(queue) - {"schema_version", "check_skip"} == set(endpoint)
+    for name, field in endpoint.items():
+        assert (queue[name].default, queue[name].annotation) == (field.default, field.annotation)
+        assert queue[name].metadata == field.metadata, name
+    with pytest.raises(ValueError, match="resume_after needs pause_after"):
+        SleepSubprocessPayload(seconds=1, resume_after=1)
+
+
+def test_the_app_values_fill_what_each_row_names(tmp_path: Path) -> None:
+    values = jobs.app_values(Settings(), tmp_path)
+    for job in CATALOGUE:
+        assert set(job.settings.values()) <= set(values), job.name
+        assert set(job.settings) <= set(job.params.model_fields), job.name
+        # A setting left alone gives the job its param's own default (stated once).
+        for param, key in job.settings.items():
+            field = job.params.model_fields[param]
+            default = None if field.is_required() else field.default
+            if default is not None and values[key] is not None:
+                assert values[key] == default, (job.name, param)
+    # None (no proxy, no language model): the params' own default stands.
+    download = TaskSpec(key="d", type="DOWNLOAD", payload={"url": "https://h/a", "output": "/o"})
+    jobs.fill_from_settings(download, values)
+    assert download.payload == {"url": "https://h/a", "output": "/o"}
+    settings = Settings(proxy="http://proxy:3128", mp4_profile="modern", beam_size=2)
+    values = jobs.app_values(settings, tmp_path)
+    jobs.fill_from_settings(download, values)
+    assert download.payload["proxy"] == "http://proxy:3128"
+    # What the payload gives already is kept: a template that names a profile keeps it.
+    transcode = TaskSpec(key="t", type="TRANSCODE_MP4", payload={"profile": "archive"})
+    jobs.fill_from_settings(transcode, values)
+    assert transcode.payload == {"profile": "archive"}
+    transcribe = TaskSpec(key="s", type="TRANSCRIBE", payload={})
+    jobs.fill_from_settings(transcribe, values)
+    assert transcribe.payload["beam_size"] == 2
+    assert transcribe.payload["models_dir"] == str(tmp_path)
+    assert "initial_prompt" not in transcribe.payload  # none set
+    noop = TaskSpec(key="n", type="NOOP", payload={})
+    jobs.fill_from_settings(noop, values)  # not a catalogue job: nothing to fill
+    assert noop.payload == {}
