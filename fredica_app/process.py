@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +93,9 @@ def _interactive() -> bool:
 
 
 @contextlib.contextmanager
-def _sigint(handler: _Interrupts) -> Iterator[None]:
+def on_signals(handler: Callable[[signal.Signals], object]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM call ``handler`` (with the signal) on the running loop instead of
+    raising, for the duration of the block (where the platform or the thread allows it)."""
     loop = asyncio.get_running_loop()
     installed = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -169,7 +171,7 @@ async def run_or_follow(
     app). Ctrl-C as described in the module's docstring."""
     console = console or Console(stderr=True)
     interrupts = _Interrupts()
-    with _sigint(interrupts):
+    with on_signals(interrupts):
         if app.lock.is_held_elsewhere():
             console.print("an engine already runs on this data directory: following the run")
             return await _follow_then_settle(app, run_ids, interrupts, console)

@@ -14,13 +14,13 @@ import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from fredica_app.cli.shapes import run_json, task_json
 from fredica_app.display import task_progress, task_state
+from fredica_app.process import on_signals
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries, RunFilter, TaskFilter
 from workers.changes import Change, Tombstone, run_ended
@@ -36,7 +36,7 @@ async def cmd_watch(app: Fredica, args: argparse.Namespace) -> int:
     show = _json_line if args.json else _human_line
     queries = Queries(app.store)
     stop = asyncio.Event()
-    with _stop_on_signals(stop):
+    with on_signals(lambda _sig: stop.set()):
         watching = asyncio.create_task(_watch(queries, args.run_id, show))
         stopped = asyncio.create_task(stop.wait())
         try:
@@ -127,19 +127,3 @@ def _human_line(change: Change) -> None:
 def _flush() -> None:
     # Whoever reads a pipe sees each set of changes as it comes, not when a buffer fills.
     sys.stdout.flush()
-
-
-@contextlib.contextmanager
-def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
-    """Ctrl-C and SIGTERM end the watch normally (exit 0)."""
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows, not main thread
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
