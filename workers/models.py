@@ -270,9 +270,10 @@ class ChangeTombstone(Base):
 
 
 #: What a viewer shows of a task (docs/cli.md's task object, less what never changes): an
-#: UPDATE that changes one of these stamps the row. Not the heartbeat and lease columns, nor
-#: ``unmet_deps`` and ``checkpoint``: those change without anything a viewer shows changing,
-#: and a heartbeat every few seconds per running task would flood the stream.
+#: UPDATE that changes one of these stamps the row. ``unmet_deps`` is in: its reaching 0 turns
+#: a task waiting for its dependencies into one queued for a slot. Not the heartbeat and lease
+#: columns, nor ``checkpoint``: those change without anything a viewer shows changing, and a
+#: heartbeat every few seconds per running task would flood the stream.
 TASK_WATCHED = (
     "status",
     "progress",
@@ -292,6 +293,7 @@ TASK_WATCHED = (
     "started_at",
     "completed_at",
     "next_run_at",
+    "unmet_deps",
 )
 #: What a viewer shows of a run: its status and its counts of tasks.
 RUN_WATCHED = (

@@ -52,8 +52,9 @@ def is_interrupted(task: TaskRecord) -> bool:
 
 def badge(task: TaskRecord, deps_done: bool | None = None) -> Badge:
     """What the task's row shows. ``deps_done``: whether its dependencies have all completed,
-    when the caller knows (the stream does not carry ``unmet_deps``'s changes); None: trust
-    the record's ``unmet_deps``."""
+    when the caller knows (from the dependencies' records it holds, which may be newer than
+    this record within a batch of changes); None: trust the record's ``unmet_deps`` (the change
+    stream carries its changes)."""
     status = task.status
     if is_interrupted(task):
         return Badge.INTERRUPTED

@@ -5,7 +5,7 @@ A viewer (the GUI, ``fredica watch``, ``fredica process``) loads a snapshot once
 for what changed since a cursor, instead of reading whole tables again. SQLite keeps the
 stream itself, whoever writes: AFTER INSERT/UPDATE triggers bump the one-row counter and stamp
 the row's ``change_seq`` (an UPDATE only when a column a viewer shows changed: not heartbeats,
-leases, ``unmet_deps`` or checkpoints; an INSERT only when its writer did not number the row
+leases or checkpoints; an INSERT only when its writer did not number the row
 itself), and AFTER DELETE triggers leave a tombstone.
 
 Rows that exist already get distinct numbers (tasks their rowid, runs theirs after the last
@@ -18,7 +18,7 @@ create them again.
 
 Revision ID: 0005
 Revises: 0004
-Create Date: 2026-12-02
+Create Date: 2026-12-01
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ TASK_WATCHED = (
     "started_at",
     "completed_at",
     "next_run_at",
+    "unmet_deps",
 )
 RUN_WATCHED = (
     "status",

@@ -103,12 +103,13 @@ async def test_each_write_path_numbers_the_rows_it_changes_once(
     assert await store.complete(claim.id, claim.lease_token, {"ok": 1})
     changes = await store.changes_since(first.cursor)
     # Coalesced: the task that was claimed, started, moved twice and completed is one entry,
-    # as it is now; so is the run; its second task changed too (nothing a viewer shows:
-    # unmet_deps is not watched), so it is not in.
-    assert [(c.kind, c.record.id) for c in changes.changes] == [
+    # as it is now; so is the run; its second task, which waited for it, is ready now
+    # (unmet_deps 1 -> 0: queued instead of waiting), stamped in the same transaction.
+    assert {(c.kind, c.record.id) for c in changes.changes} == {
         ("task", claim.id),
         ("run", created.run_id),
-    ]
+        ("task", next(t.id for t in first.tasks if t.id != claim.id)),
+    }
     task = changes.tasks[0]
     assert task.status is TaskStatus.COMPLETED and task.result == {"ok": 1}
     assert changes.runs[0].done_tasks == 1
