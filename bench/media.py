@@ -102,6 +102,7 @@ from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.httpfacts import part_path
 from python_endpoints.jobs.sample import make_sample
+from python_endpoints.params import TranscodeParams
 from workers.executor import TaskExecutor
 from workers.records import TaskRecord
 
@@ -166,17 +167,23 @@ def media_executors(address: Address, timeline: Timeline) -> list[TaskExecutor]:
 def job_argv(source: Path, output: Path, payload: dict[str, Any], part: str) -> list[str]:
     """The ffmpeg argv ``transcode_job`` runs for this payload (``hardware=False``) as the run
     of part id ``part``, built with its own pure builder from the same probe and plan."""
+    # The params as the server hands them to the job: validated, defaults filled.
+    params = TranscodeParams.model_validate(payload).model_dump()
     info = media.probe(str(source))
-    plan = ff.plan_transcode(info.streams, payload.get("mode", "auto"))
+    limits = ff.Limits(
+        max_height=params["max_height"], max_fps=params["max_fps"], loudness=params["loudness"]
+    )
+    plan = ff.plan_transcode(info.streams, params["mode"], params["profile"], limits)
     encoder = ff.CPU_H264_ENCODER if plan.encodes_video else "copy"
     return ff.transcode_args(
-        media.ffmpeg_binary(payload),
+        media.ffmpeg_binary(params),
         str(source),
         str(outputs.temp_path(output, part)),
         plan,
         encoder=encoder,
-        crf=int(payload.get("crf", 23)),
-        preset=str(payload.get("preset", "veryfast")),
+        crf=params["crf"],
+        preset=params["preset"],
+        compatible=params["profile"] == "compatible",
     )
 
 
