@@ -63,11 +63,12 @@ try:  # run as a script (bench/ is on sys.path) or imported as bench.<name>
 except ImportError:  # pragma: no cover
     from bench._common import Ids, fmt_int, inconsistent_runs, pct, profile_location
 from fredica_app.database import open_database
-from workers.engine import WorkerEngine, default_slots
+from workers.engine import WorkerEngine
 from workers.events import Event, RunChanged
 from workers.executor import ExecuteResult, ExecutionContext
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor
 from workers.records import TaskRecord
+from workers.running import default_slots
 from workers.spec import parse_spec, prepare_run
 from workers.store import TaskStore
 from workers.tasktypes import builtin_registry

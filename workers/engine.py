@@ -27,9 +27,9 @@ import socket
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from workers.engine_control import ControlChannels
 from workers.errors import FredicaError, SpecError, StoreUnavailable
 from workers.events import EventBus, Notification, RunChanged, TaskChanged, TaskEventKind
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
@@ -41,11 +41,11 @@ from workers.records import (
     Failure,
     HeartbeatOutcome,
     RecoveryReport,
-    RunRecord,
     TaskRecord,
 )
 from workers.retention import PruneReport, RetentionPolicy
-from workers.slots import Resume, Seat, SlotTable
+from workers.running import EngineStats, Running, default_slots
+from workers.slots import SlotTable
 from workers.spec import PreparedTask, prepare_tasks
 from workers.states import PAUSING, ErrorType, RunStatus
 from workers.store import TaskStore
@@ -53,63 +53,8 @@ from workers.tasktypes import TaskTypeRegistry
 
 log = logging.getLogger(__name__)
 
-RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "net": "network", "io": "disk"}
 
-
-def default_slots() -> dict[str, int]:
-    cores = os.cpu_count() or 2
-    return {"gpu": 1, "cpu": max(1, cores - 1), "net": 4, "io": 4}
-
-
-@dataclass
-class _Running:
-    claimed: ClaimedTask
-    executor: TaskExecutor | None
-    #: Its place in the slots (held, lent, waiting for one): the engine's SlotTable changes it.
-    seat: Seat
-    ctx: ExecutionContext | None = None
-    job: asyncio.Task[None] | None = None
-    new_tasks: tuple[PreparedTask, ...] = ()  # validated fan-out to add with the completion
-    forced: bool = False  # cancelled from outside after the grace period
-    shutdown: bool = False  # stopped by an engine shutdown: left to recovery
-    #: An earlier attempt of the same task that still winds down in this engine: this one
-    #: starts only once that one has stopped (two attempts of a task never run at once).
-    previous: _Running | None = None
-    #: Failed by the stall watchdog (already recorded): its end is not a cancel.
-    stalled: bool = False
-    #: Its end has been handed to the loop (``_finished``, or dropped for recovery).
-    ended: bool = False
-    #: It has stopped for the current pause (a ``paused`` frame, ``wait_if_paused``): until
-    #: then a user's pause shows as "pausing…".
-    parked: bool = False
-    #: Why its job asked for the current pause itself (None: a user's pause).
-    pause_reason: str | None = None
-    #: The last status text reported for it.
-    last_text: str | None = None
-
-    @property
-    def resource(self) -> str:
-        return self.claimed.task.resource
-
-    @property
-    def token(self) -> str:
-        return self.claimed.lease_token
-
-
-@dataclass
-class EngineStats:
-    claimed: int = 0
-    completed: int = 0
-    failed: int = 0
-    retried: int = 0
-    cancelled: int = 0
-    #: Of ``completed``: run inline, claimed and completed in one transaction.
-    inline: int = 0
-    ticks: int = 0
-    started_at: float = field(default_factory=time.monotonic)
-
-
-class WorkerEngine:
+class WorkerEngine(ControlChannels):
     def __init__(
         self,
         store: TaskStore,
@@ -155,10 +100,10 @@ class WorkerEngine:
         self.recovery: RecoveryReport | None = None
         #: Attempts this engine runs, by lease token: a task may have two at once (the one
         #: winding down after a stall or a cancel, and the next, which waits for it).
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, Running] = {}
         #: The latest attempt of each task, by task id.
-        self._current: dict[str, _Running] = {}
-        self._finished: list[tuple[_Running, ExecuteResult | None]] = []
+        self._current: dict[str, Running] = {}
+        self._finished: list[tuple[Running, ExecuteResult | None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
         self._queue_paused = False
@@ -381,9 +326,7 @@ class WorkerEngine:
             for r in granted:
                 self._go_on(r)
 
-    async def _record_and_claim(
-        self, finished: list[tuple[_Running, ExecuteResult | None]]
-    ) -> bool:
+    async def _record_and_claim(self, finished: list[tuple[Running, ExecuteResult | None]]) -> bool:
         limit, slots = 0, dict[str, int]()
         if self._claim_hint and not self._queue_paused and not self._stopping:
             limit, slots = self._slots.free()
@@ -475,9 +418,9 @@ class WorkerEngine:
 
     def _report(
         self,
-        finished: list[tuple[_Running, ExecuteResult | None]],
+        finished: list[tuple[Running, ExecuteResult | None]],
         completed: tuple[bool, ...],
-        failed_runs: list[tuple[_Running, ExecuteResult]],
+        failed_runs: list[tuple[Running, ExecuteResult]],
         failed: tuple[FailOutcome, ...],
     ) -> None:
         ok = iter(completed)
@@ -526,7 +469,7 @@ class WorkerEngine:
             if r.executor is not None:
                 self._background_call(r.executor.on_task_failed(task, res))
 
-    def _after_cancel(self, r: _Running) -> None:
+    def _after_cancel(self, r: Running) -> None:
         if r.stalled:
             return  # recorded and reported as a failed attempt already
         self.stats.cancelled += 1
@@ -556,7 +499,7 @@ class WorkerEngine:
 
     def _start(self, claimed: ClaimedTask) -> None:
         seat = self._slots.add(claimed.lease_token, claimed.task.resource)
-        running = _Running(claimed, self.executors.get(claimed.task.type), seat)
+        running = Running(claimed, self.executors.get(claimed.task.type), seat)
         previous = self._current.get(claimed.id)
         if previous is not None and previous.job is not None and not previous.job.done():
             running.previous = previous
@@ -567,13 +510,13 @@ class WorkerEngine:
         task = claimed.task
         self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "started", task.progress))
 
-    def _forget(self, r: _Running) -> None:
+    def _forget(self, r: Running) -> None:
         self._running.pop(r.token, None)
         self._slots.discard(r.token)
         if self._current.get(r.claimed.id) is r:
             del self._current[r.claimed.id]
 
-    def _ended(self, r: _Running, result: ExecuteResult | None) -> None:
+    def _ended(self, r: Running, result: ExecuteResult | None) -> None:
         """Hand an attempt's end to the loop, once (also when its job was cancelled before
         it began to run, so that its ``finally`` never ran)."""
         if r.ended:
@@ -585,7 +528,7 @@ class WorkerEngine:
             self._finished.append((r, result))
         self._wake.set()
 
-    async def _execute(self, running: _Running) -> None:
+    async def _execute(self, running: Running) -> None:
         claimed, executor = running.claimed, running.executor
         task, token = claimed.task, claimed.lease_token
         result: ExecuteResult | None = None
@@ -744,7 +687,7 @@ class WorkerEngine:
                 r.ctx.cancel_event.set()
                 self._background_call(self._fail_stalled(r))
 
-    async def _fail_stalled(self, r: _Running) -> None:
+    async def _fail_stalled(self, r: Running) -> None:
         """A stall is a failed attempt, recorded and reported as one (retried per policy);
         the executor is stopped like a cancel, but its end is not reported as a cancel."""
         timeout = r.executor.stall_timeout if r.executor else 0
@@ -759,160 +702,6 @@ class WorkerEngine:
         self.wake()
 
     # --- control -------------------------------------------------------------------------
-
-    def _signal_cancel(self, r: _Running) -> None:
-        if r.job is None or r.job.done():
-            return
-        if r.ctx is None:
-            # Not begun (it waits for its previous attempt to stop): nothing to wind down.
-            r.forced = True
-            r.job.cancel()
-            return
-        r.ctx.cancel_event.set()
-        r.ctx.resume_event.set()
-        asyncio.get_running_loop().call_later(self.cancel_grace, self._force_cancel, r)
-
-    def _force_cancel(self, r: _Running) -> None:
-        if r.job is not None and not r.job.done():
-            log.warning(
-                "task %s ignored its cancel for %.0f s; forcing", r.claimed.id, self.cancel_grace
-            )
-            r.forced = True
-            r.job.cancel()
-
-    async def cancel(self, some_id: str) -> list[str]:
-        """Cancel a task or a run; the running tasks this engine holds are signalled."""
-        target = await self.store.find(some_id)
-        if isinstance(target, RunRecord):
-            outcome = await self.store.cancel_run(target.id)
-        else:
-            outcome = await self.store.cancel(target.id)
-        for task_id in outcome.was_running:
-            for r in self._attempts_of(task_id):
-                self._signal_cancel(r)
-        self.wake()
-        return list(outcome.cancelled)
-
-    async def pause(self, some_id: str) -> list[str]:
-        return await self._set_paused(some_id, True)
-
-    async def resume(self, some_id: str) -> list[str]:
-        return await self._set_paused(some_id, False)
-
-    async def _set_paused(self, some_id: str, paused: bool) -> list[str]:
-        target = await self.store.find(some_id)
-        if isinstance(target, RunRecord):
-            changed = await self.store.set_run_paused(target.id, paused)
-        else:
-            changed = [target.id] if await self.store.set_paused(target.id, paused) else []
-        for task_id in changed:
-            r = self._current.get(task_id)
-            if r is not None and r.ctx is not None:
-                if paused:
-                    self._pause_running(r)
-                else:
-                    self._resume_running(r)
-            run_id = r.claimed.task.workflow_run_id if r else None
-            self.bus.publish(TaskChanged(task_id, run_id, "paused" if paused else "resumed"))
-        self.wake()
-        return changed
-
-    # --- slots of paused attempts (docs/architecture.md) ---------------------------------
-
-    def _pause_running(self, r: _Running) -> None:
-        assert r.ctx is not None
-        if not r.ctx.paused:  # a new pause, the user's: the attempt has not stopped for it
-            r.parked, r.pause_reason = False, None
-        r.ctx.resume_event.clear()
-        self._slots.paused(r.token)
-
-    def _pausing(self, r: _Running) -> bool:
-        """Asked to pause by the user, the attempt has not stopped for it yet."""
-        ctx = r.ctx
-        return (
-            ctx is not None
-            and ctx.paused
-            and not ctx.cancelled
-            and not r.parked
-            and not r.seat.waiting
-            and r.pause_reason is None
-        )
-
-    def _parked(self, r: _Running, held: bool) -> None:
-        """The attempt has stopped for its pause: say so ("pausing…" until now); unless it
-        holds its resources, lend its slot to other work."""
-        ctx = r.ctx
-        if ctx is None or not ctx.paused or ctx.cancelled or r.seat.waiting:
-            return
-        if not r.parked and r.pause_reason is None and not self._stopping:
-            # The job's own word for it when it has one ("paused; the model … is unloaded").
-            last = r.last_text or ""
-            text = last if last.startswith("paused") else "paused"
-            self._background_call(ctx.report(status_text=text, force=True))
-        r.parked = True
-        # While stopping nothing is lent: nothing new would be claimed into the slot.
-        if self._stopping or not self._slots.parked(r.token, keeps_resources=held):
-            return
-        task = r.claimed.task
-        name = RESOURCE_NAMES.get(r.resource, r.resource)
-        log.info("task %s paused: its %s slot is free meanwhile", task.id, name)
-        self.bus.publish(
-            TaskChanged(
-                task.id, task.workflow_run_id, "paused", status_text=f"paused ({name} slot freed)"
-            )
-        )
-        self.wake()
-
-    def _resume_running(self, r: _Running) -> None:
-        """Resume at once when the attempt kept its slot or a slot is free; otherwise it stays
-        stopped, waiting for a slot ("waiting for a free GPU slot"), ahead of new claims."""
-        assert r.ctx is not None
-        outcome = self._slots.resume(r.token, time.monotonic())
-        if outcome is Resume.GRANTED:
-            self._go_on(r)  # says so: it was "waiting for a free … slot"
-            return
-        if outcome is Resume.AT_ONCE:
-            r.ctx.resume_event.set()
-            return
-        if outcome is Resume.WAITS:
-            text = f"waiting for a free {RESOURCE_NAMES.get(r.resource, r.resource)} slot"
-            self._background_call(r.ctx.report(status_text=text, force=True))
-        self.wake()
-
-    def _grant_waiting(self) -> list[_Running]:
-        """Free slots for resumed attempts that wait for one, longest waiting first; a
-        cancelled one stops waiting."""
-        given_up = {token for token, r in self._running.items() if r.ctx is None or r.ctx.cancelled}
-        return [self._running[token] for token in self._slots.grant_waiting(given_up)]
-
-    def _go_on(self, r: _Running) -> None:
-        """A resumed attempt got its slot back."""
-        if r.ctx is None or r.ctx.cancelled or r.seat.waiting or not r.seat.held:
-            return
-        r.ctx.resume_event.set()
-        task = r.claimed.task
-        self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "resumed"))
-        self._background_call(r.ctx.report(status_text="resumed", force=True))
-
-    def pause_queue(self) -> None:
-        """Stop claiming; what runs goes on ("pause after current")."""
-        self._queue_paused = True
-
-    def resume_queue(self) -> None:
-        self._queue_paused = False
-        self.wake()
-
-    @property
-    def queue_paused(self) -> bool:
-        return self._queue_paused
-
-    @property
-    def running_ids(self) -> list[str]:
-        """The ids of the tasks this engine runs an attempt of."""
-        return list(dict.fromkeys(r.claimed.id for r in self._running.values()))
-
-    def _attempts_of(self, task_id: str) -> list[_Running]:
-        return [r for r in self._running.values() if r.claimed.id == task_id]
 
     async def stop(self, drain_timeout: float = 10.0) -> None:
         """Stop claiming; let running tasks checkpoint and finish for ``drain_timeout`` (paused

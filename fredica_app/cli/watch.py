@@ -115,8 +115,9 @@ def _human_line(change: Change) -> None:
     elif isinstance(record, TaskRecord):
         run = (record.workflow_run_id or "-")[:8]
         line = (
-            f"task  {run}  {record.key or record.id[:8]}  {record.type}  "
-            f"{task_progress(record)}  {task_state(record)}"
+            # Padded like `fredica run`'s table, so that a run's lines read as columns.
+            f"task  {run}  {record.key or record.id[:8]:<17} {record.type:<17} "
+            f"{task_progress(record):>7}  {task_state(record)}"
         )
     else:
         run = (record.workflow_run_id or "-")[:8]

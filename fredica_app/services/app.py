@@ -22,10 +22,11 @@ from fredica_app.paths import AppPaths, resolve_paths
 from fredica_app.services.control import Control
 from fredica_app.services.submission import Submission
 from fredica_app.settings import Settings, load_settings
-from workers.engine import RESOURCE_NAMES, WorkerEngine, default_slots
+from workers.engine import WorkerEngine
 from workers.events import Event, TaskChanged
 from workers.records import RestartLogEntry, TaskRecord
 from workers.retention import RetentionPolicy
+from workers.running import RESOURCE_NAMES, default_slots
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
 
