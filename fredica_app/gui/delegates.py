@@ -1,0 +1,87 @@
+"""The progress column drawn as a bar: the style's own progress bar painted into the cell.
+
+A delegate paints; it creates no widget per row (a QProgressBar per row of 10,000 would cost
+memory, layout passes and a repaint storm on every change). The cell's
+:class:`~fredica_app.gui.models.ProgressCell` says how far, the label ("42 % · transcoding"),
+and whether the bar looks live; no percent draws a busy bar.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import (
+    QApplication,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionProgressBar,
+    QStyleOptionViewItem,
+)
+
+from fredica_app.gui.models import PROGRESS_ROLE, ProgressCell
+
+# Full enum spellings, looked up once (paint runs for every visible bar on every repaint).
+_PANEL = QStyle.PrimitiveElement.PE_PanelItemViewItem
+_BAR = QStyle.ControlElement.CE_ProgressBar
+_ENABLED = QStyle.StateFlag.State_Enabled
+_HORIZONTAL = QStyle.StateFlag.State_Horizontal
+_CENTER = Qt.AlignmentFlag.AlignCenter
+_ELIDE = Qt.TextElideMode.ElideRight
+_DISABLED = QPalette.ColorGroup.Disabled
+#: Space between the bar and the cell's edges, in pixels.
+MARGIN = 2
+#: Room the style keeps around the label inside the bar.
+_TEXT_PADDING = 8
+
+
+class ProgressDelegate(QStyledItemDelegate):
+    """Draws a :class:`~fredica_app.gui.models.ProgressCell` as the style's progress bar;
+    any other cell as usual."""
+
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
+        cell = index.data(PROGRESS_ROLE)
+        if not isinstance(cell, ProgressCell):
+            super().paint(painter, option, index)
+            return
+        widget = option.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        # The cell's background first, so that a selected row stays highlighted behind the bar.
+        style.drawPrimitive(_PANEL, option, painter, widget)
+        bar = QStyleOptionProgressBar()
+        bar.rect = option.rect.adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN)
+        if cell.active:
+            bar.palette = option.palette
+        else:
+            # The style paints from the palette's current group: the disabled one is grey.
+            palette = QPalette(option.palette)
+            palette.setCurrentColorGroup(_DISABLED)
+            bar.palette = palette
+        bar.fontMetrics = option.fontMetrics
+        bar.direction = option.direction
+        bar.state = _HORIZONTAL | _ENABLED if cell.active else _HORIZONTAL
+        bar.minimum = 0
+        if cell.percent is None:  # minimum == maximum: the style draws a busy bar
+            bar.maximum = 0
+            bar.progress = 0
+        else:
+            bar.maximum = 100
+            bar.progress = round(min(100.0, max(0.0, cell.percent)))
+        width = bar.rect.width() - _TEXT_PADDING
+        bar.text = option.fontMetrics.elidedText(cell.label, _ELIDE, width)
+        bar.textVisible = True
+        bar.textAlignment = _CENTER
+        style.drawControl(_BAR, bar, painter, widget)
+
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
+        hint = super().sizeHint(option, index)
+        if isinstance(index.data(PROGRESS_ROLE), ProgressCell):
+            # Room for a label like "100 % · transcoding audio" on the bar.
+            hint.setWidth(max(hint.width(), 160))
+        return hint

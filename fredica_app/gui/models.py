@@ -1,0 +1,229 @@
+"""The queue's tables: tasks and runs, one flat model each (see ``table``).
+
+Inputs are plain records (``workers.records``) and change batches, never Qt types: the same
+snapshot and change sets the CLI reads. What a row says comes from ``fredica_app.views`` (the
+badge, the ETA) and ``fredica_app.display`` (a task's state in words, for the tooltip).
+
+Besides the display text, a cell answers:
+
+- :data:`PROGRESS_ROLE` on the progress column: a :class:`ProgressCell`, which the progress
+  delegate draws as a bar;
+- :data:`RECORD_ROLE` on any column: the row's record (for a selection's actions);
+- the tooltip, the alignment of the figures, and a colour for failed and interrupted tasks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QColor
+
+from fredica_app.display import clock, task_state
+from fredica_app.gui.table import DISPLAY, Index, RecordTableModel, Row
+from fredica_app.views.eta import UNKNOWN, SpeedMeter, format_eta
+from fredica_app.views.queue_state import Badge, badge
+from workers.records import RunRecord, TaskRecord
+from workers.states import ACTIVE, RunStatus, TaskStatus
+
+# Roles and flags looked up once (see ``table``: the short spellings are slow).
+TOOLTIP = Qt.ItemDataRole.ToolTipRole
+ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
+FOREGROUND = Qt.ItemDataRole.ForegroundRole
+#: The progress column's :class:`ProgressCell`.
+PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
+#: The row's record, on any column.
+RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
+RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+
+_ALERT = QColor(0xC6, 0x28, 0x28)
+_WARN = QColor(0xB2, 0x5E, 0x00)
+_BADGE_COLOURS = {Badge.FAILED: _ALERT, Badge.INTERRUPTED: _WARN}
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressCell:
+    """What the progress delegate draws: a bar at ``percent`` (None: it moves but cannot say
+    how far — a busy bar), the label written on it, and whether it looks live (a paused,
+    failed or cancelled task's bar is greyed)."""
+
+    percent: float | None
+    label: str
+    active: bool = True
+
+
+class TaskTableModel(RecordTableModel):
+    """Tasks, one per row: name (its key), type, state badge, progress, attempt, ETA, run.
+
+    ``clock`` times the progress samples the ETA is measured from (a test's fake clock)."""
+
+    KIND = "task"
+    RECORD = TaskRecord
+    HEADERS = ("Task", "Type", "State", "Progress", "Attempt", "ETA", "Run")
+    NAME, TYPE, STATE, PROGRESS, ATTEMPT, ETA, RUN = range(7)
+    _RIGHT_ALIGNED: ClassVar[frozenset[int]] = frozenset({ATTEMPT, ETA})
+
+    def __init__(
+        self, parent: QObject | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__(parent)
+        self._clock = clock
+        self._meters: dict[str, SpeedMeter] = {}
+        self._progress: dict[str, ProgressCell] = {}
+
+    def data(self, index: Index, role: int = DISPLAY) -> Any:
+        if not index.isValid():
+            return None
+        row = self._rows[index.row()]
+        column = index.column()
+        if role == DISPLAY:
+            return self.cells(row)[column]
+        if role == PROGRESS_ROLE:
+            return self.progress_cell(row) if column == self.PROGRESS else None
+        if role == ALIGNMENT:
+            return RIGHT if column in self._RIGHT_ALIGNED else None
+        if role == FOREGROUND:
+            return _BADGE_COLOURS.get(badge(row.record)) if column == self.STATE else None
+        if role == TOOLTIP:
+            return task_state(row.record)
+        if role == RECORD_ROLE:
+            return row.record
+        return None
+
+    def progress_cell(self, row: Row) -> ProgressCell:
+        """The row's bar, built with its display strings and kept as long as they are."""
+        self.cells(row)
+        return self._progress[row.id]
+
+    def render(self, row: Row) -> tuple[str, ...]:
+        task: TaskRecord = row.record
+        shown = badge(task)
+        cell = _task_progress(task, shown)
+        self._progress[task.id] = cell
+        eta = ""
+        if shown is Badge.RUNNING:
+            meter = self._meters.get(task.id)
+            eta = format_eta(meter.eta) if meter is not None else UNKNOWN
+        attempt = ""
+        if task.attempt:
+            tries = task.max_retries + 1
+            attempt = f"{task.attempt} / {tries}" if task.attempt <= tries else str(task.attempt)
+        return (
+            task.key or task.id[:8],
+            task.type,
+            shown.value,
+            cell.label,
+            attempt,
+            eta,
+            (task.workflow_run_id or "")[:8],
+        )
+
+    def observe(self, record: Any, previous: Any | None) -> None:
+        """Feed the task's speed meter: a sample per progress change while it runs; a pause
+        starts its window again; a finished task's meter goes."""
+        task: TaskRecord = record
+        meters = self._meters
+        if task.status not in ACTIVE:
+            meters.pop(task.id, None)
+        elif task.is_paused:
+            meter = meters.get(task.id)
+            if meter is not None:
+                meter.pause()
+        elif task.status is not TaskStatus.PENDING:
+            meter = meters.get(task.id)
+            if meter is None:
+                meter = meters[task.id] = SpeedMeter()
+            elif meter.paused:
+                meter.resume()
+            # Every record of a running task is a sample, the unchanged ones too: time went by
+            # at that figure (its status text changed, say), and the speed should show it.
+            meter.add(self._clock(), task.progress)
+
+    def forget(self, row: Row) -> None:
+        self._meters.pop(row.id, None)
+        self._progress.pop(row.id, None)
+
+
+def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:
+    text = task.status_text or ""
+    if shown is Badge.DONE or shown is Badge.SKIPPED:
+        return _cell(100.0, shown.value, True)
+    if shown is Badge.RUNNING:
+        if task.progress <= 0.0:  # no figure yet (or a job that gives none): busy, not 0 %
+            return ProgressCell(None, text or "starting", True)
+        return _cell(task.progress, text, True)
+    if shown in (Badge.WAITING, Badge.QUEUED):
+        if not task.progress:  # not started: an empty, quiet bar rather than "0 %"
+            return ProgressCell(0.0, "", False)
+        return _cell(task.progress, text, True)
+    # Paused, failed, cancelled, interrupted: where it stopped, greyed, and why.
+    return _cell(task.progress, text if shown is Badge.PAUSED and text else shown.value, False)
+
+
+def _cell(percent: float, text: str, active: bool) -> ProgressCell:
+    label = f"{percent:.0f} %"
+    return ProgressCell(percent, f"{label} · {text}" if text else label, active)
+
+
+class RunTableModel(RecordTableModel):
+    """Runs, one per row: id, template, status, progress (tasks done of all), counts, start."""
+
+    KIND = "run"
+    RECORD = RunRecord
+    HEADERS = ("Run", "Template", "State", "Progress", "Tasks", "Created")
+    ID, TEMPLATE, STATE, PROGRESS, TASKS, CREATED = range(6)
+
+    def __init__(
+        self, parent: QObject | None = None, *, now: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__(parent)
+        self._now = now
+
+    def data(self, index: Index, role: int = DISPLAY) -> Any:
+        if not index.isValid():
+            return None
+        row = self._rows[index.row()]
+        column = index.column()
+        if role == DISPLAY:
+            return self.cells(row)[column]
+        if role == PROGRESS_ROLE:
+            return _run_progress(row.record) if column == self.PROGRESS else None
+        if role == FOREGROUND:
+            failed = row.record.status is RunStatus.FAILED
+            return _ALERT if failed and column == self.STATE else None
+        if role == RECORD_ROLE:
+            return row.record
+        return None
+
+    def render(self, row: Row) -> tuple[str, ...]:
+        run: RunRecord = row.record
+        return (
+            run.id[:8],
+            run.template or "",
+            run.status.value,
+            _run_progress(run).label,
+            _run_counts(run),
+            clock(run.created_at, self._now()),
+        )
+
+
+def _run_progress(run: RunRecord) -> ProgressCell:
+    if not run.total_tasks:
+        return ProgressCell(None, "no tasks", False)
+    live = run.status in (RunStatus.PENDING, RunStatus.RUNNING)
+    return ProgressCell(
+        100.0 * run.done_tasks / run.total_tasks, f"{run.done_tasks} / {run.total_tasks}", live
+    )
+
+
+def _run_counts(run: RunRecord) -> str:
+    counts = (
+        (run.running_tasks + run.claimed_tasks, "running"),
+        (run.pending_tasks, "pending"),
+        (run.failed_tasks, "failed"),
+        (run.cancelled_tasks, "cancelled"),
+    )
+    return " · ".join(f"{n} {what}" for n, what in counts if n) or "all done"
