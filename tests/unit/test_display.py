@@ -16,6 +16,7 @@ from fredica_app.display import (
     table,
     task_state,
 )
+from tests.support.records import task_record
 from workers.records import RunProgress, RunRecord, TaskRecord
 from workers.states import RunStatus, TaskStatus
 
@@ -23,30 +24,14 @@ NOW = 1_700_000_000.0
 
 
 def task(**kw: Any) -> TaskRecord:
-    base: dict[str, Any] = {f.name: None for f in dataclasses.fields(TaskRecord)}
-    base.update(
-        id="t-1",
-        key="transcribe",
-        type="TRANSCRIBE",
-        workflow_run_id="r-1",
-        status=TaskStatus.RUNNING,
-        priority=0,
-        depends_on=[],
-        payload={},
-        retry_count=0,
-        max_retries=1,
-        progress=85.3,
-        is_paused=False,
-        is_pausable=True,
-        created_at=NOW - 100,
-        unmet_deps=0,
-        attempt=1,
-        interruptions=0,
-        resource="cpu",
-        status_text="transcribing 4:16 of 5:00",
-    )
-    base.update(kw)
-    return TaskRecord(**base)
+    running = {
+        "status": TaskStatus.RUNNING,
+        "progress": 85.3,
+        "created_at": NOW - 100,
+        "attempt": 1,
+        "status_text": "transcribing 4:16 of 5:00",
+    }
+    return task_record(**{**running, **kw})
 
 
 def run(**kw: Any) -> RunRecord:

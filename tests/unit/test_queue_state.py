@@ -20,35 +20,14 @@ from fredica_app.views.queue_state import (
     is_interrupted,
     selection_actions,
 )
+from tests.support.records import task_record
 from workers.changes import Tombstone
 from workers.records import TaskRecord
 from workers.states import TaskStatus
 
 
 def task(**kw: Any) -> TaskRecord:
-    base: dict[str, Any] = {f.name: None for f in dataclasses.fields(TaskRecord)}
-    base.update(
-        id="t-1",
-        key="transcribe",
-        type="TRANSCRIBE",
-        workflow_run_id="r-1",
-        status=TaskStatus.PENDING,
-        priority=0,
-        depends_on=[],
-        payload={},
-        retry_count=0,
-        max_retries=1,
-        progress=0.0,
-        is_paused=False,
-        is_pausable=True,
-        created_at=0.0,
-        unmet_deps=0,
-        attempt=0,
-        interruptions=0,
-        resource="cpu",
-    )
-    base.update(kw)
-    return TaskRecord(**base)
+    return task_record(**kw)
 
 
 HELD = "held after a restart: review it"
