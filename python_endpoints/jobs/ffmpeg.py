@@ -1045,6 +1045,12 @@ def _fit(layout: SheetLayout) -> str:
     )
 
 
+def _pieces_out(output: str) -> list[str]:
+    """Where the picked pictures go: ``output``, one frame each, in FFV1 in NUT (lossless,
+    small, quick to read back), their timestamps as the filter graph set them."""
+    return ["-map", "[picked]", "-fps_mode", "passthrough", "-c:v", "ffv1", "-f", "nut", output]
+
+
 def pick_frames_args(
     ffmpeg: str,
     input: str,
@@ -1074,20 +1080,7 @@ def pick_frames_args(
             f"{joined}concat=n={len(times)}:v=1:a=0,settb=1/1000,setpts=N*{step:.6f}/TB[picked]",
         ]
     )
-    return [
-        *args,
-        "-filter_complex",
-        graph,
-        "-map",
-        "[picked]",
-        "-fps_mode",
-        "passthrough",
-        "-c:v",
-        "ffv1",
-        "-f",
-        "nut",
-        output,
-    ]
+    return [*args, "-filter_complex", graph, *_pieces_out(output)]
 
 
 def decode_whole(picked: int, frames: int, duration: float | None) -> bool:
@@ -1130,15 +1123,7 @@ def decode_whole_args(
         input,
         "-filter_complex",
         chain,
-        "-map",
-        "[picked]",
-        "-fps_mode",
-        "passthrough",
-        "-c:v",
-        "ffv1",
-        "-f",
-        "nut",
-        output,
+        *_pieces_out(output),
     ]
 
 
