@@ -92,6 +92,11 @@ class Settings(BaseModel):
     #: The name of an environment variable that holds the API key (never the key itself).
     llm_api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{0,63}$")
 
+    # --- the desktop app ---
+    #: The window's language: ``auto`` (the system's when Fredica has it, else English),
+    #: ``en`` or ``zh_CN`` (Simplified Chinese).
+    ui_language: Literal["auto", "en", "zh_CN"] = "auto"
+
     # --- history (what the engine prunes when idle, and `fredica prune`) ---
     #: Days a finished run (completed, failed, cancelled) is kept after it finished, with its
     #: tasks and their timeline. 0 or None: forever.

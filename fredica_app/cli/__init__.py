@@ -126,6 +126,8 @@ def _unexpected(exc: Exception, command: str, command_log: CommandLogging) -> in
 
 
 def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
+    if args.command in (None, "gui"):
+        return _open_window(args, command_log)
     if args.command == "endpoints":  # needs no data directory
         return _serve_endpoints(args)
     paths = resolve_paths(args.data_dir).ensure()
@@ -139,6 +141,29 @@ def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
             args.json,
         )
     return asyncio.run(_main(args))
+
+
+def _open_window(args: argparse.Namespace, command_log: CommandLogging) -> int:
+    """``fredica`` alone, or ``fredica gui``: the desktop app (Qt is imported only here)."""
+    if not _has_display():
+        raise FredicaError(
+            "no display to open the window on; run `fredica --help` for the commands that "
+            "work without one (`fredica process FILE`, `fredica worker`), or set "
+            "QT_QPA_PLATFORM=offscreen to run the window invisibly"
+        )
+    paths = resolve_paths(args.data_dir).ensure()
+    command_log.start(paths.log_file)
+    from fredica_app.gui.app import run as run_window
+
+    return run_window(paths.data_dir)
+
+
+def _has_display() -> bool:
+    """Whether a window can be shown: always on Windows and macOS; on other systems when an
+    X or Wayland display is set, or Qt is told which platform to use."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return any(os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
 
 
 def _serve_endpoints(args: argparse.Namespace) -> int:

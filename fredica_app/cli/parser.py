@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the database, settings, cache and logs here (default: the platform's "
         "folders; also $FREDICA_DATA_DIR)",
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("gui", help="open the window (also what `fredica` alone does)")
 
     s = sub.add_parser("submit", help="create a run from a workflow spec; prints the run id")
     s.add_argument(
