@@ -6,3 +6,29 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def app_host(qtbot: Any, data_dir: Path) -> Iterator[Any]:
+    """A real application host on a fresh data directory, its engine running; stopped (and
+    its thread joined) at the end."""
+    from fredica_app.gui.host import AppHost, Mode
+
+    host = AppHost(data_dir)
+    host.start()
+    qtbot.waitUntil(lambda: host.state.mode is Mode.ENGINE, timeout=30_000)
+    yield host
+    host.shutdown()
+    assert host.join(60), "the host's thread did not end"
