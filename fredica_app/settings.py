@@ -96,6 +96,8 @@ class Settings(BaseModel):
     #: The window's language: ``auto`` (the system's when Fredica has it, else English),
     #: ``en`` or ``zh_CN`` (Simplified Chinese).
     ui_language: Literal["auto", "en", "zh_CN"] = "auto"
+    #: Light or dark: ``auto`` follows the system.
+    ui_theme: Literal["auto", "light", "dark"] = "auto"
 
     # --- history (what the engine prunes when idle, and `fredica prune`) ---
     #: Days a finished run (completed, failed, cancelled) is kept after it finished, with its

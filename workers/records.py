@@ -248,6 +248,8 @@ class RecoveryReport:
     #: Their run no longer exists: failed ``ORPHANED``.
     orphaned: int = 0
     failed_ids: tuple[str, ...] = ()
+    #: Of all these, how many a crash left (the rest a graceful stop): the app says so.
+    crashed: int = 0
 
     @property
     def total(self) -> int:

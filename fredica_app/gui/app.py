@@ -16,6 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QLibraryInfo, QLocale, QTranslator
 from PySide6.QtWidgets import QApplication
 
+from fredica_app.gui import theme
 from fredica_app.gui.host import AppHost
 from fredica_app.gui.window import MainWindow
 from fredica_app.paths import resolve_paths
@@ -61,8 +62,10 @@ class GuiApp:
     def __init__(self, qapp: QApplication, data_dir: Path | str | None = None) -> None:
         self.qapp = qapp
         self.paths = resolve_paths(data_dir).ensure()
+        settings = load_settings(self.paths.settings_file).settings
+        self.theme = theme.FollowSystem(qapp, settings.ui_theme)
         self.translations = Translations(qapp)
-        self.translations.install(load_settings(self.paths.settings_file).settings.ui_language)
+        self.translations.install(settings.ui_language)
         self.host = AppHost(self.paths.data_dir)
         self.window = self._new_window()
 
@@ -70,6 +73,7 @@ class GuiApp:
         window = MainWindow(self.host, self.paths.data_dir)
         window.closed.connect(self.qapp.quit)
         window.settings.language_changed.connect(self.switch_language)
+        window.settings.theme_changed.connect(self.theme.set_scheme)
         return window
 
     def start(self) -> None:

@@ -102,6 +102,9 @@ class AppHost(QObject):
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
+        self._early_lock = threading.Lock()
+        self._early: list[tuple[Callable[[Fredica], Awaitable[Any]], Future[Any]]] = []
+        self._closed = False
         self._stop: asyncio.Event | None = None
         self.app: Fredica | None = None
         self.state = HostState(Mode.STARTING, Path(str(data_dir or "")))
@@ -149,13 +152,9 @@ class AppHost(QObject):
     ) -> Future[T]:
         """Run ``work(app)`` on the host's loop; ``on_done(result)`` or ``on_error(exc)`` is
         then called on the GUI thread. Returns the future (a test may wait on it; the GUI
-        must not). Errors with no ``on_error`` are logged."""
-        loop = self._wait_ready()
-        app = self.app
-        if app is None:
-            raise RuntimeError("the application is not open")
-        future = asyncio.run_coroutine_threadsafe(_as_coroutine(work(app)), loop)
-
+        must not). Errors with no ``on_error`` are logged. Called before the application is
+        open, the call waits (off the GUI thread) until it is; after it has closed, it fails
+        with ``RuntimeError``."""
         def done(f: Future[T]) -> None:
             if f.cancelled():
                 return
@@ -168,16 +167,48 @@ class AppHost(QObject):
             else:
                 log.error("a call from the window failed", exc_info=exc)
 
+        future: Future[T] = Future()
         future.add_done_callback(done)
+        with self._early_lock:
+            held = self._loop is None and not self._closed
+            if held:  # not open yet: sent when it is (the GUI thread never waits here)
+                self._early.append((work, future))
+        if not held:
+            # Outside the lock: a call that fails at once answers at once, on this thread,
+            # and its callback may well call again.
+            self._send(work, future)
+
         return future
+
+    def _send(self, work: Callable[[Fredica], Awaitable[Any]], future: Future[Any]) -> None:
+        """Run ``work`` on the loop, its outcome into ``future``."""
+        loop, app = self._loop, self.app
+        if loop is None or app is None or self._closed:
+            future.set_exception(RuntimeError("the application is not open"))
+            return
+
+        async def run() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(await work(app))
+                except Exception as exc:
+                    future.set_exception(exc)
+
+        try:
+            asyncio.run_coroutine_threadsafe(run(), loop)
+        except RuntimeError as exc:  # its loop has closed meanwhile
+            future.set_exception(RuntimeError(f"the application is not open ({exc})"))
+
+    def _open_for_calls(self, opened: bool) -> None:
+        """The application is open (or will never be): send the calls held until now."""
+        with self._early_lock:
+            self._closed = not opened
+            early, self._early = self._early, []
+        for work, future in early:
+            self._send(work, future)
 
     def _on_deliver(self, callback: Callable[[Any], Any], value: Any) -> None:
         callback(value)
-
-    def _wait_ready(self) -> asyncio.AbstractEventLoop:
-        if not self._ready.wait(30) or self._loop is None:
-            raise RuntimeError("the application did not open")
-        return self._loop
 
     # --- the host's thread -------------------------------------------------------------------
 
@@ -186,6 +217,7 @@ class AppHost(QObject):
             asyncio.run(self._serve())
         finally:
             self._ready.set()  # nobody waits for a host that never opened
+            self._open_for_calls(False)
             self._set_state(Mode.STOPPED)
             self.stopped.emit()
 
@@ -197,12 +229,14 @@ class AppHost(QObject):
         except Exception as exc:
             log.exception("opening the data directory failed")
             self._ready.set()
+            self._open_for_calls(False)
             self.failed.emit(str(exc))
             return
         self.state = HostState(
             Mode.STARTING, app.paths.data_dir, settings_problem=app.settings_problem
         )
         self._ready.set()
+        self._open_for_calls(True)
         try:
             while not self._stop.is_set():
                 if not self._run_engine:
@@ -223,6 +257,8 @@ class AppHost(QObject):
                     self.failed.emit(f"the engine stopped: {exc}")
                     break
         finally:
+            with self._early_lock:
+                self._closed = True  # calls from now on fail at once
             await app.close()
 
     async def _run_with_engine(self, app: Fredica) -> None:
@@ -249,7 +285,3 @@ class AppHost(QObject):
             **{"recovery": None, "attached_to": None, **fields},
         )
         self.state_changed.emit(self.state)
-
-
-async def _as_coroutine(awaitable: Awaitable[T]) -> T:
-    return await awaitable

@@ -10,6 +10,9 @@ Besides the display text, a cell answers:
   delegate draws as a bar;
 - :data:`RECORD_ROLE` on any column: the row's record (for a selection's actions);
 - the tooltip, the alignment of the figures, and a colour for failed and interrupted tasks.
+
+Words shown in cells (a badge, a run's status) and the column titles are translated when a
+row's strings are built (once per version of the row, as the rest of them).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtGui import QColor
 
 from fredica_app.display import clock, task_state
@@ -43,6 +46,40 @@ _ALERT = QColor(0xC6, 0x28, 0x28)
 _WARN = QColor(0xB2, 0x5E, 0x00)
 _BADGE_COLOURS = {Badge.FAILED: _ALERT, Badge.INTERRUPTED: _WARN}
 
+_translate = QCoreApplication.translate
+
+
+def QT_TRANSLATE_NOOP(context: str, text: str) -> str:
+    """Marks ``text`` for ``lupdate`` in ``context`` and returns it untranslated (Qt's own is
+    typed as returning ``object``); it is translated where shown."""
+    return text
+
+
+#: A badge's words, marked for ``lupdate`` (the context "Badge"); see :func:`badge_text`.
+BADGE_TEXT = {
+    Badge.WAITING: QT_TRANSLATE_NOOP("Badge", "waiting"),
+    Badge.QUEUED: QT_TRANSLATE_NOOP("Badge", "queued"),
+    Badge.RUNNING: QT_TRANSLATE_NOOP("Badge", "running"),
+    Badge.PAUSED: QT_TRANSLATE_NOOP("Badge", "paused"),
+    Badge.DONE: QT_TRANSLATE_NOOP("Badge", "done"),
+    Badge.FAILED: QT_TRANSLATE_NOOP("Badge", "failed"),
+    Badge.CANCELLED: QT_TRANSLATE_NOOP("Badge", "cancelled"),
+    Badge.SKIPPED: QT_TRANSLATE_NOOP("Badge", "skipped"),
+    Badge.INTERRUPTED: QT_TRANSLATE_NOOP("Badge", "interrupted"),
+}
+_RUN_STATUS_TEXT = {
+    RunStatus.PENDING: QT_TRANSLATE_NOOP("RunStatus", "pending"),
+    RunStatus.RUNNING: QT_TRANSLATE_NOOP("RunStatus", "running"),
+    RunStatus.COMPLETED: QT_TRANSLATE_NOOP("RunStatus", "completed"),
+    RunStatus.FAILED: QT_TRANSLATE_NOOP("RunStatus", "failed"),
+    RunStatus.CANCELLED: QT_TRANSLATE_NOOP("RunStatus", "cancelled"),
+}
+
+
+def badge_text(shown: Badge) -> str:
+    """A badge in the interface's language."""
+    return _translate("Badge", BADGE_TEXT[shown])
+
 
 @dataclass(frozen=True, slots=True)
 class ProgressCell:
@@ -58,19 +95,36 @@ class ProgressCell:
 class TaskTableModel(RecordTableModel):
     """Tasks, one per row: name (its key), type, state badge, progress, attempt, ETA, run.
 
-    ``clock`` times the progress samples the ETA is measured from (a test's fake clock)."""
+    ``clock`` times the progress samples the ETA is measured from (a test's fake clock).
+    ``badges`` says a task's badge (default: from its own record); a page that counts badges
+    across tasks (``BadgeCounts``) passes its own, and :meth:`refresh` rebuilds the rows whose
+    badge moved without a change of their own."""
 
     KIND = "task"
     RECORD = TaskRecord
-    HEADERS = ("Task", "Type", "State", "Progress", "Attempt", "ETA", "Run")
+    TR_CONTEXT = "TaskTableModel"
+    HEADERS = (
+        QT_TRANSLATE_NOOP("TaskTableModel", "Task"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "Type"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "State"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "Progress"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "Attempt"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "ETA"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "Run"),
+    )
     NAME, TYPE, STATE, PROGRESS, ATTEMPT, ETA, RUN = range(7)
     _RIGHT_ALIGNED: ClassVar[frozenset[int]] = frozenset({ATTEMPT, ETA})
 
     def __init__(
-        self, parent: QObject | None = None, *, clock: Callable[[], float] = time.monotonic
+        self,
+        parent: QObject | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        badges: Callable[[TaskRecord], Badge] = badge,
     ) -> None:
         super().__init__(parent)
         self._clock = clock
+        self._badge = badges
         self._meters: dict[str, SpeedMeter] = {}
         self._progress: dict[str, ProgressCell] = {}
 
@@ -86,7 +140,7 @@ class TaskTableModel(RecordTableModel):
         if role == ALIGNMENT:
             return RIGHT if column in self._RIGHT_ALIGNED else None
         if role == FOREGROUND:
-            return _BADGE_COLOURS.get(badge(row.record)) if column == self.STATE else None
+            return _BADGE_COLOURS.get(self._badge(row.record)) if column == self.STATE else None
         if role == TOOLTIP:
             return task_state(row.record)
         if role == RECORD_ROLE:
@@ -100,7 +154,7 @@ class TaskTableModel(RecordTableModel):
 
     def render(self, row: Row) -> tuple[str, ...]:
         task: TaskRecord = row.record
-        shown = badge(task)
+        shown = self._badge(task)
         cell = _task_progress(task, shown)
         self._progress[task.id] = cell
         eta = ""
@@ -114,7 +168,7 @@ class TaskTableModel(RecordTableModel):
         return (
             task.key or task.id[:8],
             task.type,
-            shown.value,
+            badge_text(shown),
             cell.label,
             attempt,
             eta,
@@ -150,7 +204,7 @@ class TaskTableModel(RecordTableModel):
 def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:
     text = task.status_text or ""
     if shown is Badge.DONE or shown is Badge.SKIPPED:
-        return _cell(100.0, shown.value, True)
+        return _cell(100.0, badge_text(shown), True)
     if shown is Badge.RUNNING:
         if task.progress <= 0.0:  # no figure yet (or a job that gives none): busy, not 0 %
             return ProgressCell(None, text or "starting", True)
@@ -160,7 +214,9 @@ def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:
             return ProgressCell(0.0, "", False)
         return _cell(task.progress, text, True)
     # Paused, failed, cancelled, interrupted: where it stopped, greyed, and why.
-    return _cell(task.progress, text if shown is Badge.PAUSED and text else shown.value, False)
+    return _cell(
+        task.progress, text if shown is Badge.PAUSED and text else badge_text(shown), False
+    )
 
 
 def _cell(percent: float, text: str, active: bool) -> ProgressCell:
@@ -173,7 +229,15 @@ class RunTableModel(RecordTableModel):
 
     KIND = "run"
     RECORD = RunRecord
-    HEADERS = ("Run", "Template", "State", "Progress", "Tasks", "Created")
+    TR_CONTEXT = "RunTableModel"
+    HEADERS = (
+        QT_TRANSLATE_NOOP("RunTableModel", "Run"),
+        QT_TRANSLATE_NOOP("RunTableModel", "Template"),
+        QT_TRANSLATE_NOOP("RunTableModel", "State"),
+        QT_TRANSLATE_NOOP("RunTableModel", "Progress"),
+        QT_TRANSLATE_NOOP("RunTableModel", "Tasks"),
+        QT_TRANSLATE_NOOP("RunTableModel", "Created"),
+    )
     ID, TEMPLATE, STATE, PROGRESS, TASKS, CREATED = range(6)
 
     def __init__(
@@ -203,7 +267,7 @@ class RunTableModel(RecordTableModel):
         return (
             run.id[:8],
             run.template or "",
-            run.status.value,
+            _translate("RunStatus", _RUN_STATUS_TEXT[run.status]),
             _run_progress(run).label,
             _run_counts(run),
             clock(run.created_at, self._now()),

@@ -1,22 +1,333 @@
-"""The queue page: runs and tasks, live, with their actions. (Being built.)"""
+"""The queue page: runs and tasks, live, with their actions.
+
+Left, a search box and the states with their counts (``queue_sidebar``); right, a toolbar
+with the actions (``queue_actions``), then the runs above the tasks in a splitter. Selecting
+runs shows only their tasks; a state, or a search, narrows the tasks further
+(``queue_filter``).
+
+Everything comes from the window's :class:`~fredica_app.gui.feed.Feed`: a snapshot loads the
+models and the counts once; each batch of changes is applied to them — the models update the
+rows it names, the counts move by one per changed task — and nothing here ever walks all
+rows because of a batch. Actions go through the application host; an error shows as one line
+(the window's status bar, or a line on the page when it stands alone).
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QWidget
+from typing import Any
 
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QSplitter,
+    QTableView,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fredica_app.display import task_outputs
+from fredica_app.gui.delegates import ProgressDelegate
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
+from fredica_app.gui.models import RunTableModel, TaskTableModel
+from fredica_app.gui.persist import ViewState
+from fredica_app.gui.queue_actions import QueueActions, Scope, Selection
+from fredica_app.gui.queue_filter import TaskFilterProxy
+from fredica_app.gui.queue_sidebar import StateSidebar, TrackedCounts
+from fredica_app.views.queue_state import Badge, badge
+from workers.changes import Change, Snapshot, Tombstone
+from workers.records import TaskRecord
+from workers.states import TaskStatus
+
+#: The search filters this long after the last key (a keystroke does not refilter 10,000 rows).
+SEARCH_MS = 200
+#: After a batch, the actions follow the selection's new records this much later (once per
+#: burst of batches).
+ACTIONS_MS = 150
+#: How long a line stays shown.
+MESSAGE_MS = 10_000
+#: The columns' first widths, before the user's own are restored.
+_TASK_WIDTHS = (170, 130, 90, 260, 70, 80, 80)
+_RUN_WIDTHS = (90, 130, 90, 200, 230, 110)
+_FOCUS_IN = QEvent.Type.FocusIn
 
 
 class QueuePage(QWidget):
+    """Runs and tasks, live (see the module's docstring)."""
+
     #: A run's id: show its details.
     open_run = Signal(str)
 
     def __init__(self, host: AppHost, feed: Feed, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("queue")
         self.host = host
         self.feed = feed
+        self.counts = TrackedCounts()
+        self.tasks = TaskTableModel(self, badges=self.badge_of)
+        self.runs = RunTableModel(self)
+        self.filter = TaskFilterProxy(self.tasks, self.badge_of, self)
+        self._scope = Scope.TASKS
+        #: The last line shown (errors and notes), for tests and for the page's own label.
+        self.last_message = ""
+
+        self.sidebar = StateSidebar()
+        self.sidebar.chosen.connect(self.filter.set_badge)
+        self.runs_view = _table(self.runs, "queue-runs", _RUN_WIDTHS, RunTableModel.PROGRESS)
+        self.tasks_view = _table(self.filter, "queue-tasks", _TASK_WIDTHS, TaskTableModel.PROGRESS)
+        self.commands = QueueActions(host, self.selection, self)
+        self.commands.message.connect(self.show_message)
+        self.commands.open_run.connect(self.open_run)
+
+        self.search = QLineEdit()
+        self.search.setObjectName("queue-search")
+        self.search.setClearButtonEnabled(True)
+        self.search.setPlaceholderText(self.tr("Search tasks: name, type or run"))
+        self.search.setMaximumWidth(self.sidebar.maximumWidth())
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_MS)
+        self._search_timer.timeout.connect(lambda: self.filter.set_text(self.search.text()))
+        self.search.textChanged.connect(self._search_timer.start)
+
+        self.toolbar = QToolBar()
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toolbar.addActions(self.commands.selection_actions)
+        self.toolbar.addSeparator()
+        self.toolbar.addAction(self.commands.pause_queue)
+
+        self.notice = QLabel()
+        self.notice.setObjectName("queue-notice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.setInterval(MESSAGE_MS)
+        self._notice_timer.timeout.connect(self.notice.hide)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("queue-splitter")
+        self.splitter.addWidget(self.runs_view)
+        self.splitter.addWidget(self.tasks_view)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setChildrenCollapsible(False)
+
+        right = QVBoxLayout()
+        right.setContentsMargins(0, 0, 0, 0)
+        right.setSpacing(4)
+        right.addWidget(self.toolbar)
+        right.addWidget(self.notice)
+        right.addWidget(self.splitter, 1)
+        left = QVBoxLayout()
+        left.setContentsMargins(0, 0, 0, 0)
+        left.setSpacing(4)
+        left.addWidget(self.search)
+        left.addWidget(self.sidebar, 1)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 6, 6, 6)
+        row.addLayout(left)
+        row.addLayout(right, 1)
+
+        self._wire_views()
+        self._actions_timer = QTimer(self)
+        self._actions_timer.setSingleShot(True)
+        self._actions_timer.setInterval(ACTIONS_MS)
+        self._actions_timer.timeout.connect(self.commands.refresh)
+        feed.snapshot.connect(self.load)
+        feed.changes.connect(self.apply)
+        self._update_sidebar()
+
+    def _wire_views(self) -> None:
+        tasks_view, runs_view = self.tasks_view, self.runs_view
+        # Keyboard shortcuts work while a table has the focus (see queue_actions).
+        actions = self.commands
+        tasks_view.addActions(actions.selection_actions)
+        # Not on the runs: Enter opens a run's details there, Ctrl+C copies as tables do.
+        runs_view.addActions([actions.pause, actions.resume, actions.cancel, actions.retry])
+        for key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):  # on a run: its details
+            shortcut = QShortcut(QKeySequence(key), runs_view)
+            shortcut.setContext(Qt.ShortcutContext.WidgetShortcut)
+            shortcut.activated.connect(self.commands.details.trigger)
+        for view in (tasks_view, runs_view):
+            view.installEventFilter(self)
+            view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            view.customContextMenuRequested.connect(lambda pos, v=view: self._context_menu(v, pos))
+        tasks_view.selectionModel().selectionChanged.connect(
+            lambda *_: self._selection_changed(Scope.TASKS)
+        )
+        runs_view.selectionModel().selectionChanged.connect(self._runs_selected)
+        tasks_view.doubleClicked.connect(self._task_double_clicked)
+        runs_view.doubleClicked.connect(
+            lambda index: self.open_run.emit(self.runs.record_at(index.row()).id)
+        )
+
+    # --- the feed ------------------------------------------------------------------------------
+
+    def load(self, snapshot: Snapshot) -> None:
+        """(Re)load from a snapshot: the one time the counts are made from all tasks."""
+        self.counts = TrackedCounts(snapshot.tasks)
+        self.runs.load(snapshot)
+        self.tasks.load(snapshot)
+        self._update_sidebar()
+        self.commands.refresh()
+
+    def apply(self, batch: list[Any]) -> None:
+        """A batch of changes: the counts by ±1 per changed task, the models' rows, the rows
+        whose badge moved because of another's change, and the filter for those rows only."""
+        counts = self.counts
+        changed: list[str] = []
+        for item in batch:
+            record = item.record if isinstance(item, Change) else item
+            if isinstance(record, TaskRecord):
+                counts.apply(record)
+                changed.append(record.id)
+            elif isinstance(record, Tombstone) and record.kind == "task":
+                counts.apply(record)
+        self.runs.apply(batch)
+        self.tasks.apply(batch)
+        moved = counts.take_moved().difference(changed)
+        if moved:
+            self.tasks.refresh(moved)
+        if changed or moved:
+            self.filter.recheck([*changed, *moved])
+            self._update_sidebar()
+        if self.tasks_view.selectionModel().hasSelection() or (
+            self.runs_view.selectionModel().hasSelection()
+        ):
+            self._actions_timer.start()
+
+    def badge_of(self, task: TaskRecord) -> Badge:
+        """A task's badge as counted (its dependencies' records considered)."""
+        return self.counts.badge_of(task.id) or badge(task)
+
+    def _update_sidebar(self) -> None:
+        self.sidebar.set_counts(self.counts.counts, self.tasks.rowCount())
+
+    # --- the selection -------------------------------------------------------------------------
+
+    def selection(self) -> Selection:
+        """The selected tasks and runs, and which table the actions act on."""
+        proxy, record_at = self.filter, self.tasks.record_at
+        rows = _selected_rows(self.tasks_view)
+        if proxy.active:
+            rows = [proxy.mapToSource(proxy.index(row, 0)).row() for row in rows]
+        # (Unfiltered, the proxy neither hides nor moves a row: its rows are the model's.)
+        tasks = [record_at(row) for row in rows]
+        runs = [self.runs.record_at(row) for row in _selected_rows(self.runs_view)]
+        return Selection(self._scope, tasks, runs)
+
+    def selected_run_ids(self) -> list[str]:
+        return [r.id for r in self.selection().runs]
+
+    def set_scope(self, scope: Scope) -> None:
+        """Make the actions act on the tasks or on the runs (the table in use does)."""
+        self._scope = scope
+        self.commands.refresh()
+
+    def _selection_changed(self, scope: Scope) -> None:
+        view = self.tasks_view if scope is Scope.TASKS else self.runs_view
+        other = self.runs_view if scope is Scope.TASKS else self.tasks_view
+        # The table in use is the one with the focus; with neither focused, the one the user
+        # (or a test) just selected in. A selection the filter trims is no choice of table.
+        if view.selectionModel().hasSelection() and not other.hasFocus():
+            self._scope = scope
+        self.commands.refresh()
+
+    def _runs_selected(self, *_: Any) -> None:
+        self.filter.set_runs(self.selected_run_ids())
+        self._selection_changed(Scope.RUNS)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == _FOCUS_IN:
+            self.set_scope(Scope.TASKS if watched is self.tasks_view else Scope.RUNS)
+        return False
+
+    def _context_menu(self, view: QTableView, pos: QPoint) -> None:
+        self.set_scope(Scope.TASKS if view is self.tasks_view else Scope.RUNS)
+        menu = self.commands.menu(self)
+        if menu is not None:
+            menu.exec(view.viewport().mapToGlobal(pos))
+            menu.deleteLater()
+
+    def _task_double_clicked(self, index: QModelIndex) -> None:
+        task: TaskRecord = self.tasks.record_at(self.filter.mapToSource(index).row())
+        if task.status is TaskStatus.COMPLETED and task_outputs(task):
+            self.commands.open_outputs([task])
+        elif task.workflow_run_id:
+            self.open_run.emit(task.workflow_run_id)
+
+    # --- the queue's pause, messages, what is remembered ---------------------------------------
 
     def show_queue_paused(self, paused: bool) -> None:
         """The queue's pause flag as read (the window reads it every second)."""
+        self.commands.show_queue_paused(paused)
+
+    def show_message(self, text: str) -> None:
+        """One line for the user: in the window's status bar, or on the page standing alone
+        ("" clears the page's line)."""
+        if text:
+            self.last_message = text
+        window = self.window()
+        if isinstance(window, QMainWindow):
+            if text:
+                window.statusBar().showMessage(text, MESSAGE_MS)
+            return
+        self.notice.setText(text)
+        self.notice.setVisible(bool(text))
+        if text:
+            self._notice_timer.start()
+
+    def save_view_state(self, vs: ViewState) -> None:
+        vs.save("queue-splitter", self.splitter)
+        vs.save("queue-tasks", self.tasks_view.horizontalHeader())
+        vs.save("queue-runs", self.runs_view.horizontalHeader())
+
+    def restore_view_state(self, vs: ViewState) -> None:
+        vs.restore("queue-splitter", self.splitter)
+        vs.restore("queue-tasks", self.tasks_view.horizontalHeader())
+        vs.restore("queue-runs", self.runs_view.horizontalHeader())
+
+
+def _selected_rows(view: QTableView) -> list[int]:
+    """The selected rows, in the order they were selected: from the selection's ranges
+    (``selectedRows()`` asks every cell of every row whether it is selected, in Python)."""
+    rows: dict[int, None] = {}
+    selection = view.selectionModel().selection()
+    for n in range(selection.size()):
+        part = selection.at(n)
+        rows.update(dict.fromkeys(range(part.top(), part.bottom() + 1)))
+    return list(rows)
+
+
+def _table(model: Any, name: str, widths: tuple[int, ...], progress: int) -> QTableView:
+    """A table of a queue model: rows selected whole, the progress column drawn as bars, fixed
+    row heights and set column widths (sizing to contents would read every row)."""
+    view = QTableView()
+    view.setObjectName(name)
+    view.setModel(model)
+    view.setItemDelegateForColumn(progress, ProgressDelegate(view))
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setShowGrid(False)
+    view.setAlternatingRowColors(True)
+    view.setWordWrap(False)
+    view.setSortingEnabled(False)  # see queue_filter: no sorting of 10,000 rows in Python
+    rows = view.verticalHeader()
+    rows.hide()
+    rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+    rows.setDefaultSectionSize(view.fontMetrics().height() + 10)
+    header = view.horizontalHeader()
+    header.setHighlightSections(False)
+    header.setStretchLastSection(True)
+    for column, width in enumerate(widths):
+        header.resizeSection(column, width)
+    return view

@@ -1,121 +1,215 @@
-"""Renders the GUI's views offscreen into PNG files, for the documentation.
+"""Renders the window's main screens to PNG files, from a real run, for the documentation.
 
-    python -m fredica_app.gui.screenshots OUT_DIR
+    python -m fredica_app.gui.screenshots OUT_DIR [--seconds 240]
 
-For now one view: the queue's task table with its progress bars (``queue-model.png``), over a
-few tasks in different states. Runs without a display (Qt's offscreen platform).
+What it does, in a fresh data directory: makes three sample videos with speech, adds them to
+the library and starts the ``full`` pipeline on one and ``subtitles`` on another; runs a
+``fredica worker`` on it and kills it (``kill -9``) while it transcodes — a real crash. Then
+it opens the window: recovery resumes the interrupted tasks and the restart banner says so,
+while the engine transcodes and transcribes. Each screen (library, queue, run details with
+the ``full`` DAG, restart review, settings) is saved in English and Simplified Chinese, light
+and dark: ``<screen>-<language>-<theme>.png``.
+
+Runs without a display (Qt's offscreen platform, on a 1600 by 1000 screen).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
+import signal
+import subprocess
 import sys
-from dataclasses import replace
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workers.records import TaskRecord
-from workers.states import TaskStatus
-
-# Before Qt starts: the offscreen platform unless told otherwise.
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QHeaderView, QTableView
-
-from fredica_app.gui.delegates import ProgressDelegate
-from fredica_app.gui.models import TaskTableModel
-
-_RUN = "8f3a2c1e-5b7d-4e0a-9c61-2d4b8e7f1a30"
+SCREEN = {"name": "screen", "x": 0, "y": 0, "width": 1600, "height": 1000, "logicalDpi": 96}
+WINDOW = (1360, 820)
+#: The screens and the languages and themes each is rendered in.
+PASSES = (("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark"))
 
 
-def _task(n: int, key: str, type_: str, status: TaskStatus, **fields: Any) -> TaskRecord:
-    return TaskRecord(
-        **{
-            **dict.fromkeys(f.name for f in TaskRecord.__dataclass_fields__.values()),
-            "id": f"{n:08x}-0000-4000-8000-000000000000",
-            "key": key,
-            "type": type_,
-            "workflow_run_id": _RUN,
-            "status": status,
-            "priority": 0,
-            "depends_on": [],
-            "payload": {},
-            "retry_count": 0,
-            "max_retries": 2,
-            "progress": 0.0,
-            "is_paused": False,
-            "is_pausable": True,
-            "created_at": 1_700_000_000.0 + n,
-            "unmet_deps": 0,
-            "attempt": 1,
-            "interruptions": 0,
-            "resource": "cpu",
-            **fields,
-        }
+def _offscreen() -> None:
+    """Before Qt starts: the offscreen platform with a screen large enough for the window
+    (the default one is 800 pixels wide), unless a platform is set."""
+    if "QT_QPA_PLATFORM" in os.environ:
+        return
+    config = Path(tempfile.mkdtemp(prefix="fredica-screen-")) / "screen.json"
+    config.write_text(json.dumps({"screens": [SCREEN]}))
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={config}"
+
+
+# --- the run to show ----------------------------------------------------------------------------
+
+
+def prepare(data_dir: Path, seconds: float) -> list[str]:
+    """Samples, materials and two runs, and a worker killed mid-transcode. Returns the runs'
+    ids, the ``full`` one first."""
+    from fredica_app.services import Fredica
+    from python_endpoints.jobs.sample import make_sample
+
+    media = data_dir.parent / "media"
+    media.mkdir(parents=True, exist_ok=True)
+    # Both CPU jobs at once (a 2-core machine would otherwise run one at a time).
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "settings.json").write_text(json.dumps({"slots": {"cpu": 2}}))
+    clips = [
+        ("Lecture 3 - Fourier series.mkv", seconds, "mkv"),
+        ("Interview with the archivist.mp4", seconds * 0.75, "mp4"),
+        ("Field recording, harbour.mkv", seconds / 4, "mkv"),
+    ]
+    for name, length, kind in clips:
+        make_sample(media / name, length, kind=kind, speech=True, size=(640, 360))
+
+    async def submit() -> list[str]:
+        app = Fredica.open(data_dir)
+        try:
+            report = await app.import_items([str(media / name) for name, _, _ in clips])
+            by_name = {Path(m.source).name: m for m in report.materials}
+            full = await app.submit_for_material(by_name[clips[0][0]], "full")
+            subtitles = await app.submit_for_material(by_name[clips[1][0]], "subtitles")
+            return [full.run_id, subtitles.run_id]
+        finally:
+            await app.close()
+
+    run_ids = asyncio.run(submit())
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "fredica_app.cli", "--data-dir", str(data_dir), "worker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
+    async def until_transcoding() -> None:
+        app = Fredica.open(data_dir, thorough=False)
+        try:
+            deadline = time.monotonic() + 180
+            while await running_progress(app, run_ids, "TRANSCODE_MP4") < 8:
+                if worker.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("screenshots: the worker did not start transcoding")
+                await asyncio.sleep(0.1)
+        finally:
+            await app.close()
 
-def sample_tasks() -> list[TaskRecord]:
-    """A run of a video's pipeline, caught midway."""
-    done = TaskStatus.COMPLETED
-    return [
-        _task(1, "probe", "PROBE", done, progress=100.0),
-        _task(2, "transcode", "TRANSCODE_MP4", TaskStatus.RUNNING, progress=30.0,
-              status_text="transcoding"),
-        _task(3, "thumbnail", "THUMBNAIL", TaskStatus.RUNNING, progress=63.0, is_paused=True,
-              status_text="paused"),
-        _task(4, "extract_audio", "EXTRACT_AUDIO", TaskStatus.FAILED, progress=12.0, attempt=2,
-              error_type="NO_SPACE", error="not enough free space on the library's disk"),
-        _task(5, "transcribe", "TRANSCRIBE", TaskStatus.PENDING, attempt=0, unmet_deps=1),
-        _task(6, "export_subtitles", "EXPORT_SUBTITLES", TaskStatus.PENDING, attempt=0,
-              unmet_deps=1),
-        _task(7, "download_model", "DOWNLOAD_MODEL", TaskStatus.RUNNING,
-              status_text="listing the model's files"),
-    ]  # fmt: skip
+    try:
+        asyncio.run(until_transcoding())
+    finally:
+        worker.send_signal(signal.SIGKILL)  # the crash the banner speaks of
+        worker.wait(30)
+    return run_ids
 
 
-def queue_view(out: Path) -> Path:
-    """The task table: a running task at 42 %, a paused, a failed, a done and a waiting one."""
-    now = [0.0]
-    model = TaskTableModel(clock=lambda: now[0])
-    tasks = sample_tasks()
-    model.load(tasks)
-    # A minute later the transcoding has gone from 30 % to 42 %: its ETA can be told.
-    now[0] = 60.0
-    model.apply([replace(tasks[1], progress=42.0)])
-    view = QTableView()
-    view.setModel(model)
-    view.setItemDelegateForColumn(TaskTableModel.PROGRESS, ProgressDelegate(view))
-    view.verticalHeader().hide()
-    view.setShowGrid(False)
-    view.setAlternatingRowColors(True)
-    view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-    view.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # no focus frame around the first cell
-    view.resizeColumnsToContents()
-    header = view.horizontalHeader()
-    for column in range(model.columnCount()):  # contents plus some air between columns
-        view.setColumnWidth(column, view.columnWidth(column) + 18)
-    header.setSectionResizeMode(TaskTableModel.PROGRESS, QHeaderView.ResizeMode.Stretch)
-    view.resize(900, 40 + view.verticalHeader().defaultSectionSize() * model.rowCount())
-    view.show()
-    QApplication.processEvents()
-    path = out / "queue-model.png"
-    view.grab().save(str(path))
-    view.close()
-    return path
+async def running_progress(app: Any, run_ids: list[str], task_type: str) -> float:
+    """The furthest progress of the runs' running tasks of ``task_type`` (0: none runs)."""
+    best = 0.0
+    for run_id in run_ids:
+        for task in await app.store.list_tasks(run_id):
+            if task.type == task_type and task.status.value == "running":
+                best = max(best, task.progress)
+    return best
+
+
+def _wait(done: Callable[[], bool], within: float, what: str, pump: bool = False) -> None:
+    deadline = time.monotonic() + within
+    while not done():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"screenshots: waited {within:.0f} s for {what}")
+        if pump:
+            from PySide6.QtWidgets import QApplication
+
+            QApplication.processEvents()
+        time.sleep(0.05)
+
+
+# --- the window ------------------------------------------------------------------------------
+
+
+def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
+    """Open the window on ``data_dir`` and save every screen in every language and theme."""
+    from PySide6.QtWidgets import QApplication
+
+    from fredica_app.gui import theme
+    from fredica_app.gui.app import GuiApp, make_qapplication
+    from fredica_app.gui.host import Mode
+
+    qapp = make_qapplication()
+    gui = GuiApp(qapp, data_dir)
+    gui.start()
+    host = gui.host
+    _wait(lambda: host.state.mode is Mode.ENGINE, 60, "the engine", pump=True)
+
+    def pump(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            QApplication.processEvents()
+            time.sleep(0.02)
+
+    def progress(task_type: str) -> float:
+        future = host.call(lambda app: running_progress(app, run_ids, task_type))
+        return float(future.result(30))  # a documentation tool: it may wait
+
+    # Until both kinds of work run: the transcode resumed, and the speech-to-text started.
+    _wait(
+        lambda: progress("TRANSCRIBE") > 3 and progress("TRANSCODE_MP4") > 0,
+        300,
+        "a transcription and a transcode running together",
+        pump=True,
+    )
+    tasks = host.call(lambda app: app.store.list_tasks(run_ids[0])).result(30)
+    transcribe = next((t.id for t in tasks if t.type == "TRANSCRIBE"), None)
+    saved: list[Path] = []
+    for language, scheme in PASSES:
+        gui.switch_language(language)
+        gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
+        window = gui.window
+        window.resize(*WINDOW)
+        pump(1.5)  # the window's snapshot, the banner's read
+
+        def grab(screen: str, window: Any = window, name: str = f"{language}-{scheme}") -> None:
+            pump(0.6)
+            path = out / f"{screen}-{name}.png"
+            window.grab().save(str(path))
+            saved.append(path)
+
+        window.nav.setCurrentRow(window.LIBRARY)
+        grab("library")
+        window.nav.setCurrentRow(window.QUEUE)
+        grab("queue")
+        window.banner.review_button.setChecked(True)
+        grab("restart-review")
+        window.banner.review_button.setChecked(False)
+        window.show_run(run_ids[0])
+        pump(1.0)
+        if transcribe is not None:
+            window.details.select_task(transcribe)
+        grab("details")
+        window.nav.setCurrentRow(window.SETTINGS)
+        grab("settings")
+    theme.apply(qapp, "auto")
+    gui.window.retire()
+    host.shutdown()
+    host.join(60)
+    return saved
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Render the GUI's views into PNG files.")
+    parser = argparse.ArgumentParser(description="Render the window's screens into PNG files.")
     parser.add_argument("out_dir", type=Path)
+    parser.add_argument(
+        "--seconds", type=float, default=240, help="the main sample's length (default 240)"
+    )
     args = parser.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    app = QApplication.instance() or QApplication([])
-    assert isinstance(app, QApplication)
-    app.setStyle("Fusion")  # the same look on every platform, and in the documentation
-    print(queue_view(args.out_dir))
+    _offscreen()
+    with tempfile.TemporaryDirectory(prefix="fredica-screenshots-") as tmp:
+        data_dir = Path(tmp) / "data"
+        run_ids = prepare(data_dir, args.seconds)
+        for path in tour(data_dir, run_ids, args.out_dir):
+            print(path)
     return 0
 
 

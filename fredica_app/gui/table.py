@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QCoreApplication,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+)
 
 from workers.changes import Change, Snapshot, Tombstone
 from workers.records import RunRecord, TaskRecord
@@ -53,7 +60,10 @@ class RecordTableModel(QAbstractTableModel):
     #: The tombstones' ``kind`` of this model's records.
     KIND: ClassVar[str]
     RECORD: ClassVar[type[TaskRecord] | type[RunRecord]]
+    #: The column titles in English, marked for ``lupdate`` with ``QT_TRANSLATE_NOOP`` in the
+    #: context :attr:`TR_CONTEXT`; shown translated.
     HEADERS: ClassVar[tuple[str, ...]]
+    TR_CONTEXT: ClassVar[str] = "RecordTableModel"
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -82,7 +92,7 @@ class RecordTableModel(QAbstractTableModel):
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = DISPLAY) -> Any:
         if role == DISPLAY and orientation == HORIZONTAL and 0 <= section < len(self.HEADERS):
-            return self.HEADERS[section]
+            return QCoreApplication.translate(self.TR_CONTEXT, self.HEADERS[section])
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
@@ -164,6 +174,16 @@ class RecordTableModel(QAbstractTableModel):
             for record in new:
                 self._upsert_quiet(record)
             self.endInsertRows()
+
+    def refresh(self, ids: Iterable[str]) -> None:
+        """Build these rows' display strings again, their records unchanged: what they show
+        also depends on other rows (a task's badge on its dependencies')."""
+        where = self._where
+        rows = self._rows
+        changed = [at for at in (where.get(i) for i in ids) if at is not None]
+        for at in changed:
+            rows[at].cells = None
+        self._emit_changed(changed)
 
     def _upsert_quiet(self, record: Any) -> None:
         at = self._where.get(record.id)

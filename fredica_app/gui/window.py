@@ -86,7 +86,6 @@ class MainWindow(QMainWindow):
             self.pages.addWidget(page)
         self.nav = QListWidget()
         self.nav.setObjectName("nav")
-        self.nav.setMaximumWidth(180)
         style = self.style()
         for text, icon in (
             (self.tr("Library"), QStyle.StandardPixmap.SP_DirIcon),
@@ -108,6 +107,8 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.nav)
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.setCollapsible(0, False)
+        self.splitter.setSizes([170, 1010])
         self.setCentralWidget(self.splitter)
 
         self.mode_label = QLabel(self.tr("Opening the data directory…"))
@@ -225,7 +226,8 @@ class MainWindow(QMainWindow):
         self.mode_label.setText(
             self.tr("Fredica could not open its data: %1").replace("%1", message)
         )
-        QMessageBox.critical(self, self.tr("Fredica"), message)
+        box = QMessageBox(QMessageBox.Icon.Critical, self.tr("Fredica"), message, parent=self)
+        box.open()  # window-modal without a nested event loop: nothing waits on it
 
     def _on_snapshot(self, snap: Snapshot) -> None:
         self._running = {t.id for t in snap.tasks if t.status in _RUNNING}

@@ -94,6 +94,9 @@ async def test_recovery_of_each_kind_of_unfinished_task(
     assert (report.resumed, report.restarted, report.requeued, report.held) == (3, 1, 1, 0)
     assert (report.kept_paused, report.failed, report.orphaned, report.total) == (1, 1, 0, 7)
     assert report.failed_ids == (ids["worn"],)
+    # What a crash left (claimed, running, worn), not what a graceful stop released or a
+    # pause held: what the app tells the user about.
+    assert report.crashed == 4
     assert report.summary == (
         "3 resumed, 1 restarted from the start, 0 held, 1 failed, "
         "1 requeued (never started), 1 kept paused"

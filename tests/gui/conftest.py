@@ -15,6 +15,15 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _quit_without_asking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window closed at a test's end (pytest-qt closes the widgets it was given) must not
+    wait on a question nobody answers; a test that checks the question patches its window."""
+    from fredica_app.gui.window import MainWindow
+
+    monkeypatch.setattr(MainWindow, "confirm_quit", lambda self, running: True)
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"

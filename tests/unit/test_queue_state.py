@@ -104,6 +104,17 @@ def test_counts_follow_a_dependency_that_completes() -> None:
     assert counts.counts == {}
 
 
+def test_a_dependency_shared_by_two_tasks_stays_linked_to_the_one_left() -> None:
+    a = task(id="a", status=TaskStatus.RUNNING)
+    b = task(id="b", depends_on=["a"], unmet_deps=1)
+    c = task(id="c", depends_on=["a"], unmet_deps=1)
+    counts = BadgeCounts([a, b, c])
+    counts.apply(Tombstone("task", "b", "r-1", 10.0))
+    # c still hears of a's completion, although b (which shared a) was removed.
+    counts.apply(dataclasses.replace(a, status=TaskStatus.COMPLETED))
+    assert counts.counts == {Badge.DONE: 1, Badge.QUEUED: 1}
+
+
 def test_counts_follow_changed_dependencies() -> None:
     a = task(id="a", status=TaskStatus.RUNNING)
     b = task(id="b", depends_on=["a"])

@@ -149,6 +149,14 @@ class RecoveryMixin(StoreBase):
             ),
             params,
         )
+        # Left by a crash (not released by a graceful stop, not paused): what a person is
+        # told about at the next start; a graceful stop was their own doing.
+        n_crashed = conn.execute(
+            sa.text(
+                f"SELECT count(*) FROM task WHERE {where} AND lease_until IS NOT NULL "
+                "AND NOT is_paused"
+            )
+        ).scalar_one()
         counts: dict[str, int] = dict(
             conn.execute(
                 sa.text(
@@ -235,6 +243,7 @@ class RecoveryMixin(StoreBase):
             failed=len(failed_ids),
             orphaned=len(orphans),
             failed_ids=tuple(failed_ids),
+            crashed=int(n_crashed),
         )
 
     def _recount_runs(self, conn: sa.Connection, run_ids: Collection[str], now: float) -> None:

@@ -1,0 +1,209 @@
+"""The library page's dialogs: choosing a template to start, confirming a removal, pasting web
+addresses. Plain :class:`QDialog` subclasses whose widgets are attributes, so that a test can
+fill them in and call ``accept()`` without a modal loop; the page opens them through small
+methods that a test replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fredica_app.library.store import MaterialRecord
+from fredica_app.templates import BUILTIN, Template
+
+_NAME_ROLE = Qt.ItemDataRole.UserRole
+_OK = QDialogButtonBox.StandardButton.Ok
+_CANCEL = QDialogButtonBox.StandardButton.Cancel
+
+
+def media_templates() -> list[Template]:
+    """The templates that run on a material (``fredica add``/``process`` offer the same),
+    in the catalogue's order."""
+    return [t for t in BUILTIN.values() if t.needs_source]
+
+
+class TemplateDialog(QDialog):
+    """Which template to start on the selected materials. A template that downloads a URL is
+    listed but disabled when a local file is among them (it cannot run on one)."""
+
+    def __init__(
+        self,
+        materials: Sequence[MaterialRecord],
+        templates: Sequence[Template] | None = None,
+        current: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("template-dialog")
+        self.setWindowTitle(self.tr("Start a template"))
+        n = len(materials)
+        if n == 1:
+            what = self.tr("Start a template on “%1”:").replace("%1", materials[0].title)
+        else:
+            what = self.tr("Start a template on %n material(s):", "", n)
+        self.heading = QLabel(what)
+        self.heading.setWordWrap(True)
+        self.list = QListWidget()
+        self.list.setObjectName("templates")
+        self.list.setSpacing(2)
+        self.description = QLabel()
+        self.description.setObjectName("template-description")
+        self.description.setWordWrap(True)
+        self.description.setTextFormat(Qt.TextFormat.PlainText)
+        self.description.setFrameShape(QFrame.Shape.StyledPanel)
+        self.description.setMargin(6)
+        self.description.setMinimumHeight(self.fontMetrics().lineSpacing() * 4 + 12)
+        self.description.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.buttons = QDialogButtonBox(_OK | _CANCEL)
+        start = self.buttons.button(_OK)
+        start.setText(self.tr("Start"))
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        any_local = any(not m.is_url for m in materials)
+        shown = media_templates() if templates is None else list(templates)
+        preselect: QListWidgetItem | None = None
+        for template in shown:
+            item = QListWidgetItem(template.name, self.list)
+            item.setData(_NAME_ROLE, template.name)
+            item.setToolTip(template.description)
+            if template.source == "url" and any_local:
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
+                item.setToolTip(self.tr("Downloads a web address: it cannot run on a local file."))
+            elif preselect is None or template.name == current:
+                preselect = item  # the last one used, else the first that can run
+        self._descriptions = {t.name: t.description for t in shown}
+        self.list.currentItemChanged.connect(self._on_current)
+        self.list.itemDoubleClicked.connect(self._on_double_click)
+        if preselect is not None:
+            self.list.setCurrentItem(preselect)
+        self._on_current(self.list.currentItem())
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.list, 1)
+        layout.addWidget(self.description)
+        layout.addWidget(self.buttons)
+        self.resize(480, 420)
+
+    def chosen(self) -> str | None:
+        """The template chosen (whether the dialog was accepted is ``result()``'s to say)."""
+        item = self.list.currentItem()
+        if item is None or not item.flags() & Qt.ItemFlag.ItemIsEnabled:
+            return None
+        name = item.data(_NAME_ROLE)
+        return str(name) if name else None
+
+    def select(self, name: str) -> None:
+        """Choose ``name`` (a test's way of clicking it)."""
+        for n in range(self.list.count()):
+            item = self.list.item(n)
+            if item.data(_NAME_ROLE) == name:
+                self.list.setCurrentItem(item)
+                return
+        raise KeyError(name)
+
+    def _on_double_click(self, item: QListWidgetItem) -> None:
+        if self.chosen() is not None:
+            self.accept()
+
+    def _on_current(self, item: QListWidgetItem | None) -> None:
+        name = self.chosen()
+        self.description.setText(self._descriptions.get(name, "") if name else "")
+        self.buttons.button(_OK).setEnabled(name is not None)
+
+
+class RemoveDialog(QDialog):
+    """Confirms a removal, and asks whether the outputs go too (they stay unless ticked)."""
+
+    def __init__(self, titles: Sequence[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("remove-dialog")
+        self.setWindowTitle(self.tr("Remove from the library"))
+        n = len(titles)
+        if n == 1:
+            question = self.tr("Remove “%1” from the library?").replace("%1", titles[0])
+        else:
+            question = self.tr("Remove %n material(s) from the library?", "", n)
+        self.question = QLabel(question)
+        self.question.setWordWrap(True)
+        font = self.question.font()
+        font.setBold(True)
+        self.question.setFont(font)
+        if n == 1:
+            note = self.tr("Its finished runs go with it. Your own media file is never deleted.")
+            tick = self.tr("Also delete its outputs")
+        else:
+            note = self.tr(
+                "Their finished runs go with them. Your own media files are never deleted."
+            )
+            tick = self.tr("Also delete their outputs")
+        self.note = QLabel(note)
+        self.note.setWordWrap(True)
+        self.delete_outputs = QCheckBox(tick)
+        self.delete_outputs.setObjectName("delete-outputs")
+        self.delete_outputs.setToolTip(
+            self.tr("The files Fredica made, in the material's folder under the library folder.")
+        )
+        self.buttons = QDialogButtonBox(_OK | _CANCEL)
+        remove = self.buttons.button(_OK)
+        remove.setText(self.tr("Remove"))
+        # Enter must not delete: Cancel is the default, and Remove never becomes it.
+        remove.setAutoDefault(False)
+        remove.setDefault(False)
+        self.buttons.button(_CANCEL).setDefault(True)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.question)
+        layout.addWidget(self.note)
+        layout.addSpacing(6)
+        layout.addWidget(self.delete_outputs)
+        layout.addWidget(self.buttons)
+        self.setMinimumWidth(420)
+
+
+class UrlDialog(QDialog):
+    """Web addresses to add, one per line, prefilled with those on the clipboard."""
+
+    def __init__(self, prefill: Sequence[str] = (), parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("url-dialog")
+        self.setWindowTitle(self.tr("Add web addresses"))
+        self.label = QLabel(self.tr("Web addresses (http or https) to add, one per line:"))
+        self.text = QPlainTextEdit()
+        self.text.setObjectName("urls")
+        self.text.setPlaceholderText("https://example.org/talk.mp4")
+        self.text.setPlainText("\n".join(prefill))
+        self.buttons = QDialogButtonBox(_OK | _CANCEL)
+        self.buttons.button(_OK).setText(self.tr("Add"))
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        self.text.textChanged.connect(self._on_text)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.label)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.buttons)
+        self._on_text()
+        self.resize(520, 260)
+
+    def lines(self) -> list[str]:
+        """The non-blank lines, trimmed."""
+        return [s.strip() for s in self.text.toPlainText().splitlines() if s.strip()]
+
+    def _on_text(self) -> None:
+        self.buttons.button(_OK).setEnabled(bool(self.lines()))

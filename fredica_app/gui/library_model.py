@@ -1,0 +1,270 @@
+"""The library's table: one row per material — title, kind, duration, size, and how its
+outputs stand (the newest run of each template on it, from an
+:class:`~fredica_app.views.library_view.OutputBoard`).
+
+A fresh read of the library replaces the rows by removals and appends
+(:func:`~fredica_app.views.library_view.plan_update`), never a reset unless the order changed:
+the selection survives a reload. Besides the display text, a cell answers
+:data:`SORT_ROLE` (the raw value the sort proxy compares), :data:`MATERIAL_ROLE` (the row's
+:class:`~fredica_app.library.store.MaterialRecord`), a tooltip, an icon and an alignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QCoreApplication,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+)
+from PySide6.QtGui import QColor, QIcon
+from PySide6.QtWidgets import QApplication, QStyle
+
+from fredica_app.library.store import MaterialRecord
+from fredica_app.views.library_view import (
+    OutputBoard,
+    OutputState,
+    file_size,
+    media_length,
+    plan_update,
+    summary,
+)
+
+Index = QModelIndex | QPersistentModelIndex
+
+# Full enum spellings, looked up once: data() runs for every visible cell on every repaint.
+DISPLAY = Qt.ItemDataRole.DisplayRole
+TOOLTIP = Qt.ItemDataRole.ToolTipRole
+DECORATION = Qt.ItemDataRole.DecorationRole
+ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
+HORIZONTAL = Qt.Orientation.Horizontal
+ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+NO_FLAGS = Qt.ItemFlag.NoItemFlags
+FOREGROUND = Qt.ItemDataRole.ForegroundRole
+RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+LEFT = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+#: A failed output, as the queue shows a failed task (readable on light and dark).
+ALERT = QColor(0xC6, 0x28, 0x28)
+#: The value the sort proxy compares: a casefolded title, seconds, bytes (-1 when unknown).
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+#: The row's MaterialRecord, on any column.
+MATERIAL_ROLE = Qt.ItemDataRole.UserRole + 2
+_ROOT = QModelIndex()
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("LibraryModel", text)
+
+
+class LibraryModel(QAbstractTableModel):
+    """Materials, one per row, in the order the library lists them (oldest first)."""
+
+    TITLE, KIND, DURATION, SIZE, OUTPUTS = range(5)
+
+    def __init__(self, board: OutputBoard, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.board = board
+        self._rows: list[MaterialRecord] = []
+        self._where: dict[str, int] = {}
+        #: Display strings per material id, built when first shown, dropped on a change.
+        self._cells: dict[str, tuple[str, ...]] = {}
+        self._headers = (
+            _tr("Title"),
+            _tr("Kind"),
+            _tr("Duration"),
+            _tr("Size"),
+            _tr("Outputs"),
+        )
+        self._kinds = {
+            "video": _tr("video"),
+            "audio": _tr("audio"),
+            "other": _tr("other"),
+            "unknown": _tr("unknown"),
+        }
+        self._words = {
+            OutputState.QUEUED: _tr("queued"),
+            OutputState.RUNNING: _tr("running"),
+            OutputState.PAUSED: _tr("paused"),
+            OutputState.DONE: _tr("done"),
+            OutputState.FAILED: _tr("failed"),
+            OutputState.CANCELLED: _tr("cancelled"),
+        }
+        #: Made when first drawn (the style's icons need the application to exist).
+        self._icons: dict[str, QIcon] = {}
+
+    # --- reading -------------------------------------------------------------------------
+
+    def rowCount(self, parent: Index = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = _ROOT) -> int:
+        return 0 if parent.isValid() else len(self._headers)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = DISPLAY) -> Any:
+        if orientation != HORIZONTAL or not 0 <= section < len(self._headers):
+            return None
+        if role == DISPLAY:
+            return self._headers[section]
+        if role == ALIGNMENT:  # figures and their headers line up on the right
+            return RIGHT if section in (self.DURATION, self.SIZE) else LEFT
+        return None
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        return ITEM_FLAGS if index.isValid() else NO_FLAGS
+
+    def data(self, index: Index, role: int = DISPLAY) -> Any:
+        if not index.isValid():
+            return None
+        material = self._rows[index.row()]
+        column = index.column()
+        if role == DISPLAY:
+            return self._display(material)[column]
+        if role == SORT_ROLE:
+            return self._sort_value(material, column)
+        if role == MATERIAL_ROLE:
+            return material
+        if role == ALIGNMENT:
+            return RIGHT if column in (self.DURATION, self.SIZE) else None
+        if role == DECORATION:
+            return self._icon(material) if column == self.TITLE else None
+        if role == FOREGROUND:
+            return self._alert(material) if column == self.OUTPUTS else None
+        if role == TOOLTIP:
+            return self._tooltip(material, column)
+        return None
+
+    def material_at(self, row: int) -> MaterialRecord:
+        return self._rows[row]
+
+    def row_of(self, material_id: str) -> int | None:
+        return self._where.get(material_id)
+
+    @property
+    def materials(self) -> list[MaterialRecord]:
+        """Every material, in row order (a copy)."""
+        return list(self._rows)
+
+    def outputs_text(self, material: MaterialRecord) -> str:
+        """The outputs cell: each template's newest run, in words of the interface's
+        language."""
+        return summary(self.board.outputs(material.id), self._words)
+
+    # --- writing -------------------------------------------------------------------------
+
+    def set_materials(self, materials: Sequence[MaterialRecord]) -> None:
+        """Show a fresh read of the library: rows that went are removed, new ones appended,
+        changed ones (a probe filled them) redrawn."""
+        fresh = {m.id: m for m in materials}
+        plan = plan_update([m.id for m in self._rows], list(fresh))
+        if plan is None:
+            self.beginResetModel()
+            self._rows = list(fresh.values())
+            self._reindex()
+            self._cells.clear()
+            self.endResetModel()
+            return
+        for first, last in plan.removals:
+            self.beginRemoveRows(_ROOT, first, last)
+            for gone in self._rows[first : last + 1]:
+                self._cells.pop(gone.id, None)
+            del self._rows[first : last + 1]
+            self.endRemoveRows()
+        self._reindex()
+        changed = []
+        for n, old in enumerate(self._rows):
+            new = fresh[old.id]
+            if new != old:
+                self._rows[n] = new
+                self._cells.pop(new.id, None)
+                changed.append(n)
+        for first, last in _ranges(changed):
+            self.dataChanged.emit(self.index(first, 0), self.index(last, self.OUTPUTS))
+        if plan.appended:
+            start = len(self._rows)
+            self.beginInsertRows(_ROOT, start, start + len(plan.appended) - 1)
+            self._rows.extend(fresh[i] for i in plan.appended)
+            self._reindex()
+            self.endInsertRows()
+
+    def outputs_changed(self, material_ids: Iterable[str] | None = None) -> None:
+        """The board changed for these materials (None: for all, after a snapshot)."""
+        if material_ids is None:
+            rows = list(range(len(self._rows)))
+        else:
+            rows = [n for n in (self._where.get(i) for i in material_ids) if n is not None]
+        for n in rows:
+            self._cells.pop(self._rows[n].id, None)
+        for first, last in _ranges(rows):
+            self.dataChanged.emit(self.index(first, self.OUTPUTS), self.index(last, self.OUTPUTS))
+
+    # --- inside --------------------------------------------------------------------------
+
+    def _reindex(self) -> None:
+        self._where = {m.id: n for n, m in enumerate(self._rows)}
+
+    def _display(self, material: MaterialRecord) -> tuple[str, ...]:
+        cells = self._cells.get(material.id)
+        if cells is None:
+            cells = self._cells[material.id] = (
+                material.title,
+                self._kinds.get(material.kind, material.kind),
+                media_length(material.duration),
+                file_size(material.size),
+                self.outputs_text(material),
+            )
+        return cells
+
+    def _sort_value(self, material: MaterialRecord, column: int) -> Any:
+        if column == self.DURATION:
+            return -1.0 if material.duration is None else material.duration
+        if column == self.SIZE:
+            return -1 if material.size is None else material.size
+        return self._display(material)[column].casefold()
+
+    def _alert(self, material: MaterialRecord) -> QColor | None:
+        failed = any(o.state is OutputState.FAILED for o in self.board.outputs(material.id))
+        return ALERT if failed else None
+
+    def _icon(self, material: MaterialRecord) -> QIcon:
+        icons = self._icons
+        if not icons:
+            style = QApplication.style()
+            icons.update(
+                (name, style.standardIcon(pixmap))
+                for name, pixmap in (
+                    ("video", QStyle.StandardPixmap.SP_MediaPlay),
+                    ("audio", QStyle.StandardPixmap.SP_MediaVolume),
+                    ("url", QStyle.StandardPixmap.SP_DriveNetIcon),
+                    ("other", QStyle.StandardPixmap.SP_FileIcon),
+                )
+            )
+        if material.is_url and material.kind not in ("video", "audio"):
+            return icons["url"]
+        return icons.get(material.kind, icons["other"])
+
+    def _tooltip(self, material: MaterialRecord, column: int) -> str | None:
+        if column == self.TITLE:
+            return material.source
+        if column == self.OUTPUTS:
+            lines = [
+                summary([o], self._words) + f"  ({o.run_id[:8]})"
+                for o in self.board.outputs(material.id)
+            ]
+            return "\n".join(lines) or None
+        return None
+
+
+def _ranges(rows: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted, distinct ``(first, last)`` ranges of consecutive row numbers."""
+    out: list[tuple[int, int]] = []
+    for n in sorted(set(rows)):
+        if out and out[-1][1] == n - 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out

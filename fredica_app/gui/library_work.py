@@ -1,0 +1,137 @@
+"""What the library page asks of the application: coroutine functions of ``app`` that
+:meth:`~fredica_app.gui.host.AppHost.call` runs on the host's loop. No Qt here: they return
+plain values, and the page words them (translated) on the GUI thread.
+
+Each one works item by item and reports per item, so that one bad file, or one material that
+a template cannot run on, does not hide what happened to the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fredica_app.errors import FredicaError
+from fredica_app.library.fingerprint import is_media_name
+from fredica_app.library.importer import ImportReport, is_url, material_dir
+from fredica_app.library.store import MaterialRecord
+from fredica_app.removal import Removal, remove
+from fredica_app.services import Fredica
+from workers.records import CreatedRun
+
+
+class Refused(enum.Enum):
+    """Why an item was not imported (checked before anything is)."""
+
+    #: No such file or folder.
+    MISSING = "missing"
+    #: A file named on its own whose extension is not a media one.
+    NOT_MEDIA = "not media"
+    #: Not an http(s) address (from the web address box, or another scheme).
+    NOT_A_URL = "not a url"
+
+
+@dataclass
+class Imported:
+    """An import: the library's report, and the items refused before it."""
+
+    report: ImportReport
+    refused: list[tuple[str, Refused]] = field(default_factory=list)
+
+
+def check_item(item: str, *, urls_only: bool = False) -> Refused | None:
+    """Why ``item`` cannot be imported, or None. A folder passes (the importer skips what is
+    not media in it and says so); a file named on its own must look like media, as the
+    importer's folders do — PROBE would refuse it later, after it had been added."""
+    if is_url(item):
+        return None
+    if urls_only or "://" in item:
+        return Refused.NOT_A_URL
+    path = Path(item).expanduser()
+    if not path.exists():
+        return Refused.MISSING
+    if path.is_file() and not is_media_name(path):
+        return Refused.NOT_MEDIA
+    return None
+
+
+async def import_checked(
+    app: Fredica, items: Sequence[str], *, urls_only: bool = False
+) -> Imported:
+    """Check ``items`` (:func:`check_item`), then import those that pass."""
+
+    def check() -> list[tuple[str, Refused]]:
+        found = ((item, check_item(item, urls_only=urls_only)) for item in items)
+        return [(item, why) for item, why in found if why is not None]
+
+    refused = await asyncio.to_thread(check)
+    bad = {item for item, _ in refused}
+    keep = [item for item in items if item not in bad]
+    report = await app.import_items(keep) if keep else ImportReport()
+    return Imported(report, refused)
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A template started on one material: its run, or why not."""
+
+    material: MaterialRecord
+    run: CreatedRun | None
+    error: str | None = None
+
+
+async def start_runs(
+    app: Fredica, materials: Sequence[MaterialRecord], template: str
+) -> list[Started]:
+    """Start ``template`` on each material; an error (a template that cannot run on it) is
+    that material's, and the others go on."""
+    out = []
+    for material in materials:
+        try:
+            out.append(Started(material, await app.submit_for_material(material, template)))
+        except FredicaError as exc:
+            out.append(Started(material, None, str(exc)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """A material removed, or why not (an active run)."""
+
+    material: MaterialRecord
+    removal: Removal | None
+    error: str | None = None
+
+
+async def remove_materials(
+    app: Fredica, materials: Sequence[MaterialRecord], *, outputs: bool
+) -> list[Removed]:
+    """Remove each material (:func:`fredica_app.removal.remove`), its outputs too when
+    ``outputs``."""
+    out = []
+    for material in materials:
+        try:
+            out.append(Removed(material, await remove(app, material.id, outputs=outputs)))
+        except FredicaError as exc:
+            out.append(Removed(material, None, str(exc)))
+    return out
+
+
+def folder_of(library_dir: Path, material: MaterialRecord) -> Path | None:
+    """The folder to show for a material: its output folder once there is one, else the
+    folder of its file; None when neither exists yet (a URL not downloaded)."""
+    outputs = material_dir(library_dir, material)
+    if outputs.is_dir():
+        return outputs
+    if material.local_path:
+        parent = Path(material.local_path).parent
+        if parent.is_dir():
+            return parent
+    return None
+
+
+async def folder_to_open(app: Fredica, material: MaterialRecord) -> Path | None:
+    return await asyncio.to_thread(folder_of, app.library_dir, material)

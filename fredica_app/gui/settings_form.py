@@ -1,0 +1,379 @@
+"""The settings page's form: one editor per setting, grouped, each with a red line under it
+for its error; the values in and out as plain Python.
+
+The form checks only what the settings model cannot say of a text box (a slot that is not a
+whole number, a relative path); everything else is the model's to judge, and its messages are
+shown under the field they concern (:meth:`SettingsForm.show_errors`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, get_args
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fredica_app import models
+from fredica_app.gui.settings_work import SLOT_CLASSES, Loaded
+from fredica_app.settings import Settings
+from workers.running import default_slots
+
+#: What tells a widget that the colours changed (the theme switched between light and dark).
+PALETTE_EVENTS = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+
+
+def error_style() -> str:
+    """The stylesheet of an error line: a red that reads on the application's palette,
+    light or dark."""
+    dark = QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
+    return f"color: {'#ff6b6b' if dark else '#c62828'};"
+
+
+def _choices(key: str) -> tuple[str, ...]:
+    return tuple(str(v) for v in get_args(Settings.model_fields[key].annotation))
+
+
+def _text(edit: QLineEdit) -> str | None:
+    text = edit.text().strip()
+    return text or None
+
+
+class SettingsForm(QWidget):
+    """The editors of the settings (see the module's docstring). The buttons that do
+    something (Browse…, Detect, Download) are the page's to connect."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        #: The red line under each field, by setting (``slots.cpu`` for a slot).
+        self.errors: dict[str, QLabel] = {}
+        #: What each setting is called on the form (for saying what a save changed).
+        self.labels: dict[str, str] = {}
+        self._row_labels: list[QLabel] = []
+        #: The speech models installed, as last listed (:meth:`set_models`).
+        self.installed_models: tuple[str, ...] = ()
+        column = QVBoxLayout(self)
+        column.addWidget(self._library_group())
+        column.addWidget(self._concurrency_group())
+        column.addWidget(self._ffmpeg_group())
+        column.addWidget(self._speech_group())
+        column.addWidget(self._llm_group())
+        column.addWidget(self._network_group())
+        column.addWidget(self._interface_group())
+        column.addStretch(1)
+        # One label column for every group: the fields line up from one group to the next.
+        width = max(label.sizeHint().width() for label in self._row_labels)
+        for label in self._row_labels:
+            label.setMinimumWidth(width)
+        # Two rows say "Model:": what a save's message calls them tells them apart.
+        self.labels["whisper_model"] = self.tr("Speech model")
+        self.labels["llm_model"] = self.tr("Language model")
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A new palette (light to dark): the error lines take the red that reads on it."""
+        super().changeEvent(event)
+        if event.type() in PALETTE_EVENTS:
+            style = error_style()
+            for label in self.errors.values():
+                if label.styleSheet() != style:
+                    label.setStyleSheet(style)
+
+    # --- building -----------------------------------------------------------------------------
+
+    def _row(
+        self, form: QFormLayout, key: str, label: str, *editors: QWidget, narrow: bool = False
+    ) -> QVBoxLayout:
+        """A form row: ``label``, then the editors side by side (``narrow``: as wide as they
+        need, else the first one takes the room), the error line under them. Returns the
+        cell's column, for more lines under the field."""
+        cell = QWidget()
+        box = QVBoxLayout(cell)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        line = QHBoxLayout()
+        for i, editor in enumerate(editors):
+            line.addWidget(editor, 0 if narrow or i else 1)
+        if narrow:
+            line.addStretch(1)
+        box.addLayout(line)
+        box.addWidget(self._error_label(key))
+        form.addRow(self._label(label), cell)
+        self.labels[key] = label.rstrip(":")
+        return box
+
+    def _label(self, text: str) -> QLabel:
+        label = QLabel(text)
+        self._row_labels.append(label)
+        return label
+
+    def _error_label(self, key: str) -> QLabel:
+        error = QLabel()
+        error.setObjectName(f"error-{key}")
+        error.setStyleSheet(error_style())
+        error.setWordWrap(True)
+        error.hide()
+        self.errors[key] = error
+        return error
+
+    def _group(self, title: str) -> tuple[QGroupBox, QFormLayout]:
+        group = QGroupBox(title)
+        form = QFormLayout(group)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        return group, form
+
+    def _library_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Library"))
+        self.library_dir = QLineEdit()
+        self.library_browse = QPushButton(self.tr("Browse…"))
+        self._row(form, "library_dir", self.tr("Library folder:"), self.library_dir,
+                  self.library_browse)  # fmt: skip
+        return group
+
+    def _concurrency_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Concurrency"))
+        self.max_workers = QSpinBox()
+        # Below and above the model's bounds on purpose: its message says what is allowed.
+        self.max_workers.setRange(0, 999)
+        self.max_workers.setMinimumWidth(90)
+        self._row(form, "max_workers", self.tr("Tasks at once:"), self.max_workers, narrow=True)
+        names = {"cpu": self.tr("CPU"), "gpu": self.tr("GPU"), "net": self.tr("Network"),
+                 "io": self.tr("Disk")}  # fmt: skip
+        defaults = default_slots()
+        grid = QGridLayout()
+        grid.setContentsMargins(0, 0, 0, 0)
+        self.slot_edits: dict[str, QLineEdit] = {}
+        for column, name in enumerate(SLOT_CLASSES):
+            edit = self.slot_edits[name] = QLineEdit()
+            edit.setObjectName(f"slot-{name}")
+            edit.setMaxLength(4)
+            edit.setPlaceholderText(self.tr("default: %1").replace("%1", str(defaults[name])))
+            grid.addWidget(QLabel(names[name]), 0, column)
+            grid.addWidget(edit, 1, column)
+            grid.addWidget(self._error_label(f"slots.{name}"), 2, column)
+        cell = QWidget()
+        box = QVBoxLayout(cell)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addLayout(grid)
+        box.addWidget(self._error_label("slots"))
+        form.addRow(self._label(self.tr("Slots per resource:")), cell)
+        self.labels["slots"] = self.tr("Slots per resource")
+        return group
+
+    def _ffmpeg_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("ffmpeg"))
+        self.ffmpeg_path = QLineEdit()
+        self.ffmpeg_path.setPlaceholderText(self.tr("The bundled ffmpeg"))
+        self.ffmpeg_browse = QPushButton(self.tr("Browse…"))
+        self.ffmpeg_detect = QPushButton(self.tr("Detect"))
+        box = self._row(form, "ffmpeg_path", self.tr("ffmpeg:"), self.ffmpeg_path,
+                        self.ffmpeg_browse, self.ffmpeg_detect)  # fmt: skip
+        self.ffmpeg_result = QLabel()
+        self.ffmpeg_result.setObjectName("ffmpeg-result")
+        self.ffmpeg_result.setWordWrap(True)
+        self.ffmpeg_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.ffmpeg_result.hide()
+        box.addWidget(self.ffmpeg_result)
+        return group
+
+    def _speech_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Speech to text"))
+        self.whisper_model = QComboBox()
+        self.whisper_model.setEditable(True)
+        self.whisper_model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.model_download = QPushButton(self.tr("Download"))
+        box = self._row(form, "whisper_model", self.tr("Model:"), self.whisper_model,
+                        self.model_download)  # fmt: skip
+        self.model_status = QLabel()
+        self.model_status.setObjectName("model-status")
+        self.model_status.setWordWrap(True)
+        self.model_progress = QProgressBar()
+        self.model_progress.setRange(0, 100)
+        self.model_progress.hide()
+        box.addWidget(self.model_status)
+        box.addWidget(self.model_progress)
+        names = {"auto": self.tr("Automatic"), "cpu": self.tr("CPU"),
+                 "cuda": self.tr("CUDA (NVIDIA GPU)")}  # fmt: skip
+        self.whisper_device = QComboBox()
+        for value in _choices("whisper_device"):
+            self.whisper_device.addItem(names.get(value, value), value)
+        self._row(form, "whisper_device", self.tr("Device:"), self.whisper_device)
+        self.whisper_compute_type = QComboBox()
+        for value in _choices("whisper_compute_type"):
+            self.whisper_compute_type.addItem(names.get(value, value), value)
+        self._row(form, "whisper_compute_type", self.tr("Compute type:"),
+                  self.whisper_compute_type)  # fmt: skip
+        self.language = QLineEdit()
+        self.language.setPlaceholderText(self.tr("auto: detected"))
+        self.language.setToolTip(self.tr("auto, or a language code such as en, zh or pt-BR"))
+        self._row(form, "language", self.tr("Spoken language:"), self.language)
+        return group
+
+    def _llm_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Language model (optional)"))
+        self.llm_base_url = QLineEdit()
+        self.llm_base_url.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self._row(form, "llm_base_url", self.tr("Endpoint URL:"), self.llm_base_url)
+        self.llm_model = QLineEdit()
+        self.llm_model.setPlaceholderText(self.tr("e.g. llama3.1"))
+        self._row(form, "llm_model", self.tr("Model:"), self.llm_model)
+        self.llm_api_key_env = QLineEdit()
+        self.llm_api_key_env.setPlaceholderText(
+            self.tr("e.g. OPENAI_API_KEY (a variable's name, never the key)")
+        )
+        self._row(form, "llm_api_key_env", self.tr("API key variable:"), self.llm_api_key_env)
+        return group
+
+    def _network_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Network"))
+        self.proxy = QLineEdit()
+        self.proxy.setPlaceholderText(self.tr("none, e.g. http://proxy:3128"))
+        self._row(form, "proxy", self.tr("Proxy:"), self.proxy)
+        return group
+
+    def _interface_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Interface"))
+        self.ui_language = QComboBox()
+        # Each language in its own words; the system's in the current one.
+        for value, name in (("auto", self.tr("System")), ("en", "English"), ("zh_CN", "简体中文")):
+            self.ui_language.addItem(name, value)
+        self.ui_language.setMinimumWidth(160)
+        self._row(form, "ui_language", self.tr("Language:"), self.ui_language, narrow=True)
+        self.ui_theme = QComboBox()
+        names = {"auto": self.tr("System"), "light": self.tr("Light"), "dark": self.tr("Dark")}
+        for value in _choices("ui_theme"):
+            self.ui_theme.addItem(names.get(value, value), value)
+        self.ui_theme.setMinimumWidth(160)
+        self._row(form, "ui_theme", self.tr("Colours:"), self.ui_theme, narrow=True)
+        return group
+
+    # --- values -------------------------------------------------------------------------------
+
+    def set_values(self, loaded: Loaded) -> None:
+        """Show ``loaded``'s settings (and the installed models in the model's list)."""
+        s = loaded.settings
+        self.library_dir.setText(str(s.library_dir or ""))
+        self.library_dir.setPlaceholderText(
+            self.tr("Default: %1").replace("%1", str(loaded.default_library_dir))
+        )
+        self.max_workers.setValue(s.max_workers)
+        for name, edit in self.slot_edits.items():
+            edit.setText(str(s.slots[name]) if name in s.slots else "")
+        self.ffmpeg_path.setText(str(s.ffmpeg_path or ""))
+        self.set_models(loaded.installed_models)
+        self.whisper_model.setCurrentText(s.whisper_model)
+        _select(self.whisper_device, s.whisper_device)
+        _select(self.whisper_compute_type, s.whisper_compute_type)
+        self.language.setText("" if s.language == "auto" else s.language)
+        self.llm_base_url.setText(s.llm_base_url or "")
+        self.llm_model.setText(s.llm_model or "")
+        self.llm_api_key_env.setText(s.llm_api_key_env or "")
+        self.proxy.setText(s.proxy or "")
+        _select(self.ui_language, s.ui_language)
+        _select(self.ui_theme, s.ui_theme)
+        self.clear_errors()
+
+    def set_models(self, installed: tuple[str, ...]) -> None:
+        """List the ``installed`` models first, then those that can be downloaded; the text
+        typed stays."""
+        current = self.whisper_model.currentText()
+        self.installed_models = tuple(installed)
+        self.whisper_model.blockSignals(True)
+        self.whisper_model.clear()
+        for name in installed:
+            self.whisper_model.addItem(name)
+            self.whisper_model.setItemData(
+                self.whisper_model.count() - 1, self.tr("Installed"), Qt.ItemDataRole.ToolTipRole
+            )
+        for name in models.DOWNLOADABLE:
+            if name not in installed:
+                self.whisper_model.addItem(name)
+                self.whisper_model.setItemData(
+                    self.whisper_model.count() - 1,
+                    self.tr("Not installed: downloaded when first needed"),
+                    Qt.ItemDataRole.ToolTipRole,
+                )
+        self.whisper_model.setCurrentText(current)
+        self.whisper_model.blockSignals(False)
+
+    def values(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """``(values by setting, errors by setting)``: the form's values (None: the default),
+        and what is wrong with those the model cannot judge."""
+        errors: dict[str, str] = {}
+        values: dict[str, Any] = {
+            "library_dir": self._path("library_dir", self.library_dir, errors),
+            "max_workers": self.max_workers.value(),
+            "slots": self._slots(errors),
+            "ffmpeg_path": self._path("ffmpeg_path", self.ffmpeg_path, errors),
+            "whisper_model": self.whisper_model.currentText().strip(),
+            "whisper_device": self.whisper_device.currentData(),
+            "whisper_compute_type": self.whisper_compute_type.currentData(),
+            "language": _text(self.language),
+            "llm_base_url": _text(self.llm_base_url),
+            "llm_model": _text(self.llm_model),
+            "llm_api_key_env": _text(self.llm_api_key_env),
+            "proxy": _text(self.proxy),
+            "ui_language": self.ui_language.currentData(),
+            "ui_theme": self.ui_theme.currentData(),
+        }
+        return values, errors
+
+    def _path(self, key: str, edit: QLineEdit, errors: dict[str, str]) -> str | None:
+        text = _text(edit)
+        if text is None:
+            return None
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            errors[key] = self.tr("Give a full path (or choose it with Browse…)")
+        return str(path)
+
+    def _slots(self, errors: dict[str, str]) -> dict[str, int]:
+        slots: dict[str, int] = {}
+        for name, edit in self.slot_edits.items():
+            text = edit.text().strip()
+            if not text:
+                continue
+            if not text.isdigit() or int(text) < 1:
+                errors[f"slots.{name}"] = self.tr("A whole number, 1 or more")
+            else:
+                slots[name] = int(text)
+        return slots
+
+    # --- errors -------------------------------------------------------------------------------
+
+    def clear_errors(self) -> None:
+        for label in self.errors.values():
+            label.clear()
+            label.hide()
+
+    def show_errors(self, errors: dict[str, str]) -> dict[str, str]:
+        """Show each message under its field; those of settings the form has no field for are
+        returned (the page shows them above the form)."""
+        self.clear_errors()
+        left: dict[str, str] = {}
+        for key, message in errors.items():
+            label = self.errors.get(key)
+            if label is None:
+                left[key] = message
+                continue
+            label.setText(message)
+            label.show()
+        return left
+
+
+def _select(combo: QComboBox, value: str) -> None:
+    index = combo.findData(value)
+    combo.setCurrentIndex(max(index, 0))
