@@ -32,6 +32,7 @@ SCREEN = {"name": "screen", "x": 0, "y": 0, "width": 1600, "height": 1000, "logi
 WINDOW = (1360, 820)
 #: The screens and the languages and themes each is rendered in.
 PASSES = (("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark"))
+SCREENS = ("queue", "details", "restart-review", "library", "settings")
 
 
 def _offscreen() -> None:
@@ -64,7 +65,7 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
         ("Field recording, harbour.mkv", seconds / 4, "mkv"),
     ]
     for name, length, kind in clips:
-        make_sample(media / name, length, kind=kind, speech=True, size=(640, 360))
+        make_sample(media / name, length, kind=kind, speech=True, size=(1280, 720))
 
     async def submit() -> list[str]:
         app = Fredica.open(data_dir)
@@ -73,7 +74,8 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
             by_name = {Path(m.source).name: m for m in report.materials}
             full = await app.submit_for_material(by_name[clips[0][0]], "full")
             subtitles = await app.submit_for_material(by_name[clips[1][0]], "subtitles")
-            return [full.run_id, subtitles.run_id]
+            third = await app.submit_for_material(by_name[clips[2][0]], "full")
+            return [full.run_id, subtitles.run_id, third.run_id]
         finally:
             await app.close()
 
@@ -152,43 +154,42 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
         future = host.call(lambda app: running_progress(app, run_ids, task_type))
         return float(future.result(30))  # a documentation tool: it may wait
 
-    # Until both kinds of work run: the transcode resumed, and the speech-to-text started.
-    _wait(
-        lambda: progress("TRANSCRIBE") > 3 and progress("TRANSCODE_MP4") > 0,
-        300,
-        "a transcription and a transcode running together",
-        pump=True,
-    )
+    # Until the speech-to-text runs (the transcodes resumed after the crash run beside it).
+    _wait(lambda: progress("TRANSCRIBE") > 3, 300, "a transcription", pump=True)
     tasks = host.call(lambda app: app.store.list_tasks(run_ids[0])).result(30)
     transcribe = next((t.id for t in tasks if t.type == "TRANSCRIBE"), None)
+
+    def show(screen: str, window: Any) -> None:
+        if screen == "library":
+            window.nav.setCurrentRow(window.LIBRARY)
+        elif screen in ("queue", "restart-review"):
+            window.nav.setCurrentRow(window.QUEUE)
+            window.banner.review_button.setChecked(screen == "restart-review")
+        elif screen == "details":
+            window.show_run(run_ids[0])
+            pump(1.0)  # the run's tasks, read
+            if transcribe is not None:
+                window.details.select_task(transcribe)
+        else:
+            window.nav.setCurrentRow(window.SETTINGS)
+
+    # Screen by screen, each in every language and theme at once: the work goes on meanwhile,
+    # and each screen should show it at one moment in every version.
     saved: list[Path] = []
-    for language, scheme in PASSES:
-        gui.switch_language(language)
-        gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
-        window = gui.window
-        window.resize(*WINDOW)
-        pump(1.5)  # the window's snapshot, the banner's read
-
-        def grab(screen: str, window: Any = window, name: str = f"{language}-{scheme}") -> None:
-            pump(0.6)
-            path = out / f"{screen}-{name}.png"
-            window.grab().save(str(path))
+    current = ""
+    for screen in SCREENS:
+        for language, scheme in PASSES:
+            if language != current:
+                gui.switch_language(language)
+                gui.window.resize(*WINDOW)
+                current = language
+                pump(1.0)  # the new window's snapshot, the banner's read
+            gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
+            show(screen, gui.window)
+            pump(0.5)
+            path = out / f"{screen}-{language}-{scheme}.png"
+            gui.window.grab().save(str(path))
             saved.append(path)
-
-        window.nav.setCurrentRow(window.LIBRARY)
-        grab("library")
-        window.nav.setCurrentRow(window.QUEUE)
-        grab("queue")
-        window.banner.review_button.setChecked(True)
-        grab("restart-review")
-        window.banner.review_button.setChecked(False)
-        window.show_run(run_ids[0])
-        pump(1.0)
-        if transcribe is not None:
-            window.details.select_task(transcribe)
-        grab("details")
-        window.nav.setCurrentRow(window.SETTINGS)
-        grab("settings")
     theme.apply(qapp, "auto")
     gui.window.retire()
     host.shutdown()

@@ -2,111 +2,1680 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>Badge</name>
+    <message>
+        <source>waiting</source>
+        <extracomment>The progress column&apos;s :class:`ProgressCell`. The row&apos;s record, on any column. A badge&apos;s words, marked for ``lupdate`` (the context &quot;Badge&quot;); see :func:`badge_text`.</extracomment>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>skipped</source>
+        <translation>已跳过</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>已中断</translation>
+    </message>
+</context>
+<context>
+    <name>DagView</name>
+    <message>
+        <source>waiting</source>
+        <extracomment>Each badge&apos;s accent: distinct hues, saturated enough to tell apart on white and on black. Below this level of detail (scale), a node is only a coloured box: its text would be unreadably small, and 200 nodes draw faster without it.</extracomment>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>skipped</source>
+        <translation>已跳过</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>已中断</translation>
+    </message>
+</context>
+<context>
+    <name>ErrorHints</name>
+    <message>
+        <source>Cancelled</source>
+        <extracomment>The translation context of every text here. A short name for each error type, for a heading.</extracomment>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>A credential is missing</source>
+        <translation>缺少凭据</translation>
+    </message>
+    <message>
+        <source>Invalid request</source>
+        <translation>请求无效</translation>
+    </message>
+    <message>
+        <source>An earlier step failed</source>
+        <translation>前置步骤失败</translation>
+    </message>
+    <message>
+        <source>Unknown kind of task</source>
+        <translation>未知的任务类型</translation>
+    </message>
+    <message>
+        <source>Interrupted too often</source>
+        <translation>中断次数过多</translation>
+    </message>
+    <message>
+        <source>Its run is gone</source>
+        <translation>所属运行已不存在</translation>
+    </message>
+    <message>
+        <source>Stopped responding</source>
+        <translation>停止响应</translation>
+    </message>
+    <message>
+        <source>The job failed</source>
+        <translation>作业失败</translation>
+    </message>
+    <message>
+        <source>The job crashed</source>
+        <translation>作业崩溃</translation>
+    </message>
+    <message>
+        <source>Lost touch with the job server</source>
+        <translation>与作业服务器失去联系</translation>
+    </message>
+    <message>
+        <source>Garbled message</source>
+        <translation>消息错乱</translation>
+    </message>
+    <message>
+        <source>Network problem</source>
+        <translation>网络问题</translation>
+    </message>
+    <message>
+        <source>File access failed</source>
+        <translation>文件访问失败</translation>
+    </message>
+    <message>
+        <source>Unsupported media</source>
+        <translation>不支持的媒体</translation>
+    </message>
+    <message>
+        <source>Disk full</source>
+        <translation>磁盘已满</translation>
+    </message>
+    <message>
+        <source>Input file missing</source>
+        <translation>输入文件缺失</translation>
+    </message>
+    <message>
+        <source>Not a media file</source>
+        <translation>不是媒体文件</translation>
+    </message>
+    <message>
+        <source>No audio</source>
+        <translation>没有音频</translation>
+    </message>
+    <message>
+        <source>Output check failed</source>
+        <translation>输出校验失败</translation>
+    </message>
+    <message>
+        <source>Damaged input</source>
+        <translation>输入已损坏</translation>
+    </message>
+    <message>
+        <source>FFmpeg failed</source>
+        <translation>FFmpeg 处理失败</translation>
+    </message>
+    <message>
+        <source>The server refused</source>
+        <translation>服务器拒绝了请求</translation>
+    </message>
+    <message>
+        <source>Speech model not installed</source>
+        <translation>语音模型未安装</translation>
+    </message>
+    <message>
+        <source>Unreadable transcript</source>
+        <translation>转写文本无法读取</translation>
+    </message>
+    <message>
+        <source>Language model unreachable</source>
+        <translation>无法连接语言模型</translation>
+    </message>
+    <message>
+        <source>Language model error</source>
+        <translation>语言模型出错</translation>
+    </message>
+    <message>
+        <source>Speech model would not load</source>
+        <translation>语音模型无法加载</translation>
+    </message>
+    <message>
+        <source>Out of memory</source>
+        <translation>内存不足</translation>
+    </message>
+    <message>
+        <source>Unusable result</source>
+        <translation>结果不可用</translation>
+    </message>
+    <message>
+        <source>The task was cancelled, so it did not finish. Retry it if you still want its result.</source>
+        <extracomment>What happened and what to do, for each error type.</extracomment>
+        <translation>任务已被取消，因此没有完成。如果仍需要它的结果，请重试。</translation>
+    </message>
+    <message>
+        <source>The task needs an API key or password that is not set. Set it as the settings describe, restart Fredica, then retry the task.</source>
+        <translation>任务需要的 API 密钥或密码尚未设置。请按设置中的说明进行设置，重启 Fredica，然后重试该任务。</translation>
+    </message>
+    <message>
+        <source>The task was asked to do something it cannot: an option is invalid, or a path is not allowed. Check the message, correct the settings or the input, and submit it again; retrying it unchanged fails the same way.</source>
+        <translation>任务收到了它无法执行的要求：某个选项无效，或某个路径不被允许。请查看消息，修正设置或输入后重新提交；不加修改直接重试会以同样的方式失败。</translation>
+    </message>
+    <message>
+        <source>A step this task needs failed, so it never started. Fix and retry the failed step; this task then runs after it.</source>
+        <translation>此任务依赖的某个步骤失败了，因此它没有开始。请修复并重试失败的步骤，之后此任务会接着运行。</translation>
+    </message>
+    <message>
+        <source>This version of Fredica does not know how to run this kind of task (it may come from a newer version). Update Fredica, or remove the task.</source>
+        <translation>此版本的 Fredica 不知道如何运行这类任务（它可能来自更新的版本）。请更新 Fredica，或移除该任务。</translation>
+    </message>
+    <message>
+        <source>Fredica closed or crashed too many times while this task ran, so it stopped trying. If something keeps stopping Fredica during this task, fix that first; then retry it.</source>
+        <translation>此任务运行期间 Fredica 关闭或崩溃的次数过多，因此不再尝试。如果有什么原因总在此任务期间让 Fredica 停止，请先解决它，然后再重试。</translation>
+    </message>
+    <message>
+        <source>The run this task belonged to was removed, so the task was stopped. Nothing needs doing; submit the work again if you still want it.</source>
+        <translation>此任务所属的运行已被移除，因此任务已停止。无需任何操作；如果仍需要，请重新提交。</translation>
+    </message>
+    <message>
+        <source>The job stopped reporting progress for too long and was stopped. Fredica retries it on its own; if it keeps stalling, check that the computer is not overloaded and that the input is readable.</source>
+        <translation>作业太长时间没有报告进度，已被停止。Fredica 会自动重试；如果它总是卡住，请检查电脑是否负载过高，以及输入是否可以读取。</translation>
+    </message>
+    <message>
+        <source>The job hit an unexpected error, or a tool it needs would not start. Fredica retries it on its own; if it keeps failing, the message and the logs say what went wrong.</source>
+        <translation>作业遇到了意外错误，或它需要的某个工具无法启动。Fredica 会自动重试；如果一直失败，请查看消息和日志了解出了什么问题。</translation>
+    </message>
+    <message>
+        <source>The program doing the work exited unexpectedly. Fredica retries it on its own; if it keeps crashing, try another input or check the logs.</source>
+        <translation>执行工作的程序意外退出。Fredica 会自动重试；如果一直崩溃，请换一个输入试试，或查看日志。</translation>
+    </message>
+    <message>
+        <source>Fredica lost its connection to the local job server while the task ran. It retries on its own; if this keeps happening, restart Fredica.</source>
+        <translation>任务运行期间，Fredica 与本地作业服务器的连接中断。它会自动重试；如果这种情况反复出现，请重启 Fredica。</translation>
+    </message>
+    <message>
+        <source>Fredica and its job server misunderstood each other. It retries on its own; if this keeps happening, reinstall or update Fredica.</source>
+        <translation>Fredica 与其作业服务器之间的通信出错。它会自动重试；如果这种情况反复出现，请重新安装或更新 Fredica。</translation>
+    </message>
+    <message>
+        <source>A download or request failed: the connection dropped, timed out, or the server was busy. Fredica retries on its own; check your internet connection if it keeps failing.</source>
+        <translation>下载或请求失败：连接中断、超时，或服务器繁忙。Fredica 会自动重试；如果一直失败，请检查网络连接。</translation>
+    </message>
+    <message>
+        <source>A file could not be read or written: a folder may have moved, a drive been disconnected, or permission be missing. Fredica retries on its own; check the folder named in the message.</source>
+        <translation>无法读取或写入某个文件：可能是文件夹被移动、驱动器已断开，或缺少权限。Fredica 会自动重试；请检查消息中提到的文件夹。</translation>
+    </message>
+    <message>
+        <source>The input holds nothing this task can use as asked (an unknown codec, no video track, a web page instead of a file). Convert the input, or choose another task.</source>
+        <translation>输入中没有此任务能按要求使用的内容（例如未知的编解码器、没有视频轨道，或是网页而不是文件）。请转换输入，或选择其他任务。</translation>
+    </message>
+    <message>
+        <source>The disk is full, or would be too full after this task. Free some space, or choose a library folder on another drive, then retry the task.</source>
+        <translation>磁盘已满，或执行此任务后空间将不足。请释放一些空间，或在另一个驱动器上选择媒体库文件夹，然后重试该任务。</translation>
+    </message>
+    <message>
+        <source>An input file is no longer where it was: it was moved, renamed or deleted. Put it back, or add it to the library again, then retry.</source>
+        <translation>某个输入文件已不在原来的位置：它被移动、重命名或删除了。请把它放回原处，或重新添加到媒体库，然后重试。</translation>
+    </message>
+    <message>
+        <source>The input is not an audio or video file FFmpeg can read, or it is empty. Check that you chose the right file.</source>
+        <translation>输入不是 FFmpeg 能读取的音频或视频文件，或者它是空的。请确认选择了正确的文件。</translation>
+    </message>
+    <message>
+        <source>The input has no sound to work on: no audio track, or only silence. Choose a file with audio.</source>
+        <translation>输入中没有可处理的声音：没有音轨，或只有静音。请选择带有音频的文件。</translation>
+    </message>
+    <message>
+        <source>A file was written but failed its check afterwards (incomplete or corrupted). Fredica retries on its own; if it keeps failing, check the disk and the connection.</source>
+        <translation>文件已写入，但随后的校验未通过（不完整或已损坏）。Fredica 会自动重试；如果一直失败，请检查磁盘和网络连接。</translation>
+    </message>
+    <message>
+        <source>The input file is damaged and cannot be read to the end. Get a fresh copy of the file, or repair it, then retry.</source>
+        <translation>输入文件已损坏，无法完整读取。请重新获取该文件的副本或修复它，然后重试。</translation>
+    </message>
+    <message>
+        <source>FFmpeg could not process the input, for a reason it did not explain. The message holds its last words; try converting the file with another tool first.</source>
+        <translation>FFmpeg 无法处理该输入，且没有说明原因。消息中包含它最后的输出；请先尝试用其他工具转换该文件。</translation>
+    </message>
+    <message>
+        <source>The server refused the request (not found, forbidden, or the site blocked it). Check that the address is right and that the file is still available.</source>
+        <translation>服务器拒绝了请求（未找到、禁止访问，或被网站拦截）。请检查地址是否正确，以及文件是否仍然可用。</translation>
+    </message>
+    <message>
+        <source>The speech model chosen in the settings is not installed. Let Fredica download it (set a models folder and stay online), or choose tiny.en, which is built in.</source>
+        <translation>设置中选择的语音模型尚未安装。可以让 Fredica 下载它（设置模型文件夹并保持联网），或选择内置的 tiny.en。</translation>
+    </message>
+    <message>
+        <source>A transcript file could not be read as one. Transcribe the media again to get a fresh transcript.</source>
+        <translation>某个转写文件无法被识别读取。请对该媒体重新进行语音转文字，以获得新的转写文本。</translation>
+    </message>
+    <message>
+        <source>The language model&apos;s server did not answer. Fredica retries on its own; check that the server (a local Ollama, say) is running and that its address in the settings is right.</source>
+        <translation>语言模型的服务器没有响应。Fredica 会自动重试；请检查服务器（例如本地的 Ollama）是否正在运行，以及设置中的地址是否正确。</translation>
+    </message>
+    <message>
+        <source>The language model refused the request or gave an answer that could not be read. Fredica retries on its own; if it keeps failing, try another model in the settings.</source>
+        <translation>语言模型拒绝了请求，或返回了无法读取的回答。Fredica 会自动重试；如果一直失败，请在设置中换一个模型。</translation>
+    </message>
+    <message>
+        <source>The speech model is installed but could not be loaded: it may be damaged, or too large for this computer. Delete it so that it is downloaded again, or choose a smaller model.</source>
+        <translation>语音模型已安装但无法加载：它可能已损坏，或对这台电脑来说太大。请删除它以便重新下载，或选择更小的模型。</translation>
+    </message>
+    <message>
+        <source>The computer ran out of memory during the task. Fredica retries on its own; close other programs, run fewer tasks at once, or choose a smaller model.</source>
+        <translation>任务执行期间电脑内存不足。Fredica 会自动重试；请关闭其他程序、减少同时运行的任务数，或选择更小的模型。</translation>
+    </message>
+    <message>
+        <source>The job finished but what it returned could not be saved. This is a bug in Fredica: please report it with the message.</source>
+        <translation>作业已完成，但它返回的结果无法保存。这是 Fredica 的缺陷：请附上消息报告此问题。</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <extracomment>The title of an error type this build does not know.</extracomment>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>The task failed. The message says why; fix what it names and retry the task.</source>
+        <extracomment>The hint for an error type this build does not know.</extracomment>
+        <translation>任务失败。消息中说明了原因；请解决其中指出的问题，然后重试该任务。</translation>
+    </message>
+</context>
+<context>
+    <name>LibraryPage</name>
+    <message>
+        <source>Drop media files or folders here, or use Add files…</source>
+        <extracomment>Materials a run named that the library did not list: read again once for each.</extracomment>
+        <translation>将媒体文件或文件夹拖放到这里，或使用“添加文件…”</translation>
+    </message>
+    <message>
+        <source>Add files…</source>
+        <translation>添加文件…</translation>
+    </message>
+    <message>
+        <source>Add folder…</source>
+        <translation>添加文件夹…</translation>
+    </message>
+    <message>
+        <source>Add URLs…</source>
+        <translation>添加 URL…</translation>
+    </message>
+    <message>
+        <source>Start template…</source>
+        <translation>启动模板…</translation>
+    </message>
+    <message>
+        <source>Open folder</source>
+        <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Media files (%1)</source>
+        <translation>媒体文件 (%1)</translation>
+    </message>
+    <message>
+        <source>Add media files</source>
+        <translation>添加媒体文件</translation>
+    </message>
+    <message>
+        <source>Add a folder of media</source>
+        <translation>添加媒体文件夹</translation>
+    </message>
+    <message numerus="yes">
+        <source>Starting %1 on %n material(s)…</source>
+        <translation>
+            <numerusform>正在对 %n 个素材启动 %1…</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Removing %n material(s)…</source>
+        <translation>
+            <numerusform>正在移除 %n 个素材…</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Nothing to open yet: it has no folder until it is downloaded.</source>
+        <translation>暂无可打开的内容：下载完成之前它还没有文件夹。</translation>
+    </message>
+    <message>
+        <source>Could not open %1</source>
+        <translation>无法打开 %1</translation>
+    </message>
+    <message>
+        <source>Could not read the library: %1</source>
+        <translation>无法读取媒体库：%1</translation>
+    </message>
+    <message numerus="yes">
+        <source>Adding %n item(s)…</source>
+        <translation>
+            <numerusform>正在添加 %n 项…</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n material(s) added</source>
+        <translation>
+            <numerusform>已添加 %n 个素材</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n already in the library</source>
+        <translation>
+            <numerusform>%n 个已在媒体库中</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n file(s) skipped: not media</source>
+        <translation>
+            <numerusform>已跳过 %n 个文件：不是媒体文件</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>no media in %1</source>
+        <translation>%1 中没有媒体文件</translation>
+    </message>
+    <message>
+        <source>Nothing to add</source>
+        <translation>没有可添加的内容</translation>
+    </message>
+    <message>
+        <source>%1: no such file or folder</source>
+        <translation>%1：文件或文件夹不存在</translation>
+    </message>
+    <message>
+        <source>%1: not a media file</source>
+        <translation>%1：不是媒体文件</translation>
+    </message>
+    <message>
+        <source>%1: not a web address (http or https)</source>
+        <translation>%1：不是网址（http 或 https）</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n run(s) started</source>
+        <translation>
+            <numerusform>已启动 %n 个运行</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n already running</source>
+        <translation>
+            <numerusform>%n 个已在运行</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Removed “%1”</source>
+        <translation>已移除“%1”</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n material(s) removed</source>
+        <translation>
+            <numerusform>已移除 %n 个素材</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n output file(s) deleted</source>
+        <translation>
+            <numerusform>已删除 %n 个输出文件</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>its outputs are kept in %1</source>
+        <translation>其输出保留在 %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n output folder(s) kept</source>
+        <translation>
+            <numerusform>保留了 %n 个输出文件夹</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Fredica is still opening its data; try again shortly</source>
+        <translation>Fredica 仍在打开其数据，请稍后再试</translation>
+    </message>
+    <message>
+        <source>Failed: %1</source>
+        <translation>失败：%1</translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
-        <location filename="../window.py" line="92"/>
         <source>Library</source>
         <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The window has closed for good (not for a change of language).</extracomment>
-        <translation type="unfinished"></translation>
+        <translation>媒体库</translation>
     </message>
     <message>
-        <location filename="../window.py" line="93"/>
         <source>Queue</source>
-        <translation type="unfinished"></translation>
+        <translation>队列</translation>
     </message>
     <message>
-        <location filename="../window.py" line="94"/>
         <source>Run details</source>
-        <translation type="unfinished"></translation>
+        <translation>运行详情</translation>
     </message>
     <message>
-        <location filename="../window.py" line="95"/>
         <source>Settings</source>
-        <translation type="unfinished"></translation>
+        <translation>设置</translation>
     </message>
     <message>
-        <location filename="../window.py" line="113"/>
         <source>Opening the data directory…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在打开数据目录…</translation>
     </message>
     <message>
-        <location filename="../window.py" line="148"/>
         <source>&amp;File</source>
-        <translation type="unfinished"></translation>
+        <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../window.py" line="149"/>
         <source>Add &amp;files…</source>
-        <translation type="unfinished"></translation>
+        <translation>添加文件(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../window.py" line="150"/>
         <source>Add a f&amp;older…</source>
-        <translation type="unfinished"></translation>
+        <translation>添加文件夹(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../window.py" line="151"/>
         <source>Add &amp;URLs…</source>
-        <translation type="unfinished"></translation>
+        <translation>添加 URL(&amp;U)…</translation>
     </message>
     <message>
-        <location filename="../window.py" line="153"/>
         <source>&amp;Quit</source>
-        <translation type="unfinished"></translation>
+        <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../window.py" line="154"/>
         <source>&amp;View</source>
-        <translation type="unfinished"></translation>
+        <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../window.py" line="196"/>
         <source>Processing in this window</source>
-        <translation type="unfinished"></translation>
+        <translation>在此窗口中处理</translation>
     </message>
     <message>
-        <location filename="../window.py" line="200"/>
         <source>Attached to the worker already running on this data directory: it processes the queue, this window views and controls it</source>
-        <translation type="unfinished"></translation>
+        <translation>已连接到此数据目录上正在运行的工作进程：由它处理队列，此窗口负责查看和控制</translation>
     </message>
     <message>
-        <location filename="../window.py" line="226"/>
         <source>Fredica could not open its data: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Fredica 无法打开其数据：%1</translation>
     </message>
     <message>
-        <location filename="../window.py" line="228"/>
         <source>Fredica</source>
-        <translation type="unfinished"></translation>
+        <translation>Fredica</translation>
     </message>
     <message numerus="yes">
-        <location filename="../window.py" line="247"/>
         <source>%n task(s) running</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n 个任务正在运行</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../window.py" line="269"/>
         <source>[paused]</source>
-        <translation type="unfinished"></translation>
+        <translation>[已暂停]</translation>
     </message>
     <message>
-        <location filename="../window.py" line="291"/>
         <source>Quit Fredica?</source>
-        <translation type="unfinished"></translation>
+        <translation>退出 Fredica？</translation>
     </message>
     <message numerus="yes">
-        <location filename="../window.py" line="293"/>
         <source>%n task(s) are running. They will save their progress and continue the next time Fredica starts.</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n 个任务正在运行。它们会保存进度，并在下次启动 Fredica 时继续。</numerusform>
         </translation>
     </message>
     <message>
-        <location filename="../window.py" line="315"/>
         <source>Stopping: running tasks are saving their progress…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在停止：运行中的任务正在保存进度…</translation>
+    </message>
+</context>
+<context>
+    <name>MessageLine</name>
+    <message>
+        <source>Dismiss</source>
+        <extracomment>A burst of reasons to read the library again (an import and the probes that follow it) is one read, this long after the last of them. What the page&apos;s table remembers in the window&apos;s view state.</extracomment>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>QueueActions</name>
+    <message>
+        <source>Pause</source>
+        <extracomment>One &quot;Open output&quot; opens at most this many folders (not one window per task of hundreds). One line for the user: why an action failed, or what it did (&quot;&quot; clears it). A run&apos;s id: show its details. How a folder is opened (a test replaces it): the desktop&apos;s file manager, no shell.</extracomment>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Retry</source>
+        <translation>重试</translation>
+    </message>
+    <message>
+        <source>Open output</source>
+        <translation>打开输出</translation>
+    </message>
+    <message>
+        <source>Copy error</source>
+        <translation>复制错误</translation>
+    </message>
+    <message>
+        <source>Details</source>
+        <translation>详情</translation>
+    </message>
+    <message>
+        <source>Pause queue after current</source>
+        <extracomment>Checked: no new task starts; running ones finish (``fredica pause-queue``).</extracomment>
+        <translation>当前任务完成后暂停队列</translation>
+    </message>
+    <message>
+        <source>Start no new task; the running ones finish. Kept until unchecked.</source>
+        <translation>不再启动新任务；正在运行的任务会继续完成。取消勾选前一直有效。</translation>
+    </message>
+    <message>
+        <source>Pause the selected tasks</source>
+        <translation>暂停所选任务</translation>
+    </message>
+    <message>
+        <source>Pause every unfinished task of the selected runs</source>
+        <translation>暂停所选运行中所有未完成的任务</translation>
+    </message>
+    <message>
+        <source>Resume the selected tasks</source>
+        <translation>继续所选任务</translation>
+    </message>
+    <message>
+        <source>Resume the held tasks of the selected runs</source>
+        <translation>继续所选运行中被暂停的任务</translation>
+    </message>
+    <message>
+        <source>Cancel the selected tasks and what depends on them</source>
+        <translation>取消所选任务及依赖它们的任务</translation>
+    </message>
+    <message>
+        <source>Cancel the selected runs</source>
+        <translation>取消所选运行</translation>
+    </message>
+    <message>
+        <source>Run the selected failed or cancelled tasks again</source>
+        <translation>重新运行所选的失败或已取消的任务</translation>
+    </message>
+    <message>
+        <source>Run the failed and cancelled tasks of the selected runs again</source>
+        <translation>重新运行所选运行中失败和已取消的任务</translation>
+    </message>
+    <message>
+        <source>Open the folder of the selected tasks&apos; output</source>
+        <translation>打开所选任务的输出文件夹</translation>
+    </message>
+    <message>
+        <source>Select done tasks to open their output</source>
+        <translation>选择已完成的任务以打开其输出</translation>
+    </message>
+    <message>
+        <source>Copy the selected tasks&apos; errors</source>
+        <translation>复制所选任务的错误</translation>
+    </message>
+    <message>
+        <source>Select failed tasks to copy their errors</source>
+        <translation>选择失败的任务以复制其错误</translation>
+    </message>
+    <message>
+        <source>Show the run of the selected task</source>
+        <translation>显示所选任务所属的运行</translation>
+    </message>
+    <message>
+        <source>Show the selected run</source>
+        <translation>显示所选运行</translation>
+    </message>
+    <message>
+        <source>Could not pause %1: %2</source>
+        <translation>无法暂停 %1：%2</translation>
+    </message>
+    <message>
+        <source>Could not resume %1: %2</source>
+        <translation>无法继续 %1：%2</translation>
+    </message>
+    <message>
+        <source>Could not cancel %1: %2</source>
+        <translation>无法取消 %1：%2</translation>
+    </message>
+    <message>
+        <source>Could not retry %1: %2</source>
+        <translation>无法重试 %1：%2</translation>
+    </message>
+    <message>
+        <source>This task cannot pause now: its job cannot stop safely here</source>
+        <extracomment>The context menu&apos;s entries, None for a separator.</extracomment>
+        <translation>此任务现在无法暂停：其作业在当前阶段无法安全停止</translation>
+    </message>
+    <message>
+        <source>None of these tasks can pause now: their jobs cannot stop safely here</source>
+        <translation>这些任务现在都无法暂停：它们的作业在当前阶段无法安全停止</translation>
+    </message>
+    <message numerus="yes">
+        <source>(and %n more)</source>
+        <translation>
+            <numerusform>（另有 %n 个）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Could not open the folder %1</source>
+        <translation>无法打开文件夹 %1</translation>
+    </message>
+    <message numerus="yes">
+        <source>Opened the first %n folder(s)</source>
+        <translation>
+            <numerusform>已打开前 %n 个文件夹</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Copied the error of %n task(s)</source>
+        <translation>
+            <numerusform>已复制 %n 个任务的错误</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Fredica is still opening its data: try again in a moment</source>
+        <translation>Fredica 仍在打开其数据：请稍后再试</translation>
+    </message>
+    <message>
+        <source>Fredica cannot do that now: %1</source>
+        <translation>Fredica 现在无法执行此操作：%1</translation>
+    </message>
+    <message>
+        <source>That did not work: %1</source>
+        <translation>操作未成功：%1</translation>
+    </message>
+</context>
+<context>
+    <name>QueuePage</name>
+    <message>
+        <source>Search tasks: name, type or run</source>
+        <extracomment>The search filters this long after the last key (a keystroke does not refilter 10,000 rows). After a batch, the actions follow the selection&apos;s new records this much later (once per burst of batches). How long a line stays shown. The columns&apos; first widths, before the user&apos;s own are restored. A run&apos;s id: show its details. The last line shown (errors and notes), for tests and for the page&apos;s own label.</extracomment>
+        <translation>搜索任务：名称、类型或运行</translation>
+    </message>
+</context>
+<context>
+    <name>RemoveDialog</name>
+    <message>
+        <source>Remove from the library</source>
+        <translation>从媒体库移除</translation>
+    </message>
+    <message>
+        <source>Remove “%1” from the library?</source>
+        <translation>要从媒体库移除“%1”吗？</translation>
+    </message>
+    <message numerus="yes">
+        <source>Remove %n material(s) from the library?</source>
+        <translation>
+            <numerusform>要从媒体库移除 %n 个素材吗？</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Its finished runs go with it. Your own media file is never deleted.</source>
+        <translation>它已完成的运行会一并移除。你自己的媒体文件不会被删除。</translation>
+    </message>
+    <message>
+        <source>Also delete its outputs</source>
+        <translation>同时删除其输出</translation>
+    </message>
+    <message>
+        <source>Their finished runs go with them. Your own media files are never deleted.</source>
+        <translation>它们已完成的运行会一并移除。你自己的媒体文件不会被删除。</translation>
+    </message>
+    <message>
+        <source>Also delete their outputs</source>
+        <translation>同时删除它们的输出</translation>
+    </message>
+    <message>
+        <source>The files Fredica made, in the material&apos;s folder under the library folder.</source>
+        <translation>Fredica 生成的文件，位于媒体库文件夹下该素材的文件夹中。</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+</context>
+<context>
+    <name>RestartBanner</name>
+    <message>
+        <source>Review…</source>
+        <extracomment>Between two reads of the restart log while the banner shows (milliseconds). The entries the review list shows at most (the counts cover them all). The rows the review list shows without scrolling. How recovery&apos;s actions are listed in the message, in this order. The restart log&apos;s detail of a task a graceful stop interrupted (``workers.store``&apos;s recovery writes it): no crash happened. The bar&apos;s colours on a light palette and on a dark one: amber, with text that reads on it. The first :data:`MAX_ROWS` entries&apos; tasks by id (None: deleted since). The pending entries were read again (a :class:`Pending`).</extracomment>
+        <translation>查看…</translation>
+    </message>
+    <message>
+        <source>Retry all</source>
+        <translation>全部重试</translation>
+    </message>
+    <message>
+        <source>Dismiss all</source>
+        <translation>全部忽略</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>When Fredica stopped</source>
+        <translation>Fredica 停止时</translation>
+    </message>
+    <message>
+        <source>Recovery</source>
+        <translation>恢复操作</translation>
+    </message>
+    <message>
+        <source>Now</source>
+        <translation>当前</translation>
+    </message>
+    <message>
+        <source>the application is not open</source>
+        <translation>应用尚未打开</translation>
+    </message>
+    <message>
+        <source>Could not do it: %1</source>
+        <translation>无法执行：%1</translation>
+    </message>
+    <message numerus="yes">
+        <source>Fredica stopped unexpectedly: %n task(s) were interrupted</source>
+        <translation>
+            <numerusform>Fredica 意外停止：%n 个任务被中断</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Fredica was closed while %n task(s) ran</source>
+        <translation>
+            <numerusform>Fredica 在 %n 个任务运行时被关闭</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n resumed</source>
+        <translation>
+            <numerusform>%n 个已继续</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n restarted from the start</source>
+        <translation>
+            <numerusform>%n 个从头重新开始</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n requeued</source>
+        <translation>
+            <numerusform>%n 个已重新排队</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n held for review</source>
+        <translation>
+            <numerusform>%n 个已搁置待查看</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n kept paused</source>
+        <translation>
+            <numerusform>%n 个保持暂停</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n failed</source>
+        <translation>
+            <numerusform>%n 个失败</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>resumed from its checkpoint</source>
+        <translation>从检查点继续</translation>
+    </message>
+    <message>
+        <source>restarted from the start</source>
+        <translation>从头重新开始</translation>
+    </message>
+    <message>
+        <source>requeued</source>
+        <translation>已重新排队</translation>
+    </message>
+    <message>
+        <source>held for review</source>
+        <translation>已搁置待查看</translation>
+    </message>
+    <message>
+        <source>kept paused</source>
+        <translation>保持暂停</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>deleted</source>
+        <translation>已删除</translation>
+    </message>
+    <message>
+        <source>held</source>
+        <translation>已搁置</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>starting</source>
+        <translation>启动中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>%1 at %2 %</source>
+        <translation>%1，进度 %2%</translation>
+    </message>
+    <message numerus="yes">
+        <source>… and %n more (`fredica restart-log` lists them all)</source>
+        <translation>
+            <numerusform>… 另有 %n 个（`fredica restart-log` 可列出全部）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Retry</source>
+        <translation>重试</translation>
+    </message>
+    <message>
+        <source>Run it again</source>
+        <translation>重新运行</translation>
+    </message>
+    <message>
+        <source>Resume it</source>
+        <translation>继续运行</translation>
+    </message>
+    <message>
+        <source>Nothing to retry: it is queued, running or finished</source>
+        <translation>无需重试：它正在排队、正在运行或已结束</translation>
+    </message>
+    <message>
+        <source>Dismiss</source>
+        <translation>忽略</translation>
+    </message>
+</context>
+<context>
+    <name>RunDetailsPage</name>
+    <message>
+        <source>No run</source>
+        <extracomment>The name the splitter between the graph and the task panel is kept under. The first fit of a run&apos;s graph does not go smaller than this: a node&apos;s text stays readable (the user can still zoom out, or fit everything). Back to the queue. Set while the run is being read; its changes wait here meanwhile.</extracomment>
+        <translation>无运行</translation>
+    </message>
+    <message>
+        <source>Back to the queue</source>
+        <translation>返回队列</translation>
+    </message>
+    <message>
+        <source>Fit to view</source>
+        <translation>适应视图</translation>
+    </message>
+    <message>
+        <source>Show the whole graph (Ctrl+0); Ctrl+wheel zooms</source>
+        <translation>显示整个图 (Ctrl+0)；Ctrl+滚轮缩放</translation>
+    </message>
+    <message>
+        <source>Open a run from the queue to see its tasks here.</source>
+        <translation>从队列中打开一个运行，即可在此查看其任务。</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>Loading…</source>
+        <translation>正在加载…</translation>
+    </message>
+    <message>
+        <source>Could not read this run: %1</source>
+        <translation>无法读取此运行：%1</translation>
+    </message>
+    <message>
+        <source>pending</source>
+        <translation>待处理</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>removed</source>
+        <translation>已移除</translation>
+    </message>
+    <message>
+        <source>created %1</source>
+        <translation>创建于 %1</translation>
+    </message>
+    <message>
+        <source>%1 of %2 tasks done</source>
+        <translation>已完成 %1/%2 个任务</translation>
+    </message>
+</context>
+<context>
+    <name>RunStatus</name>
+    <message>
+        <source>pending</source>
+        <translation>待处理</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+</context>
+<context>
+    <name>RunTableModel</name>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>Template</source>
+        <translation>模板</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Progress</source>
+        <translation>进度</translation>
+    </message>
+    <message>
+        <source>Tasks</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Created</source>
+        <translation>创建时间</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsForm</name>
+    <message>
+        <source>Speech model</source>
+        <extracomment>What tells a widget that the colours changed (the theme switched between light and dark). The red line under each field, by setting (``slots.cpu`` for a slot). What each setting is called on the form (for saying what a save changed). The speech models installed, as last listed (:meth:`set_models`).</extracomment>
+        <translation>语音模型</translation>
+    </message>
+    <message>
+        <source>Language model</source>
+        <translation>语言模型</translation>
+    </message>
+    <message>
+        <source>Library</source>
+        <translation>媒体库</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Library folder:</source>
+        <translation>媒体库文件夹：</translation>
+    </message>
+    <message>
+        <source>Concurrency</source>
+        <translation>并发</translation>
+    </message>
+    <message>
+        <source>Tasks at once:</source>
+        <translation>同时运行的任务数：</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>Disk</source>
+        <translation>磁盘</translation>
+    </message>
+    <message>
+        <source>default: %1</source>
+        <translation>默认：%1</translation>
+    </message>
+    <message>
+        <source>Slots per resource:</source>
+        <translation>每种资源的槽位数：</translation>
+    </message>
+    <message>
+        <source>Slots per resource</source>
+        <translation>每种资源的槽位数</translation>
+    </message>
+    <message>
+        <source>ffmpeg</source>
+        <translation>ffmpeg</translation>
+    </message>
+    <message>
+        <source>The bundled ffmpeg</source>
+        <translation>内置的 ffmpeg</translation>
+    </message>
+    <message>
+        <source>Detect</source>
+        <translation>检测</translation>
+    </message>
+    <message>
+        <source>ffmpeg:</source>
+        <translation>ffmpeg：</translation>
+    </message>
+    <message>
+        <source>Speech to text</source>
+        <translation>语音转文字</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Model:</source>
+        <translation>模型：</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>CUDA (NVIDIA GPU)</source>
+        <translation>CUDA（NVIDIA GPU）</translation>
+    </message>
+    <message>
+        <source>Device:</source>
+        <translation>设备：</translation>
+    </message>
+    <message>
+        <source>Compute type:</source>
+        <translation>计算类型：</translation>
+    </message>
+    <message>
+        <source>auto: detected</source>
+        <translation>auto：自动检测</translation>
+    </message>
+    <message>
+        <source>auto, or a language code such as en, zh or pt-BR</source>
+        <translation>auto，或语言代码，如 en、zh 或 pt-BR</translation>
+    </message>
+    <message>
+        <source>Spoken language:</source>
+        <translation>音频语言：</translation>
+    </message>
+    <message>
+        <source>Language model (optional)</source>
+        <translation>语言模型（可选）</translation>
+    </message>
+    <message>
+        <source>Endpoint URL:</source>
+        <translation>接口 URL：</translation>
+    </message>
+    <message>
+        <source>e.g. llama3.1</source>
+        <translation>例如 llama3.1</translation>
+    </message>
+    <message>
+        <source>e.g. OPENAI_API_KEY (a variable&apos;s name, never the key)</source>
+        <translation>例如 OPENAI_API_KEY（填写变量名，切勿填写密钥本身）</translation>
+    </message>
+    <message>
+        <source>API key variable:</source>
+        <translation>API 密钥变量：</translation>
+    </message>
+    <message>
+        <source>none, e.g. http://proxy:3128</source>
+        <translation>无，例如 http://proxy:3128</translation>
+    </message>
+    <message>
+        <source>Proxy:</source>
+        <translation>代理：</translation>
+    </message>
+    <message>
+        <source>Interface</source>
+        <translation>界面</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Language:</source>
+        <translation>语言：</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>Colours:</source>
+        <translation>配色：</translation>
+    </message>
+    <message>
+        <source>Default: %1</source>
+        <translation>默认：%1</translation>
+    </message>
+    <message>
+        <source>Installed</source>
+        <translation>已安装</translation>
+    </message>
+    <message>
+        <source>Not installed: downloaded when first needed</source>
+        <translation>未安装：首次需要时下载</translation>
+    </message>
+    <message>
+        <source>Give a full path (or choose it with Browse…)</source>
+        <translation>请填写完整路径（或通过“浏览…”选择）</translation>
+    </message>
+    <message>
+        <source>A whole number, 1 or more</source>
+        <translation>大于或等于 1 的整数</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsPage</name>
+    <message>
+        <source>Revert</source>
+        <extracomment>Between two looks at a model download&apos;s task (milliseconds). The interface language was changed and saved (``en``, ``zh_CN``, ``auto``). The colour scheme was changed and saved (``auto``, ``light``, ``dark``). The settings file was read into the form (a :class:`settings_work.Loaded`). A save has finished, written or refused (a :class:`settings_work.Saved`). &quot;Detect&quot; has found what it could (a :class:`settings_work.FfmpegFound`).</extracomment>
+        <translation>还原</translation>
+    </message>
+    <message>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <source>the application is not open yet</source>
+        <translation>应用尚未打开</translation>
+    </message>
+    <message>
+        <source>Something went wrong: %1</source>
+        <translation>出错了：%1</translation>
+    </message>
+    <message>
+        <source>Settings file: %1</source>
+        <translation>设置文件：%1</translation>
+    </message>
+    <message>
+        <source>Checking…</source>
+        <translation>正在检查…</translation>
+    </message>
+    <message>
+        <source>Saving…</source>
+        <translation>正在保存…</translation>
+    </message>
+    <message>
+        <source>Nothing was saved: correct what is marked in red.</source>
+        <translation>未保存任何内容：请更正标红的项。</translation>
+    </message>
+    <message>
+        <source>Write auto, or a language code such as en, zh or pt-BR</source>
+        <translation>请填写 auto，或语言代码，如 en、zh 或 pt-BR</translation>
+    </message>
+    <message>
+        <source>The name of an environment variable: capital letters, digits and _ (e.g. OPENAI_API_KEY)</source>
+        <translation>环境变量名：只能包含大写字母、数字和 _（例如 OPENAI_API_KEY）</translation>
+    </message>
+    <message>
+        <source>Choose a model, or give the path of a model folder</source>
+        <translation>请选择一个模型，或填写模型文件夹的路径</translation>
+    </message>
+    <message>
+        <source>At least %1</source>
+        <translation>至少为 %1</translation>
+    </message>
+    <message>
+        <source>At most %1</source>
+        <translation>最多为 %1</translation>
+    </message>
+    <message>
+        <source>Saved (nothing had changed).</source>
+        <translation>已保存（没有任何更改）。</translation>
+    </message>
+    <message>
+        <source>Saved.</source>
+        <translation>已保存。</translation>
+    </message>
+    <message>
+        <source>In force now, for new work: %1.</source>
+        <translation>已立即生效（用于新的工作）：%1。</translation>
+    </message>
+    <message>
+        <source>Applies when the worker that runs the queue starts again: %1.</source>
+        <translation>在运行队列的工作进程重新启动后生效：%1。</translation>
+    </message>
+    <message>
+        <source>Applies the next time Fredica starts: %1.</source>
+        <translation>下次启动 Fredica 时生效：%1。</translation>
+    </message>
+    <message>
+        <source>Library folder</source>
+        <translation>媒体库文件夹</translation>
+    </message>
+    <message>
+        <source>ffmpeg</source>
+        <translation>ffmpeg</translation>
+    </message>
+    <message>
+        <source>Looking at ffmpeg…</source>
+        <translation>正在检测 ffmpeg…</translation>
+    </message>
+    <message>
+        <source>Could not look: %1</source>
+        <translation>无法检测：%1</translation>
+    </message>
+    <message>
+        <source>the bundled ffmpeg</source>
+        <translation>内置的 ffmpeg</translation>
+    </message>
+    <message>
+        <source>Cannot use %1: %2</source>
+        <translation>无法使用 %1：%2</translation>
+    </message>
+    <message>
+        <source>bundled</source>
+        <translation>内置</translation>
+    </message>
+    <message>
+        <source>from the settings</source>
+        <translation>来自设置</translation>
+    </message>
+    <message>
+        <source>ffmpeg %1 (%2): %3</source>
+        <translation>ffmpeg %1（%2）：%3</translation>
+    </message>
+    <message>
+        <source>Hardware encoders it was built with:</source>
+        <translation>编译时包含的硬件编码器：</translation>
+    </message>
+    <message>
+        <source>No hardware encoders: video is encoded on the CPU.</source>
+        <translation>没有硬件编码器：视频将由 CPU 编码。</translation>
+    </message>
+    <message>
+        <source>Working on this computer for H.264: %1.</source>
+        <translation>在这台电脑上可用于 H.264 的：%1。</translation>
+    </message>
+    <message>
+        <source>None works on this computer for H.264: libx264 on the CPU is used.</source>
+        <translation>这台电脑上没有可用于 H.264 的硬件编码器：将在 CPU 上使用 libx264。</translation>
+    </message>
+    <message>
+        <source>Installed.</source>
+        <translation>已安装。</translation>
+    </message>
+    <message>
+        <source>The path of a model folder.</source>
+        <translation>模型文件夹的路径。</translation>
+    </message>
+    <message>
+        <source>Not installed: downloaded the first time a transcription needs it, or now.</source>
+        <translation>未安装：将在首次语音转文字需要时下载，也可以现在下载。</translation>
+    </message>
+    <message>
+        <source>Not a model Fredica can download: install it into %1 yourself, or give the path of a model folder.</source>
+        <translation>Fredica 无法下载此模型：请自行将其安装到 %1，或填写模型文件夹的路径。</translation>
+    </message>
+    <message>
+        <source>Download it into %1 now, through the queue</source>
+        <translation>现在通过队列将其下载到 %1</translation>
+    </message>
+    <message>
+        <source>Only a model that is not installed and that Fredica knows</source>
+        <translation>仅适用于尚未安装且 Fredica 支持的模型</translation>
+    </message>
+    <message>
+        <source>Queueing the download of %1…</source>
+        <translation>正在将 %1 的下载加入队列…</translation>
+    </message>
+    <message>
+        <source>Could not queue the download: %1</source>
+        <translation>无法将下载加入队列：%1</translation>
+    </message>
+    <message>
+        <source>waiting in the queue</source>
+        <translation>在队列中等待</translation>
+    </message>
+    <message>
+        <source>downloading</source>
+        <translation>正在下载</translation>
+    </message>
+    <message>
+        <source>The download of %1 did not finish: %2</source>
+        <translation>%1 的下载未完成：%2</translation>
+    </message>
+</context>
+<context>
+    <name>StateSidebar</name>
+    <message>
+        <source>All tasks</source>
+        <extracomment>A dot per state, so that a state reads at a glance; interrupted (needs the user after a restart) is orange, apart from failed&apos;s red, as in the table&apos;s State column. The badge to show (None: all tasks).</extracomment>
+        <translation>全部任务</translation>
+    </message>
+    <message>
+        <source>Waiting</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>Queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>Running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>Skipped</source>
+        <translation>已跳过</translation>
+    </message>
+    <message>
+        <source>Interrupted</source>
+        <translation>已中断</translation>
+    </message>
+</context>
+<context>
+    <name>TaskPanel</name>
+    <message>
+        <source>Payload</source>
+        <extracomment>The least time between two reads of the selected task&apos;s timeline. Where a file&apos;s path is kept on its item of the outputs list. Opens a folder (a test replaces it).</extracomment>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>Result</source>
+        <translation>结果</translation>
+    </message>
+    <message>
+        <source>Error</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>Timeline</source>
+        <translation>时间线</translation>
+    </message>
+    <message>
+        <source>Click a task in the graph to see its details.</source>
+        <translation>点击图中的任务以查看其详情。</translation>
+    </message>
+    <message>
+        <source>No result yet: the task has not finished.</source>
+        <translation>暂无结果：任务尚未完成。</translation>
+    </message>
+    <message>
+        <source>Files it made (double-click one to open its folder):</source>
+        <translation>生成的文件（双击可打开其所在文件夹）：</translation>
+    </message>
+    <message>
+        <source>Other values:</source>
+        <translation>其他值：</translation>
+    </message>
+    <message>
+        <source>No error: this task has not failed.</source>
+        <translation>没有错误：此任务没有失败。</translation>
+    </message>
+    <message>
+        <source>Copy the error</source>
+        <translation>复制错误</translation>
+    </message>
+    <message>
+        <source>Message:</source>
+        <translation>消息：</translation>
+    </message>
+    <message>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>Event</source>
+        <translation>事件</translation>
+    </message>
+    <message>
+        <source>Detail</source>
+        <translation>详情</translation>
+    </message>
+    <message>
+        <source>attempt %1 of %2</source>
+        <translation>第 %1 次尝试，共 %2 次</translation>
+    </message>
+    <message>
+        <source>Double-click to open the folder of %1</source>
+        <translation>双击打开 %1 所在的文件夹</translation>
+    </message>
+    <message>
+        <source>This was the last attempt&apos;s error: the task will be tried again.</source>
+        <translation>这是上一次尝试的错误：任务将再次尝试。</translation>
+    </message>
+    <message>
+        <source>This was the last attempt&apos;s error: the task is being tried again.</source>
+        <translation>这是上一次尝试的错误：任务正在重新尝试。</translation>
+    </message>
+    <message>
+        <source>claimed</source>
+        <translation>已领取</translation>
+    </message>
+    <message>
+        <source>started</source>
+        <translation>已开始</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>retry scheduled</source>
+        <translation>已安排重试</translation>
+    </message>
+    <message>
+        <source>retried</source>
+        <translation>已重试</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>resumed</source>
+        <translation>已继续</translation>
+    </message>
+    <message>
+        <source>recovered after a restart</source>
+        <translation>重启后已恢复</translation>
+    </message>
+</context>
+<context>
+    <name>TaskTableModel</name>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Type</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Progress</source>
+        <translation>进度</translation>
+    </message>
+    <message>
+        <source>Attempt</source>
+        <translation>尝试次数</translation>
+    </message>
+    <message>
+        <source>ETA</source>
+        <translation>剩余时间</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+</context>
+<context>
+    <name>TemplateDialog</name>
+    <message>
+        <source>Start a template</source>
+        <translation>启动模板</translation>
+    </message>
+    <message>
+        <source>Start a template on “%1”:</source>
+        <translation>对“%1”启动模板：</translation>
+    </message>
+    <message numerus="yes">
+        <source>Start a template on %n material(s):</source>
+        <translation>
+            <numerusform>对 %n 个素材启动模板：</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Start</source>
+        <translation>启动</translation>
+    </message>
+    <message>
+        <source>Downloads a web address: it cannot run on a local file.</source>
+        <translation>用于下载网址：不能在本地文件上运行。</translation>
+    </message>
+</context>
+<context>
+    <name>UrlDialog</name>
+    <message>
+        <source>Add web addresses</source>
+        <translation>添加网址</translation>
+    </message>
+    <message>
+        <source>Web addresses (http or https) to add, one per line:</source>
+        <translation>要添加的网址（http 或 https），每行一个：</translation>
+    </message>
+    <message>
+        <source>Add</source>
+        <translation>添加</translation>
     </message>
 </context>
 </TS>

@@ -1,0 +1,103 @@
+"""The interface's translations: every string the code marks is in the Chinese file and
+translated (plurals and placeholders right), the compiled file matches its source, and the
+window speaks Chinese when asked to."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "packaging"))
+import translations  # noqa: E402
+
+PLACEHOLDER = re.compile(r"%n|%\d|\{[a-z_]+\}")
+
+
+def messages(ts: Path) -> dict[tuple[str, str, str], ET.Element]:
+    """(context, source, disambiguation) → its <message>."""
+    found: dict[tuple[str, str, str], ET.Element] = {}
+    for context in ET.parse(ts).getroot().iter("context"):
+        name = context.findtext("name") or ""
+        for message in context.iter("message"):
+            key = (name, message.findtext("source") or "", message.findtext("comment") or "")
+            found[key] = message
+    return found
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict[tuple[str, str, str], ET.Element]:
+    return messages(translations.ts_file("zh_CN"))
+
+
+def test_every_marked_string_of_the_code_is_in_the_file(tmp_path: Path, committed: Any) -> None:
+    fresh = tmp_path / "fresh.ts"
+    shutil.copy(translations.ts_file("zh_CN"), fresh)
+    translations.lupdate(fresh)  # what `packaging/translations.py update` would make of it
+    now = messages(fresh)
+    missing = sorted(set(now) - set(committed))
+    obsolete = sorted(set(committed) - set(now))
+    assert not missing, f"run `python packaging/translations.py update` and translate: {missing}"
+    assert not obsolete, f"strings the code no longer has: {obsolete}"
+
+
+def test_every_string_is_translated_with_its_placeholders(committed: Any) -> None:
+    problems = []
+    for (context, source, _), message in committed.items():
+        translation = message.find("translation")
+        assert translation is not None
+        if translation.get("type") in ("unfinished", "vanished", "obsolete"):
+            problems.append((context, source, "not translated"))
+            continue
+        if message.get("numerus") == "yes":
+            forms = [f.text or "" for f in translation.iter("numerusform")]
+            # Chinese has one plural form, and it must say how many.
+            if len(forms) != 1 or "%n" not in forms[0]:
+                problems.append((context, source, f"plural forms {forms}"))
+                continue
+            text = forms[0]
+        else:
+            text = translation.text or ""
+        if not text.strip():
+            problems.append((context, source, "empty"))
+        elif sorted(PLACEHOLDER.findall(source)) != sorted(PLACEHOLDER.findall(text)):
+            problems.append((context, source, f"placeholders differ in {text!r}"))
+    assert not problems, problems
+
+
+def test_the_compiled_file_is_built_from_the_source(tmp_path: Path) -> None:
+    built = tmp_path / "fresh.qm"
+    translations.lrelease(translations.ts_file("zh_CN"), built)
+    assert built.read_bytes() == translations.qm_file("zh_CN").read_bytes(), (
+        "run `python packaging/translations.py build`"
+    )
+
+
+def test_the_window_speaks_chinese_when_asked(qapp: Any, qtbot: Any, data_dir: Path) -> None:
+    from fredica_app.gui.app import Translations
+    from fredica_app.gui.host import AppHost
+    from fredica_app.gui.window import MainWindow
+
+    languages = Translations(qapp)
+    assert languages.install("zh_CN") == "zh_CN"
+    try:
+        window = MainWindow(AppHost(data_dir), data_dir)
+        qtbot.addWidget(window)
+        names = [window.nav.item(i).text() for i in range(window.nav.count())]
+        assert names[0] != "Library" and all(names)
+        # A plural with its number: Chinese has one form.
+        window._running = {"a", "b", "c"}
+        window._update_activity()
+        assert "3" in window.activity_label.text()
+        assert "task(s)" not in window.activity_label.text()
+    finally:
+        languages.install("en")
+    window = MainWindow(AppHost(data_dir), data_dir)
+    qtbot.addWidget(window)
+    assert window.nav.item(0).text() == "Library"
