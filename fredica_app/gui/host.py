@@ -155,6 +155,7 @@ class AppHost(QObject):
         must not). Errors with no ``on_error`` are logged. Called before the application is
         open, the call waits (off the GUI thread) until it is; after it has closed, it fails
         with ``RuntimeError``."""
+
         def done(f: Future[T]) -> None:
             if f.cancelled():
                 return
