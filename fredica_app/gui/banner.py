@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QEvent, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -211,6 +211,11 @@ class RestartBanner(QFrame):
         super().changeEvent(event)
         if event.type() in _PALETTE_EVENTS:
             self._restyle()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """A palette changed while the bar was hidden may not have reached it: look again."""
+        self._restyle()
+        super().showEvent(event)
 
     # --- the host -----------------------------------------------------------------------------
 

@@ -207,7 +207,8 @@ def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:
         return _cell(100.0, badge_text(shown), True)
     if shown is Badge.RUNNING:
         if task.progress <= 0.0:  # no figure yet (or a job that gives none): busy, not 0 %
-            return ProgressCell(None, text or "starting", True)
+            starting = QCoreApplication.translate("TaskTableModel", "starting")
+            return ProgressCell(None, text or starting, True)
         return _cell(task.progress, text, True)
     if shown in (Badge.WAITING, Badge.QUEUED):
         if not task.progress:  # not started: an empty, quiet bar rather than "0 %"
@@ -276,7 +277,7 @@ class RunTableModel(RecordTableModel):
 
 def _run_progress(run: RunRecord) -> ProgressCell:
     if not run.total_tasks:
-        return ProgressCell(None, "no tasks", False)
+        return ProgressCell(None, QCoreApplication.translate("RunTableModel", "no tasks"), False)
     live = run.status in (RunStatus.PENDING, RunStatus.RUNNING)
     return ProgressCell(
         100.0 * run.done_tasks / run.total_tasks, f"{run.done_tasks} / {run.total_tasks}", live
@@ -284,10 +285,13 @@ def _run_progress(run: RunRecord) -> ProgressCell:
 
 
 def _run_counts(run: RunRecord) -> str:
+    translate = QCoreApplication.translate
+    running = run.running_tasks + run.claimed_tasks
+    pending, failed, cancelled = run.pending_tasks, run.failed_tasks, run.cancelled_tasks
     counts = (
-        (run.running_tasks + run.claimed_tasks, "running"),
-        (run.pending_tasks, "pending"),
-        (run.failed_tasks, "failed"),
-        (run.cancelled_tasks, "cancelled"),
+        (running, QCoreApplication.translate("RunTableModel", "%n running", "", running)),
+        (pending, QCoreApplication.translate("RunTableModel", "%n pending", "", pending)),
+        (failed, QCoreApplication.translate("RunTableModel", "%n failed", "", failed)),
+        (cancelled, QCoreApplication.translate("RunTableModel", "%n cancelled", "", cancelled)),
     )
-    return " · ".join(f"{n} {what}" for n, what in counts if n) or "all done"
+    return " · ".join(text for n, text in counts if n) or translate("RunTableModel", "all done")

@@ -1086,6 +1086,30 @@
         <source>Created</source>
         <translation>创建时间</translation>
     </message>
+    <message>
+        <source>no tasks</source>
+        <translation>没有任务</translation>
+    </message>
+    <message>
+        <source>%n running</source>
+        <translation>%n 个运行中</translation>
+    </message>
+    <message>
+        <source>%n pending</source>
+        <translation>%n 个待处理</translation>
+    </message>
+    <message>
+        <source>%n failed</source>
+        <translation>%n 个失败</translation>
+    </message>
+    <message>
+        <source>%n cancelled</source>
+        <translation>%n 个已取消</translation>
+    </message>
+    <message>
+        <source>all done</source>
+        <translation>全部完成</translation>
+    </message>
 </context>
 <context>
     <name>SettingsForm</name>
@@ -1636,6 +1660,10 @@
     <message>
         <source>Run</source>
         <translation>运行</translation>
+    </message>
+    <message>
+        <source>starting</source>
+        <translation>正在启动</translation>
     </message>
 </context>
 <context>

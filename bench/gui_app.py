@@ -1,0 +1,363 @@
+"""GUI benchmark: the whole window (``fredica_app.gui``), offscreen, on real data directories.
+
+1. Launch: a fresh Python process builds ``GuiApp`` on a new data directory, starts it and
+   waits until the window is visible and has been painted; the figure runs from just before
+   ``Popen`` (parent's clock) to that paint (child's ``time.time()``). Baseline, measured the
+   same way in the same run: a process that imports ``PySide6.QtWidgets`` and shows an empty
+   ``QWidget``. Target: < 1.5 s (median of 3).
+2. Opening 10,000 tasks: a data directory of 1,000 runs of 10 NOOP tasks in its SQLite file
+   (the queue paused, so that nothing runs them), then ``AppHost`` + ``MainWindow`` on it,
+   the window shown first; from ``host.start()`` until the queue page's task model holds
+   10,000 rows and the window has been repainted. Target: < 1 s (median of 3).
+3. A burst of 1,000 progress events over those 10,000 rows, all marked running first:
+   emitted on the window's feed as the bridge batches them (80 ms apart, ~80 rows each; and
+   all in one batch); each emit (every page's slot) + repaint of the task view's visible rows
+   is timed on the GUI thread. Target: max < 50 ms, p99 < 20 ms.
+4. Idle with a running queue: 50 SLEEP tasks of 120 s run in the window's engine
+   (max_workers 50, io slots 50); the GUI thread's CPU time (``time.thread_time()`` read on
+   it) over 10 s of its event loop. Target: < 3 % of one core.
+
+    .venv/bin/python bench/gui_app.py [--quick] [--only N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import psutil
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
+from PySide6.QtWidgets import QApplication
+
+from bench._common import pct
+from fredica_app.gui.app import make_qapplication
+from fredica_app.gui.bridge import INTERVAL_MS
+from fredica_app.gui.host import AppHost
+from fredica_app.gui.window import MainWindow
+from fredica_app.paths import resolve_paths
+from fredica_app.services import Fredica
+from workers.changes import Change
+from workers.spec import parse_spec, prepare_run
+from workers.states import TaskStatus
+
+#: The child of part 1: ``fredica`` (GuiApp on a data directory) or ``baseline`` (an empty
+#: QWidget); prints ``time.time()`` once the window is visible and painted.
+CHILD = r"""
+import sys, time
+from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer
+mode, data_dir = sys.argv[1], sys.argv[2]
+if mode == "fredica":
+    from fredica_app.gui.app import GuiApp, make_qapplication
+    qapp = make_qapplication()
+    gui = GuiApp(qapp, data_dir)
+    window, start = gui.window, gui.start
+else:
+    from PySide6.QtWidgets import QApplication, QWidget
+    qapp, gui = QApplication(sys.argv[:1]), None
+    window = QWidget()
+    start = window.show
+loop, painted = QEventLoop(), []
+class Painted(QObject):
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Paint and window.isVisible() and not painted:
+            painted.append(True)
+            loop.quit()  # once this event (the whole frame) is done
+        return False
+watcher = Painted()
+window.installEventFilter(watcher)
+start()
+QTimer.singleShot(60_000, loop.quit)
+if not painted:
+    loop.exec()
+print(repr(time.time()) if painted else "timeout", flush=True)
+if gui is not None:
+    gui.host.shutdown()
+    gui.host.join(30)
+"""
+
+Row = tuple[str, str, str, str]
+
+
+def launch(mode: str) -> float:
+    """Seconds from just before ``Popen`` to the child's window painted."""
+    with tempfile.TemporaryDirectory(prefix="fredica-bench-") as d:
+        started = time.time()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, mode, d],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        out, err = proc.communicate(timeout=180)
+    if proc.returncode != 0 or out.split()[:1] in ([], ["timeout"]):
+        raise RuntimeError(f"{mode} child failed ({proc.returncode}): {out}{err[-2000:]}")
+    return float(out.split()[0]) - started
+
+
+def part_launch(rounds: int) -> list[Row]:
+    base: list[float] = []
+    fred: list[float] = []
+    for _ in range(rounds):  # interleaved: both see the same load of the machine
+        base.append(launch("baseline"))
+        fred.append(launch("fredica"))
+    b, f = statistics.median(base), statistics.median(fred)
+    print(f"  launch s: fredica {fmt(fred)}; baseline {fmt(base)}")
+    what = f"launch → window painted (median of {rounds})"
+    return [
+        (what, f"{f:.2f} s", "< 1.5 s", verdict(f < 1.5)),
+        ("  baseline: PySide6 empty QWidget", f"{b:.2f} s (Fredica {f / b:.1f}x)", "—", ""),
+    ]
+
+
+# --- data directories ------------------------------------------------------------------------
+
+
+async def fill(d: Path, runs: int, per_run: int, task: dict[str, Any]) -> None:
+    """``runs`` runs of ``per_run`` tasks made through the store, as ``fredica submit`` does."""
+    app = Fredica.open(d)
+    try:
+        for r in range(runs):
+            tasks = [{"key": f"r{r}-t{i}", **task} for i in range(per_run)]
+            await app.store.create_run(prepare_run(parse_spec({"tasks": tasks}), app.registry))
+    finally:
+        await app.close()
+
+
+def spin(qapp: QApplication, until: Callable[[], bool], timeout: float, what: str) -> None:
+    """Run the event loop until ``until()``, looking every 50 ms."""
+    loop = QEventLoop()
+    timer = QTimer()
+    timer.timeout.connect(lambda: until() and loop.quit())
+    timer.start(50)
+    QTimer.singleShot(round(timeout * 1000), loop.quit)
+    if not until():
+        loop.exec()
+    timer.stop()
+    if not until():
+        raise RuntimeError(f"timed out waiting for {what}")
+
+
+def open_window(qapp: QApplication, d: Path, rows: int) -> tuple[AppHost, MainWindow, float]:
+    """Show a window on ``d`` (painted, empty), start its host; seconds from ``host.start()``
+    until the task model holds ``rows`` rows and the window has been repainted."""
+    host = AppHost(d)
+    window = MainWindow(host, d)
+    window.nav.setCurrentRow(MainWindow.QUEUE)
+    window.show()
+    window.repaint()
+    qapp.processEvents()
+    loop = QEventLoop()
+    model = window.queue.tasks
+    # Connected after the pages: called once they have loaded the snapshot.
+    window.feed.snapshot.connect(lambda _: model.rowCount() >= rows and loop.quit())
+    QTimer.singleShot(120_000, loop.quit)
+    started = time.perf_counter()
+    host.start()
+    loop.exec()
+    window.repaint()
+    elapsed = time.perf_counter() - started
+    if model.rowCount() < rows:
+        raise RuntimeError(f"the task model has {model.rowCount()} rows, not {rows}")
+    return host, window, elapsed
+
+
+def close_window(qapp: QApplication, host: AppHost, window: MainWindow) -> None:
+    window.retire()
+    host.shutdown()
+    if not host.join(60):
+        raise RuntimeError("the host did not stop within 60 s")
+    qapp.processEvents()
+    window.deleteLater()
+    host.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+
+
+def part_open(qapp: QApplication, d: Path, rounds: int) -> list[Row]:
+    times = []
+    for _ in range(rounds):
+        host, window, elapsed = open_window(qapp, d, 10_000)
+        ran = sum(t.status is not TaskStatus.PENDING for t in window.queue.tasks.records)
+        close_window(qapp, host, window)
+        times.append(elapsed)
+    m = statistics.median(times)
+    print(f"  open s: {fmt(times)} (tasks not pending at the end of the last: {ran})")
+    return [(f"open 10,000 tasks → rows shown (median of {rounds})",
+             f"{m:.2f} s", "< 1 s", verdict(m < 1.0))]  # fmt: skip
+
+
+# --- bursts ----------------------------------------------------------------------------------
+
+
+def part_burst(qapp: QApplication, d: Path, rounds: int) -> list[Row]:
+    host, window, _ = open_window(qapp, d, 10_000)
+    view = window.queue.tasks_view
+    viewport = view.viewport()
+    records = {t.id: t for t in window.queue.tasks.records}
+    ids = list(records)
+    seq = 0
+
+    def timed(batch: list[Change]) -> float:
+        started = time.perf_counter()
+        window.feed.changes.emit(batch)
+        viewport.repaint()
+        return time.perf_counter() - started
+
+    def change(task_id: str, **fields: Any) -> Change:
+        nonlocal seq
+        seq += 1
+        new = records[task_id] = replace(records[task_id], **fields)
+        return Change(seq, new)
+
+    now = time.time()
+    running = dict(status=TaskStatus.RUNNING, progress=1.0, attempt=1, claimed_at=now,
+                   started_at=now, status_text="sleeping")  # fmt: skip
+    mark = timed([change(i, **running) for i in ids])
+    visible = view.rowAt(viewport.height() - 1) + 1
+    assert view.isVisible() and visible > 0, "the task view is not shown"
+    print(
+        f"  {len(ids):,} rows marked running in one batch: {mark * 1000:.0f} ms (no target); "
+        f"{visible} rows visible; {window.running_tasks:,} running as the window counts"
+    )
+    rng = random.Random(1)
+    scenarios = {"burst, 80 ms batches of ~80": 80, "burst, all in one batch": 1000}
+    out: list[Row] = []
+    for name, per_batch in scenarios.items():
+        stalls: list[float] = []
+        for _ in range(rounds):
+            events = []
+            for _ in range(1000):  # a tenth on the visible rows, so that they repaint
+                i = ids[rng.randrange(visible)] if rng.random() < 0.1 else rng.choice(ids)
+                done = min(100.0, records[i].progress + rng.random())
+                events.append(change(i, progress=done, status_text=f"{120 - done:.1f} s left"))
+            batches = [dedup(events[n : n + per_batch]) for n in range(0, 1000, per_batch)]
+            stalls += every(INTERVAL_MS, batches, timed)
+        mx, p = max(stalls) * 1000, pct(stalls, 99) * 1000
+        print(f"  {name}: {len(stalls)} batches, median {statistics.median(stalls) * 1000:.1f} ms,"
+              f" p99 {p:.1f} ms, max {mx:.1f} ms")  # fmt: skip
+        out.append((f"{name}: max / p99 ({len(stalls)} batches)", f"{mx:.1f} / {p:.1f} ms",
+                    "< 50 / < 20 ms", verdict(mx < 50 and p < 20)))  # fmt: skip
+    close_window(qapp, host, window)
+    return out
+
+
+def every(ms: int, batches: list[list[Change]], timed: Callable[[Any], float]) -> list[float]:
+    """Emit the batches ``ms`` apart from the event loop (as the bridge's timer does)."""
+    stalls: list[float] = []
+    loop = QEventLoop()
+
+    def next_batch() -> None:
+        stalls.append(timed(batches.pop(0)))
+        if not batches:
+            loop.quit()
+
+    timer = QTimer()
+    timer.timeout.connect(next_batch)
+    timer.start(ms)
+    loop.exec()
+    timer.stop()
+    return stalls
+
+
+def dedup(entries: list[Change]) -> list[Change]:
+    """One entry per row, its latest state, in the order of last changes (as the bridge)."""
+    out: dict[str, Change] = {}
+    for c in entries:
+        out.pop(c.record.id, None)
+        out[c.record.id] = c
+    return list(out.values())
+
+
+# --- idle ------------------------------------------------------------------------------------
+
+
+def part_idle(qapp: QApplication, seconds: float) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="fredica-bench-") as tmp:
+        d = Path(tmp)
+        settings = resolve_paths(d).ensure().settings_file
+        settings.write_text('{"max_workers": 50, "slots": {"io": 50}}')  # SLEEP is "io"
+        asyncio.run(fill(d, 1, 50, {"type": "SLEEP", "payload": {"seconds": 120}}))
+        host, window, _ = open_window(qapp, d, 50)
+        try:
+            spin(qapp, lambda: window.running_tasks == 50, 60, "50 tasks running")
+            batches: list[int] = []
+            window.feed.changes.connect(lambda b: batches.append(len(b)))
+            proc = psutil.Process()
+            c0, gui0, w0 = proc.cpu_times(), time.thread_time(), time.perf_counter()
+            loop = QEventLoop()
+            QTimer.singleShot(round(seconds * 1000), loop.quit)
+            loop.exec()
+            c1, gui1, w1 = proc.cpu_times(), time.thread_time(), time.perf_counter()
+            still = window.running_tasks
+        finally:
+            close_window(qapp, host, window)
+    wall = w1 - w0
+    gui = 100 * (gui1 - gui0) / wall
+    whole = 100 * (c1.user + c1.system - c0.user - c0.system) / wall
+    print(f"  idle {wall:.1f} s: {len(batches)} batches of changes ({sum(batches)} rows), "
+          f"{still} tasks running at the end")  # fmt: skip
+    what = f"idle, 50 tasks running: GUI thread CPU ({wall:.0f} s)"
+    return [
+        (what, f"{gui:.2f} %", "< 3 %", verdict(gui < 3)),
+        ("  whole process CPU (engine included)", f"{whole:.1f} %", "—", ""),
+    ]
+
+
+# --- the table -------------------------------------------------------------------------------
+
+
+def fmt(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
+def verdict(ok: bool) -> str:
+    return "pass" if ok else "FAIL"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, a shorter idle")
+    parser.add_argument("--only", type=int, choices=[1, 2, 3, 4], help="run this part only")
+    args = parser.parse_args()
+    parts = [args.only] if args.only else [1, 2, 3, 4]
+    rows: list[Row] = []
+    if 1 in parts:
+        rows += part_launch(1 if args.quick else 3)
+    qapp = make_qapplication([sys.argv[0]])
+    if {2, 3} & set(parts):
+        with tempfile.TemporaryDirectory(prefix="fredica-bench-") as tmp:
+            d = Path(tmp)
+            started = time.perf_counter()
+            asyncio.run(fill(d, 1000, 10, {"type": "NOOP"}))
+            Fredica.open(d).set_queue_paused(True)  # nothing runs them: the rows stay still
+            print(f"  10,000 tasks made in {time.perf_counter() - started:.1f} s")
+            if 2 in parts:
+                rows += part_open(qapp, d, 1 if args.quick else 3)
+            if 3 in parts:
+                rows += part_burst(qapp, d, 2 if args.quick else 5)
+    if 4 in parts:
+        rows += part_idle(qapp, 5.0 if args.quick else 10.0)
+    widths = [max(len(r[n]) for r in [*rows, HEADER]) for n in range(4)]
+    print()
+    for r in [HEADER, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+HEADER: Row = ("what", "figure", "target", "result")
+
+if __name__ == "__main__":
+    main()
