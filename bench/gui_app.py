@@ -28,13 +28,13 @@ import gc
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from subprocess import PIPE, Popen
 from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -67,8 +67,7 @@ if mode == "fredica":
     window, start = gui.window, gui.start
 else:
     from PySide6.QtWidgets import QApplication, QWidget
-    qapp, gui = QApplication(sys.argv[:1]), None
-    window = QWidget()
+    qapp, gui, window = QApplication(sys.argv[:1]), None, QWidget()
     start = window.show
 loop, painted = QEventLoop(), []
 class Painted(QObject):
@@ -96,12 +95,7 @@ def launch(mode: str) -> float:
     """Seconds from just before ``Popen`` to the child's window painted."""
     with tempfile.TemporaryDirectory(prefix="fredica-bench-") as d:
         started = time.time()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, mode, d],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = Popen([sys.executable, "-c", CHILD, mode, d], stdout=PIPE, stderr=PIPE, text=True)
         out, err = proc.communicate(timeout=180)
     if proc.returncode != 0 or out.split()[:1] in ([], ["timeout"]):
         raise RuntimeError(f"{mode} child failed ({proc.returncode}): {out}{err[-2000:]}")
@@ -126,26 +120,27 @@ def part_launch(rounds: int) -> list[Row]:
 # --- data directories ------------------------------------------------------------------------
 
 
-async def fill(d: Path, runs: int, per_run: int, task: dict[str, Any]) -> None:
-    """``runs`` runs of ``per_run`` tasks made through the store, as ``fredica submit`` does."""
+async def fill(d: Path, runs: int, per_run: int, task: dict[str, Any], paused: bool) -> None:
+    """``runs`` runs of ``per_run`` tasks made through the store, as ``fredica submit`` does;
+    the queue ``paused`` (``fredica pause-queue``) or not."""
     app = Fredica.open(d)
     try:
         for r in range(runs):
             tasks = [{"key": f"r{r}-t{i}", **task} for i in range(per_run)]
             await app.store.create_run(prepare_run(parse_spec({"tasks": tasks}), app.registry))
+        app.set_queue_paused(paused)
     finally:
         await app.close()
 
 
-def spin(qapp: QApplication, until: Callable[[], bool], timeout: float, what: str) -> None:
+def spin(until: Callable[[], bool], timeout: float, what: str) -> None:
     """Run the event loop until ``until()``, looking every 50 ms."""
     loop = QEventLoop()
     timer = QTimer()
     timer.timeout.connect(lambda: until() and loop.quit())
     timer.start(50)
     QTimer.singleShot(round(timeout * 1000), loop.quit)
-    if not until():
-        loop.exec()
+    loop.exec()
     timer.stop()
     if not until():
         raise RuntimeError(f"timed out waiting for {what}")
@@ -290,10 +285,10 @@ def part_idle(qapp: QApplication, seconds: float) -> list[Row]:
         d = Path(tmp)
         settings = resolve_paths(d).ensure().settings_file
         settings.write_text('{"max_workers": 50, "slots": {"io": 50}}')  # SLEEP is "io"
-        asyncio.run(fill(d, 1, 50, {"type": "SLEEP", "payload": {"seconds": 120}}))
+        asyncio.run(fill(d, 1, 50, {"type": "SLEEP", "payload": {"seconds": 120}}, False))
         host, window, _ = open_window(qapp, d, 50)
         try:
-            spin(qapp, lambda: window.running_tasks == 50, 60, "50 tasks running")
+            spin(lambda: window.running_tasks == 50, 60, "50 tasks running")
             batches: list[int] = []
             window.feed.changes.connect(lambda b: batches.append(len(b)))
             proc = psutil.Process()
@@ -342,8 +337,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="fredica-bench-") as tmp:
             d = Path(tmp)
             started = time.perf_counter()
-            asyncio.run(fill(d, 1000, 10, {"type": "NOOP"}))
-            Fredica.open(d).set_queue_paused(True)  # nothing runs them: the rows stay still
+            asyncio.run(fill(d, 1000, 10, {"type": "NOOP"}, True))  # nothing runs them
             print(f"  10,000 tasks made in {time.perf_counter() - started:.1f} s")
             if 2 in parts:
                 rows += part_open(qapp, d, 1 if args.quick else 3)
@@ -351,13 +345,12 @@ def main() -> None:
                 rows += part_burst(qapp, d, 2 if args.quick else 5)
     if 4 in parts:
         rows += part_idle(qapp, 5.0 if args.quick else 10.0)
-    widths = [max(len(r[n]) for r in [*rows, HEADER]) for n in range(4)]
+    table = [("what", "figure", "target", "result"), *rows]
+    widths = [max(len(r[n]) for r in table) for n in range(4)]
     print()
-    for r in [HEADER, *rows]:
+    for r in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
 
-
-HEADER: Row = ("what", "figure", "target", "result")
 
 if __name__ == "__main__":
     main()
