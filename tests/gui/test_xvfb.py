@@ -36,7 +36,8 @@ CHILD = textwrap.dedent(
 
     def look():
         window = gui.window
-        if gui.host.state.mode is not Mode.ENGINE or not window.isExposed_():
+        handle = window.windowHandle()
+        if gui.host.state.mode is not Mode.ENGINE or handle is None or not handle.isExposed():
             QTimer.singleShot(100, look)
             return
         shot = qapp.primaryScreen().grabWindow(0)  # what the X server shows
@@ -58,9 +59,6 @@ CHILD = textwrap.dedent(
     report["host"] = gui.host.state.mode.value
     print(json.dumps(report))
     """
-).replace(
-    "window.isExposed_()",
-    "(window.windowHandle() is not None and window.windowHandle().isExposed())",
 )
 
 
