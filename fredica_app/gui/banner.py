@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from fredica_app.gui import theme
 from fredica_app.gui.host import AppHost, HostState, Mode
 from fredica_app.services import Fredica
 from workers.errors import InvalidState, NotFound
@@ -192,6 +193,7 @@ class RestartBanner(QFrame):
         column.addWidget(self.problem)
         column.addWidget(self.list)
 
+        theme.notifier().changed.connect(self._restyle)
         self.review_button.toggled.connect(self._review)
         self.retry_all_button.clicked.connect(self.retry_all)
         self.dismiss_all_button.clicked.connect(self.dismiss_all)
@@ -200,7 +202,7 @@ class RestartBanner(QFrame):
         self._timer.timeout.connect(self.refresh)
         self.hide()
 
-    def _restyle(self) -> None:
+    def _restyle(self, _dark: bool | None = None) -> None:
         dark = QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
         style = STYLE % (DARK if dark else LIGHT)
         if self.styleSheet() != style:  # setting it changes the palette: no loop

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
@@ -19,6 +19,8 @@ from workers.records import TaskRecord
 
 _FILTER_ROLE = Qt.ItemDataRole.UserRole
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+_PALETTE_CHANGE = QEvent.Type.PaletteChange
+_APP_PALETTE_CHANGE = QEvent.Type.ApplicationPaletteChange
 #: A dot per state, so that a state reads at a glance; interrupted (needs the user after a
 #: restart) is orange, apart from failed's red, as in the table's State column.
 _DOT_COLOURS = {
@@ -145,6 +147,15 @@ class StateSidebar(QTreeWidget):
         item.setText(1, str(n))
         if was_zero != (n == 0):  # a count of nothing is written quietly
             item.setForeground(1, self._quiet if n == 0 else self._plain)
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A new palette (light to dark): the counts' colours follow it."""
+        super().changeEvent(event)
+        if event.type() in (_PALETTE_CHANGE, _APP_PALETTE_CHANGE):
+            self._quiet = QBrush(self.palette().placeholderText())
+            self._plain = QBrush(self.palette().text())
+            for shown, item in self._items.items():
+                item.setForeground(1, self._quiet if not self._shown.get(shown) else self._plain)
 
     def _on_current(self, item: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         value = item.data(0, _FILTER_ROLE) if item is not None else None

@@ -105,6 +105,15 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
     return run_ids
 
 
+async def finished(app: Any, run_ids: list[str], task_type: str) -> bool:
+    """Whether a task of ``task_type`` of the runs has completed."""
+    for run_id in run_ids:
+        for task in await app.store.list_tasks(run_id):
+            if task.type == task_type and task.status.value == "completed":
+                return True
+    return False
+
+
 async def running_progress(app: Any, run_ids: list[str], task_type: str) -> float:
     """The furthest progress of the runs' running tasks of ``task_type`` (0: none runs)."""
     best = 0.0
@@ -154,8 +163,13 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
         future = host.call(lambda app: running_progress(app, run_ids, task_type))
         return float(future.result(30))  # a documentation tool: it may wait
 
-    # Until the speech-to-text runs (the transcodes resumed after the crash run beside it).
-    _wait(lambda: progress("TRANSCRIBE") > 3, 300, "a transcription", pump=True)
+    def transcribed() -> bool:
+        future = host.call(lambda app: finished(app, run_ids, "TRANSCRIBE"))
+        return bool(future.result(30))
+
+    # Until the speech-to-text runs (the transcodes resumed after the crash run beside it);
+    # a short sample may be transcribed before it is seen running.
+    _wait(lambda: progress("TRANSCRIBE") > 3 or transcribed(), 300, "a transcription", pump=True)
     tasks = host.call(lambda app: app.store.list_tasks(run_ids[0])).result(30)
     transcribe = next((t.id for t in tasks if t.type == "TRANSCRIBE"), None)
 
@@ -179,12 +193,12 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
     current = ""
     for screen in SCREENS:
         for language, scheme in PASSES:
+            gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
             if language != current:
                 gui.switch_language(language)
                 gui.window.resize(*WINDOW)
                 current = language
                 pump(1.0)  # the new window's snapshot, the banner's read
-            gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
             show(screen, gui.window)
             pump(0.5)
             path = out / f"{screen}-{language}-{scheme}.png"

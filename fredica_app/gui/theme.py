@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -61,10 +61,29 @@ def is_dark(scheme: Scheme) -> bool:
     return scheme == "dark"
 
 
+class ThemeNotifier(QObject):
+    """Says when :func:`apply` changed the palette. A widget with a style sheet of its own
+    is not told by Qt when the application's palette changes: it listens here."""
+
+    #: Whether the palette is now dark.
+    changed = Signal(bool)
+
+
+_NOTIFIER: list[ThemeNotifier] = []
+
+
+def notifier() -> ThemeNotifier:
+    """The one :class:`ThemeNotifier` (made on first use, on the GUI thread)."""
+    if not _NOTIFIER:
+        _NOTIFIER.append(ThemeNotifier())
+    return _NOTIFIER[0]
+
+
 def apply(app: QApplication, scheme: Scheme = "auto") -> bool:
     """Give ``app`` the palette of ``scheme``; returns whether it is dark."""
     dark = is_dark(scheme)
     app.setPalette(dark_palette() if dark else app.style().standardPalette())
+    notifier().changed.emit(dark)
     return dark
 
 

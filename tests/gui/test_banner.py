@@ -22,7 +22,7 @@ import psutil
 import pytest
 from PySide6.QtWidgets import QPushButton
 
-from fredica_app.gui.banner import RestartBanner, needs_review
+from fredica_app.gui.banner import DARK, LIGHT, RestartBanner, needs_review
 from fredica_app.gui.host import AppHost, Mode
 from tests.gui.hosting import call
 from workers.records import RestartLogEntry, TaskRecord
@@ -243,3 +243,26 @@ def test_nothing_to_review_nothing_shown(qtbot: Any, app_host: Any) -> None:
     with qtbot.waitSignal(banner.refreshed, timeout=WAIT):
         banner.on_state(app_host.state)
     assert banner.isHidden()
+
+
+def test_inside_the_window_the_bar_follows_a_change_of_theme(qtbot: Any, tmp_path: Path) -> None:
+    from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+
+    from fredica_app.gui import theme
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    banner = RestartBanner(AppHost(tmp_path))
+    QVBoxLayout(parent).addWidget(banner)
+    parent.show()
+    banner.show()
+    try:
+        theme.apply(app, "dark")
+        assert DARK[0] in banner.styleSheet()
+        # Qt does not tell a child with a style sheet of its own that the palette changed.
+        theme.apply(app, "light")
+        assert LIGHT[0] in banner.styleSheet()
+    finally:
+        theme.apply(app, "light")
