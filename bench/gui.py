@@ -23,7 +23,6 @@ import statistics
 import time
 from collections.abc import AsyncIterator, Collection
 from dataclasses import replace
-from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import QApplication, QTableView
 from fredica_app.gui.bridge import INTERVAL_MS, ChangeBridge
 from fredica_app.gui.delegates import ProgressDelegate
 from fredica_app.gui.models import TaskTableModel
+from tests.support.records import task_record
 from workers.changes import Change, ChangeSet, RunFilter, Snapshot, TaskFilter
 from workers.records import TaskRecord
 from workers.states import TaskStatus
@@ -61,27 +61,18 @@ class Burst:
 
 def make_tasks(n: int) -> list[TaskRecord]:
     """``n`` transcodes running at 1 %."""
-    fields: dict[str, Any] = dict.fromkeys(TaskRecord.__dataclass_fields__)
-    fields.update(
-        type="TRANSCODE_MP4",
-        workflow_run_id="run-1",
-        status=TaskStatus.RUNNING,
-        priority=0,
-        depends_on=[],
-        payload={},
-        retry_count=0,
-        max_retries=2,
-        progress=1.0,
-        is_paused=False,
-        is_pausable=True,
-        created_at=1_700_000_000.0,
-        unmet_deps=0,
-        attempt=1,
-        interruptions=0,
-        resource="cpu",
-        status_text="transcoding",
-    )
-    return [TaskRecord(**{**fields, "id": f"task-{i:06d}", "key": f"task {i}"}) for i in range(n)]
+    return [
+        task_record(
+            id=f"task-{i:06d}",
+            key=f"task {i}",
+            type="TRANSCODE_MP4",
+            status=TaskStatus.RUNNING,
+            progress=1.0,
+            attempt=1,
+            status_text="transcoding",
+        )
+        for i in range(n)
+    ]
 
 
 def burst(

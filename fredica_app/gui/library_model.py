@@ -25,6 +25,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import QApplication, QStyle
 
+from fredica_app.gui.table import row_ranges
 from fredica_app.library.store import MaterialRecord
 from fredica_app.views.library_view import (
     OutputBoard,
@@ -182,7 +183,7 @@ class LibraryModel(QAbstractTableModel):
                 self._rows[n] = new
                 self._cells.pop(new.id, None)
                 changed.append(n)
-        for first, last in _ranges(changed):
+        for first, last in row_ranges(changed):
             self.dataChanged.emit(self.index(first, 0), self.index(last, self.OUTPUTS))
         if plan.appended:
             start = len(self._rows)
@@ -199,7 +200,7 @@ class LibraryModel(QAbstractTableModel):
             rows = [n for n in (self._where.get(i) for i in material_ids) if n is not None]
         for n in rows:
             self._cells.pop(self._rows[n].id, None)
-        for first, last in _ranges(rows):
+        for first, last in row_ranges(rows):
             self.dataChanged.emit(self.index(first, self.OUTPUTS), self.index(last, self.OUTPUTS))
 
     # --- inside --------------------------------------------------------------------------
@@ -257,14 +258,3 @@ class LibraryModel(QAbstractTableModel):
             ]
             return "\n".join(lines) or None
         return None
-
-
-def _ranges(rows: Iterable[int]) -> list[tuple[int, int]]:
-    """Sorted, distinct ``(first, last)`` ranges of consecutive row numbers."""
-    out: list[tuple[int, int]] = []
-    for n in sorted(set(rows)):
-        if out and out[-1][1] == n - 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return out

@@ -11,7 +11,7 @@ kept until the row changes: a repaint of the visible rows costs a tuple index pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import (
@@ -200,7 +200,7 @@ class RecordTableModel(QAbstractTableModel):
         if not changed:
             return
         last_column = len(self.HEADERS) - 1
-        for first, last in _runs(changed):
+        for first, last in row_ranges(changed):
             self.dataChanged.emit(self.index(first, 0), self.index(last, last_column))
 
     def _remove(self, ids: set[str]) -> None:
@@ -209,7 +209,7 @@ class RecordTableModel(QAbstractTableModel):
             return
         rows = self._rows
         # Bottom up, so that the rows of the ranges still to remove keep their numbers.
-        for first, last in reversed(_runs(at)):
+        for first, last in reversed(row_ranges(at)):
             self.beginRemoveRows(_ROOT, first, last)
             for row in rows[first : last + 1]:
                 self.forget(row)
@@ -222,7 +222,7 @@ class RecordTableModel(QAbstractTableModel):
             self._where[rows[n].id] = n
 
 
-def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
+def row_ranges(rows: Iterable[int]) -> list[tuple[int, int]]:
     """Sorted, distinct ``(first, last)`` ranges of consecutive row numbers."""
     out: list[tuple[int, int]] = []
     for n in sorted(set(rows)):
