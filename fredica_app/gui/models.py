@@ -147,6 +147,29 @@ class TaskTableModel(RecordTableModel):
             return row.record
         return None
 
+    def sort_key(self, column: int) -> Callable[[Row], Any]:
+        """From the record: a badge by its place in the order of states, progress and attempt
+        as numbers, an unknown ETA after every known one."""
+        if column == self.NAME:
+            return lambda row: (row.record.key or row.id).casefold()
+        if column == self.TYPE:
+            return lambda row: row.record.type
+        if column == self.STATE:
+            order = {b: n for n, b in enumerate(Badge)}
+            return lambda row: order[self._badge(row.record)]
+        if column == self.PROGRESS:
+            return lambda row: row.record.progress
+        if column == self.ATTEMPT:
+            return lambda row: row.record.attempt
+        if column == self.ETA:
+            return self._eta_key
+        return lambda row: (row.record.workflow_run_id or "", row.record.created_at)
+
+    def _eta_key(self, row: Row) -> float:
+        meter = self._meters.get(row.id)
+        eta = meter.eta if meter is not None else None
+        return float("inf") if eta is None else eta
+
     def progress_cell(self, row: Row) -> ProgressCell:
         """The row's bar, built with its display strings and kept as long as they are."""
         self.cells(row)
@@ -262,6 +285,22 @@ class RunTableModel(RecordTableModel):
         if role == RECORD_ROLE:
             return row.record
         return None
+
+    def sort_key(self, column: int) -> Callable[[Row], Any]:
+        """From the record: times and counts as numbers, a status by its place in the order
+        of statuses."""
+        if column == self.PROGRESS:
+            return lambda row: row.record.done_tasks / max(1, row.record.total_tasks)
+        if column == self.STATE:
+            order = {s: n for n, s in enumerate(RunStatus)}
+            return lambda row: order[row.record.status]
+        if column == self.TASKS:
+            return lambda row: row.record.total_tasks - row.record.done_tasks
+        if column == self.CREATED:
+            return lambda row: row.record.created_at
+        if column == self.TEMPLATE:
+            return lambda row: row.record.template or ""
+        return lambda row: row.id
 
     def render(self, row: Row) -> tuple[str, ...]:
         run: RunRecord = row.record

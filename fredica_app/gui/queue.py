@@ -54,6 +54,8 @@ ACTIONS_MS = 150
 #: How long a line stays shown.
 MESSAGE_MS = 10_000
 #: The columns' first widths, before the user's own are restored.
+_ASCENDING = Qt.SortOrder.AscendingOrder
+_DESCENDING = Qt.SortOrder.DescendingOrder
 _TASK_WIDTHS = (170, 130, 90, 260, 70, 80, 80)
 _RUN_WIDTHS = (90, 130, 90, 200, 230, 110)
 _FOCUS_IN = QEvent.Type.FocusIn
@@ -82,6 +84,8 @@ class QueuePage(QWidget):
         self.sidebar.chosen.connect(self.filter.set_badge)
         self.runs_view = _table(self.runs, "queue-runs", _RUN_WIDTHS, RunTableModel.PROGRESS)
         self.tasks_view = _table(self.filter, "queue-tasks", _TASK_WIDTHS, TaskTableModel.PROGRESS)
+        _sort_on_click(self.runs_view, self.runs)
+        _sort_on_click(self.tasks_view, self.tasks)
         self.commands = QueueActions(host, self.selection, self)
         self.commands.message.connect(self.show_message)
         self.commands.open_run.connect(self.open_run)
@@ -331,3 +335,21 @@ def _table(model: Any, name: str, widths: tuple[int, ...], progress: int) -> QTa
     for column, width in enumerate(widths):
         header.resizeSection(column, width)
     return view
+
+
+def _sort_on_click(view: QTableView, model: Any) -> None:
+    """A click on a column's header orders ``model``'s rows by it once, then the other way on
+    the next click; rows stay where they are as they change (no live sorting: see
+    ``RecordTableModel.sort``). The filter above the task model keeps the new order."""
+    header = view.horizontalHeader()
+    header.setSectionsClickable(True)
+    header.setSortIndicatorShown(True)
+    header.setSortIndicator(-1, _ASCENDING)
+
+    def on_click(column: int) -> None:
+        order = header.sortIndicatorOrder() if header.sortIndicatorSection() == column else None
+        order = _DESCENDING if order == _ASCENDING else _ASCENDING
+        model.sort(column, order)
+        header.setSortIndicator(column, order)
+
+    header.sectionClicked.connect(on_click)

@@ -86,19 +86,24 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
         stderr=subprocess.DEVNULL,
     )
 
-    async def until_transcoding() -> None:
+    async def until_working() -> None:
+        """Until a transcode or a transcription is under way (a short sample's transcode may
+        be over before it is seen)."""
         app = Fredica.open(data_dir, thorough=False)
         try:
             deadline = time.monotonic() + 180
-            while await running_progress(app, run_ids, "TRANSCODE_MP4") < 8:
+            while not (
+                await running_progress(app, run_ids, "TRANSCODE_MP4") > 0
+                or await running_progress(app, run_ids, "TRANSCRIBE") > 0
+            ):
                 if worker.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("screenshots: the worker did not start transcoding")
-                await asyncio.sleep(0.1)
+                    raise SystemExit("screenshots: the worker did not start working")
+                await asyncio.sleep(0.05)
         finally:
             await app.close()
 
     try:
-        asyncio.run(until_transcoding())
+        asyncio.run(until_working())
     finally:
         worker.send_signal(signal.SIGKILL)  # the crash the banner speaks of
         worker.wait(30)

@@ -11,7 +11,7 @@ kept until the row changes: a repaint of the visible rows costs a tuple index pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import (
@@ -37,6 +37,8 @@ DISPLAY = Qt.ItemDataRole.DisplayRole
 HORIZONTAL = Qt.Orientation.Horizontal
 ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 NO_FLAGS = Qt.ItemFlag.NoItemFlags
+ASCENDING = Qt.SortOrder.AscendingOrder
+DESCENDING = Qt.SortOrder.DescendingOrder
 _ROOT = QModelIndex()
 
 
@@ -116,6 +118,28 @@ class RecordTableModel(QAbstractTableModel):
     def records(self) -> list[Any]:
         """Every record, in row order (a copy: for tests and exports, not for painting)."""
         return [r.record for r in self._rows]
+
+    # --- sorting on demand -------------------------------------------------------------------
+
+    def sort_key(self, column: int) -> Callable[[Row], Any]:
+        """What rows are ordered by in ``column`` (subclasses: from the record, so that a
+        sort builds no display strings)."""
+        return lambda row: self.cells(row)[column]
+
+    def sort(self, column: int, order: Qt.SortOrder = ASCENDING) -> None:
+        """Order the rows by ``column`` once (a click on its header). Rows do not move again
+        as they change, and new ones come at the end, so that nothing jumps under the
+        pointer; equal rows keep their order (a stable sort, descending too)."""
+        if not 0 <= column < len(self.HEADERS):
+            return
+        key = self.sort_key(column)
+        self.layoutAboutToBeChanged.emit()
+        persistent = self.persistentIndexList()
+        held = [(self._rows[i.row()].id, i.column()) for i in persistent]
+        self._rows.sort(key=key, reverse=order == DESCENDING)
+        self._where = {row.id: n for n, row in enumerate(self._rows)}
+        self.changePersistentIndexList(persistent, [self.index(self._where[i], c) for i, c in held])
+        self.layoutChanged.emit()
 
     # --- writing ---------------------------------------------------------------------------
 

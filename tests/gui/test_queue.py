@@ -266,6 +266,33 @@ def test_a_filter_leaves_the_model_alone(page: QueuePage) -> None:
     assert page.tasks.rowCount() == 9
 
 
+def test_a_header_click_sorts_once_and_rows_then_stay_put(page: QueuePage, feed: Feed) -> None:
+    header = page.tasks_view.horizontalHeader()
+    select_tasks(page, "task-00003")
+    header.sectionClicked.emit(TaskTableModel.PROGRESS)
+    progress = [page.tasks.record_at(r).progress for r in range(page.tasks.rowCount())]
+    assert progress == sorted(progress)
+    assert header.sortIndicatorSection() == TaskTableModel.PROGRESS
+    selected = page.tasks_view.selectionModel().selectedRows()
+    rows = [page.filter.mapToSource(i).row() for i in selected]
+    assert [page.tasks.record_at(r).id for r in rows] == ["task-00003"]  # it follows its row
+    header.sectionClicked.emit(TaskTableModel.PROGRESS)  # again: the other way
+    descending = [page.tasks.record_at(r).progress for r in range(page.tasks.rowCount())]
+    assert descending == sorted(progress, reverse=True)
+    # A task that changes does not move: sorting is on demand, never live.
+    order = shown_ids(page)
+    feed.changes.emit([Change(2, replace(mixed_tasks()[1], progress=99.0))])
+    assert shown_ids(page) == order
+    # The state filter keeps the sorted order.
+    header.sectionClicked.emit(TaskTableModel.NAME)
+    page.sidebar.choose(Badge.FAILED)
+    keys = [
+        page.tasks.record_at(page.filter.mapToSource(page.filter.index(r, 0)).row()).key
+        for r in range(page.filter.rowCount())
+    ]
+    assert keys == sorted(keys, key=str.casefold)
+
+
 # --- actions -----------------------------------------------------------------------------------
 
 
