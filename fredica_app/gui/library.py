@@ -571,10 +571,7 @@ class LibraryPage(QWidget):
         if again:
             parts.append(self.tr("%n already running", "", len(again)))
         parts += [f"{r.material.title}: {r.error}" for r in errors]
-        level = MessageLine.ERROR if not runs else MessageLine.INFO
-        if runs and errors:
-            level = MessageLine.WARNING
-        self.message.show_message(" · ".join(parts), level)
+        self.message.show_message(" · ".join(parts), _level(bool(runs), bool(errors)))
 
     def _removed(self, results: list[Removed]) -> None:
         done = [r for r in results if r.removal is not None]
@@ -596,10 +593,7 @@ class LibraryPage(QWidget):
         elif kept:
             parts.append(self.tr("%n output folder(s) kept", "", len(kept)))
         parts += [f"{r.material.title}: {r.error}" for r in errors]
-        level = MessageLine.ERROR if not done else MessageLine.INFO
-        if done and errors:
-            level = MessageLine.WARNING
-        self.message.show_message(" · ".join(parts), level)
+        self.message.show_message(" · ".join(parts), _level(bool(done), bool(errors)))
         if done:
             self.reload()
 
@@ -643,3 +637,11 @@ class LibraryPage(QWidget):
         selected = self.table.selectionModel().hasSelection()
         for action in (self.start_action, self.open_action, self.remove_action):
             action.setEnabled(selected)
+
+
+def _level(some_done: bool, some_failed: bool) -> str:
+    """How a report of work on several materials reads: an error when nothing was done, a
+    warning when some of it failed, information otherwise."""
+    if not some_done:
+        return MessageLine.ERROR
+    return MessageLine.WARNING if some_failed else MessageLine.INFO

@@ -41,17 +41,14 @@ from fredica_app.gui.persist import ViewState
 from fredica_app.gui.queue import QueuePage
 from fredica_app.gui.settings_page import SettingsPage
 from fredica_app.services.queries import Queries
-from workers.changes import RunFilter, Snapshot, TaskFilter
-from workers.records import TaskRecord
-from workers.states import TaskStatus
+from fredica_app.views.queue_state import Badge
+from workers.changes import RunFilter, TaskFilter
 
 #: What the window's snapshot loads: the newest runs and their tasks, up to these many.
 SNAPSHOT_RUNS = 1000
 SNAPSHOT_TASKS = 20_000
 #: Between two reads of the queue's pause flag (another process may change it).
 QUEUE_FLAG_MS = 1000
-
-_RUNNING = frozenset({TaskStatus.CLAIMED, TaskStatus.RUNNING})
 
 
 class MainWindow(QMainWindow):
@@ -69,7 +66,6 @@ class MainWindow(QMainWindow):
         self.view_state = ViewState(data_dir)
         self.feed = Feed(self)
         self._bridge: ChangeBridge | None = None
-        self._running: set[str] = set()
         self._queue_paused = False
         self._quitting = False
         self._retired = False
@@ -119,8 +115,8 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self.queue.open_run.connect(self.show_run)
         self.details.back.connect(lambda: self.nav.setCurrentRow(self.QUEUE))
-        self.feed.snapshot.connect(self._on_snapshot)
-        self.feed.changes.connect(self._on_changes)
+        self.feed.snapshot.connect(self._update_activity)
+        self.feed.changes.connect(self._update_activity)
         host.state_changed.connect(self._on_state)
         host.state_changed.connect(self.banner.on_state)
         host.failed.connect(self._on_failed)
@@ -229,23 +225,10 @@ class MainWindow(QMainWindow):
         box = QMessageBox(QMessageBox.Icon.Critical, self.tr("Fredica"), message, parent=self)
         box.open()  # window-modal without a nested event loop: nothing waits on it
 
-    def _on_snapshot(self, snap: Snapshot) -> None:
-        self._running = {t.id for t in snap.tasks if t.status in _RUNNING}
-        self._update_activity()
-
-    def _on_changes(self, batch: list[Any]) -> None:
-        before = len(self._running)
-        for change in batch:
-            record = change.record
-            if isinstance(record, TaskRecord) and record.status in _RUNNING:
-                self._running.add(record.id)
-            else:
-                self._running.discard(record.id)
-        if len(self._running) != before:
-            self._update_activity()
-
-    def _update_activity(self) -> None:
-        n = len(self._running)
+    def _update_activity(self, _records: Any = None) -> None:
+        """After the queue page has applied a snapshot or a batch (it is connected to the
+        feed first): say how many tasks run, as its counts tell."""
+        n = self.running_tasks
         self.activity_label.setText(self.tr("%n task(s) running", "", n) if n else "")
 
     def _read_queue_flag(self) -> None:
@@ -262,8 +245,8 @@ class MainWindow(QMainWindow):
 
     @property
     def running_tasks(self) -> int:
-        """Tasks claimed or running now, as the feed tells."""
-        return len(self._running)
+        """Tasks claimed or running now and not paused (the queue page's count)."""
+        return self.queue.counts.counts.get(Badge.RUNNING, 0)
 
     def _update_title(self) -> None:
         title = "Fredica"

@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "packaging"))
 import translations  # noqa: E402
 
+from tests.gui.factory import running  # noqa: E402
+from workers.changes import Snapshot  # noqa: E402
+
 PLACEHOLDER = re.compile(r"%n|%\d|\{[a-z_]+\}")
 
 
@@ -92,8 +95,8 @@ def test_the_window_speaks_chinese_when_asked(qapp: Any, qtbot: Any, data_dir: P
         names = [window.nav.item(i).text() for i in range(window.nav.count())]
         assert names[0] != "Library" and all(names)
         # A plural with its number: Chinese has one form.
-        window._running = {"a", "b", "c"}
-        window._update_activity()
+        tasks = tuple(running(n, 10.0) for n in range(3))
+        window.feed.snapshot.emit(Snapshot(cursor=1, tasks=tasks))
         assert "3" in window.activity_label.text()
         assert "task(s)" not in window.activity_label.text()
     finally:
