@@ -5,7 +5,6 @@ on the data directory, the queue's pause in the title, what the window remembers
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -195,4 +194,30 @@ def test_without_a_display_fredica_says_what_to_do(
     err = capsys.readouterr().err
     assert "no display" in err and "fredica process" in err
     assert err.count("\n") == 1
-    assert os.environ.get("QT_QPA_PLATFORM") is None
+
+
+def test_a_data_directory_that_cannot_be_opened_is_said_and_nothing_hangs(
+    qtbot: Any, data_dir: Path
+) -> None:
+    data_dir.mkdir(parents=True)
+    (data_dir / "fredica.db").write_text("hello")  # not a Fredica database
+    host = AppHost(data_dir)
+    window = open_window(qtbot, host, data_dir)
+    failures: list[str] = []
+    host.failed.connect(failures.append)
+    early = host.call(_nothing)  # asked before the failure: answered with an error, not hung
+    host.start()
+    qtbot.waitUntil(lambda: bool(failures), timeout=30_000)
+    assert "not a Fredica database" in failures[0]
+    qtbot.waitUntil(lambda: "could not open" in window.mode_label.text(), timeout=5_000)
+    with pytest.raises(RuntimeError, match="not open"):
+        early.result(10)
+    with pytest.raises(RuntimeError, match="not open"):
+        host.call(_nothing).result(10)  # and after it
+    assert host.join(30)
+    window.close()  # closes at once: there is nothing to stop
+    assert not window.isVisible()
+
+
+async def _nothing(app: Any) -> None:
+    return None
