@@ -182,7 +182,13 @@ async def test_a_cancel_and_retry_by_another_process_between_heartbeats_stops_th
         await wait_until(lambda: 2 in executor.intervals, within=15)
         assert_one_after_the_other(executor)
         await wait_until(lambda: not engine.running_ids, within=15)
+        # An attempt leaves running_ids at the start of the turn that commits its outcome
+        # (its slot serves that turn's claim): the store has it a moment later.
+        deadline = time.monotonic() + 15
         task = await store.get_task(task_id)
+        while task.status is not TaskStatus.COMPLETED and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            task = await store.get_task(task_id)
         assert (task.status, task.result) == (TaskStatus.COMPLETED, {"attempt": 2})
     finally:
         await engine.stop()
