@@ -516,6 +516,28 @@ async def test_retry_revives_the_task_and_its_cascade(
         await store.retry(ids["a"])
 
 
+async def test_retry_leaves_cancelled_a_task_that_still_waits_for_another_failure(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """``join`` needs ``a`` and ``b``; both fail. Retrying ``a`` alone must not make ``join``
+    (nor what follows it) pending behind the still-failed ``b``: nothing could ever claim it.
+    Retrying ``b`` then brings it back."""
+    created = await submit(
+        store, registry, [noop("a"), noop("b"), noop("join", "a", "b"), noop("after", "join")]
+    )
+    ids = created.task_ids
+    for c in await store.claim("w", limit=2):
+        await store.fail(c.id, c.lease_token, "boom", ErrorType.PAYLOAD_ERROR)
+    assert set(await store.retry(ids["a"])) == {ids["a"]}
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert tasks["join"].status is TaskStatus.CANCELLED
+    assert tasks["after"].status is TaskStatus.CANCELLED
+    assert set(await store.retry(ids["b"])) == {ids["b"], ids["join"], ids["after"]}
+    while claimed := await store.claim("w"):
+        await store.complete(claimed[0].id, claimed[0].lease_token)
+    assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
+
+
 async def test_retry_run_picks_the_roots_not_the_cascade(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:

@@ -21,6 +21,7 @@ from workers.store._base import (
     S,
     StoreBase,
     _event_row,
+    dep_t,
     downstream,
     run_t,
     task_t,
@@ -271,6 +272,30 @@ class ControlMixin(StoreBase):
             )
         return self._revive(conn, [task_id])
 
+    def _revivable(self, conn: sa.Connection, roots: list[str], dependents: list[str]) -> list[str]:
+        """The ``dependents`` that can run once ``roots`` are revived: a task that also waits
+        for another failed or cancelled task, one not being revived, stays cancelled (made
+        pending, it would wait for ever). Its own dependents then stay too."""
+        if not dependents:
+            return dependents
+        dead = sa.select(task_t.c.id).where(task_t.c.status.in_((S.FAILED, S.CANCELLED)))
+        blockers: dict[str, set[str]] = {}
+        for task_id, dep_id in conn.execute(
+            sa.select(dep_t.c.task_id, dep_t.c.depends_on_id).where(
+                dep_t.c.task_id.in_(dependents), dep_t.c.depends_on_id.in_(dead)
+            )
+        ):
+            blockers.setdefault(task_id, set()).add(dep_id)
+        alive = set(roots) | set(dependents)
+        changed = True
+        while changed:
+            changed = False
+            for task_id in list(alive):
+                if task_id in blockers and not blockers[task_id] <= alive:
+                    alive.discard(task_id)
+                    changed = True
+        return [d for d in dependents if d in alive]
+
     def _revive(self, conn: sa.Connection, roots: list[str]) -> list[str]:
         now = self.now()
         up = upstream(roots)
@@ -294,6 +319,7 @@ class ControlMixin(StoreBase):
                 )
             ).scalars()
         )
+        dependents = self._revivable(conn, roots, dependents)
         ids = list(dict.fromkeys(roots + dependents))
         before = conn.execute(
             sa.select(task_t.c.id, task_t.c.status, task_t.c.workflow_run_id).where(
