@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fredica_app.errors import SettingsError
 from python_endpoints.params import ModelDownloadParams, TranscodeParams, TranscribeParams
@@ -28,6 +28,27 @@ def _job_default(params: type[BaseModel], name: str) -> Any:
     """The default of a setting that fills a job's param (the job catalogue says which): the
     param's own, stated once in its params model."""
     return params.model_fields[name].default
+
+
+class WatchFolder(BaseModel):
+    """A folder whose new media files are added to the library and submitted to a template."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    folder: Path
+    #: The workflow template each new file is submitted to (``fredica templates``).
+    template: str = Field(default="transcode_mp4", min_length=1)
+    #: Also the files in its subfolders.
+    recursive: bool = True
+    #: Which files: glob patterns on the name (``*.mkv``), none: every media file.
+    patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("folder")
+    @classmethod
+    def _absolute(cls, folder: Path) -> Path:
+        if not folder.expanduser().is_absolute():
+            raise ValueError(f"{folder} is not an absolute path")
+        return folder.expanduser()
 
 
 class Settings(BaseModel):
@@ -98,6 +119,25 @@ class Settings(BaseModel):
     ui_language: Literal["auto", "en", "zh_CN"] = "auto"
     #: Light or dark: ``auto`` follows the system.
     ui_theme: Literal["auto", "light", "dark"] = "auto"
+    #: Closing the window while tasks run keeps Fredica running in the tray (where the
+    #: desktop has one); off: closing the window quits.
+    close_to_tray: bool = True
+    #: Desktop notifications: a run completed or failed, work to review after a restart, the
+    #: disk nearly full.
+    notifications: bool = True
+    #: Keep the computer from going to sleep while tasks run (released when the queue is idle
+    #: or paused).
+    keep_awake: bool = True
+    #: Start Fredica, in the tray, when you log in.
+    start_at_login: bool = False
+
+    # --- watch folders ---
+    #: Folders whose new media files are added and submitted (by the desktop app while it
+    #: runs, and by ``fredica watch-folders``).
+    watch_folders: list[WatchFolder] = Field(default_factory=list)
+    #: Seconds a file's size and modification time must stay the same before it is taken in
+    #: (a file still being written or copied is left alone until then).
+    watch_settle_seconds: float = Field(default=5.0, ge=0.5, le=3600)
 
     # --- history (what the engine prunes when idle, and `fredica prune`) ---
     #: Days a finished run (completed, failed, cancelled) is kept after it finished, with its

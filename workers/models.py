@@ -1,6 +1,6 @@
 """The queue's tables: ``workflow_run``, ``task``, ``task_dependency``, ``task_event``,
-``restart_task_log``, and the change stream's ``change_counter`` and ``change_tombstone`` with
-the triggers that keep them (:data:`CHANGE_TRIGGERS`).
+``restart_task_log``, ``notice``, and the change stream's ``change_counter`` and
+``change_tombstone`` with the triggers that keep them (:data:`CHANGE_TRIGGERS`).
 
 Times are Unix seconds (UTC by definition) stored as floats: they compare as numbers in the
 claim query, survive a round trip through SQLite and PostgreSQL unchanged, and are what the API
@@ -229,6 +229,25 @@ class RestartTaskLog(Base):
     detail: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[float]
     updated_at: Mapped[float]
+
+
+class Notice(Base):
+    """A run's end the user is to be told of (it completed, or it failed), written in the
+    transaction that ends the run, whoever ends it (the desktop app's engine or a headless
+    ``fredica worker``). The desktop app takes each one once (``shown_at``), also at its next
+    start when it was not running then. Deleted with its run."""
+
+    __tablename__ = "notice"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    #: ``run_completed`` or ``run_failed``.
+    kind: Mapped[str] = mapped_column(sa.String(32))
+    workflow_run_id: Mapped[str] = mapped_column(
+        sa.ForeignKey("workflow_run.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[float]
+    #: When a desktop app took it to show; NULL: not yet.
+    shown_at: Mapped[float | None] = mapped_column(index=True)
 
 
 # --- the change stream ----------------------------------------------------------------------

@@ -297,3 +297,14 @@ class RestartLogEntry(_FromRow):
     detail: str | None
     created_at: float
     updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeRecord(_FromRow):
+    """A run's end to tell the user of (:class:`workers.models.Notice`)."""
+
+    id: int
+    kind: str
+    workflow_run_id: str
+    created_at: float
+    shown_at: float | None

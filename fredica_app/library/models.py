@@ -1,4 +1,6 @@
-"""The media library's table. Only :mod:`fredica_app.library.store` writes it."""
+"""The media library's tables: ``material``, and ``watched_file`` (what the watch folders
+submitted). Only :mod:`fredica_app.library.store` writes ``material``; only
+:mod:`fredica_app.library.watched` writes ``watched_file``."""
 
 from __future__ import annotations
 
@@ -26,3 +28,26 @@ class Material(Base):
     fingerprint: Mapped[str | None] = mapped_column(sa.String(128), index=True)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", server_default="{}")
     created_at: Mapped[float]
+
+
+class WatchedFile(Base):
+    """A file a watch folder took in, by its content: a restart, a rename or a touch of the
+    same bytes submits nothing again; changed bytes are a new row, and a new run."""
+
+    __tablename__ = "watched_file"
+    __table_args__ = (sa.UniqueConstraint("folder", "template", "content_fingerprint"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    #: The watch folder (as in the settings) and the template it submits.
+    folder: Mapped[str] = mapped_column(sa.Text)
+    template: Mapped[str] = mapped_column(sa.String(128))
+    #: Size and a hash of the first and last blocks, not the mtime (a touch changes nothing).
+    content_fingerprint: Mapped[str] = mapped_column(sa.String(128))
+    #: Where the file was when it was last seen.
+    path: Mapped[str] = mapped_column(sa.Text)
+    material_id: Mapped[str | None] = mapped_column(sa.String(64))
+    #: The run submitted for it; NULL while the submission has not been made (a crash between
+    #: taking the file in and submitting it: the next start submits it).
+    workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36))
+    created_at: Mapped[float]
+    submitted_at: Mapped[float | None]

@@ -1,5 +1,5 @@
 """The queue's SQL: every read and write of ``workflow_run``, ``task``, ``task_dependency`` and
-``task_event`` goes through :class:`TaskStore`.
+``task_event`` (and ``notice``) goes through :class:`TaskStore`.
 
 Each public method is one transaction. Writes begin ``IMMEDIATE`` (see :mod:`workers.db`), and
 every status change is a compare-and-set (``WHERE status IN …``); writes that finish an
@@ -24,6 +24,7 @@ from workers.store._attempts import AttemptsMixin
 from workers.store._base import StoreBase
 from workers.store._changes import ChangesMixin
 from workers.store._control import ControlMixin
+from workers.store._notices import NoticesMixin
 from workers.store._reads import ReadsMixin
 from workers.store._recovery import RecoveryMixin
 from workers.store._retention import RetentionMixin
@@ -32,6 +33,12 @@ __all__ = ["StoreBase", "TaskStore"]
 
 
 class TaskStore(
-    AttemptsMixin, ControlMixin, RecoveryMixin, RetentionMixin, ReadsMixin, ChangesMixin
+    AttemptsMixin,
+    ControlMixin,
+    RecoveryMixin,
+    RetentionMixin,
+    ReadsMixin,
+    ChangesMixin,
+    NoticesMixin,
 ):
     """Async access to the queue's tables on an already-migrated database."""

@@ -39,6 +39,8 @@ log_t = cast(sa.Table, RestartTaskLog.__table__)
 
 S = TaskStatus
 HELD = (S.CLAIMED, S.RUNNING)
+#: The ends of a run that leave a notice (a cancel is the user's own doing: none), by kind.
+NOTICED = {RunStatus.COMPLETED: "run_completed", RunStatus.FAILED: "run_failed"}
 
 
 # Statements built once: SQLAlchemy then reuses their cache keys and compiled forms instead
@@ -389,6 +391,12 @@ class StoreBase:
                     "run_id": run_id,
                 },
             )
+            if status in NOTICED:
+                cur.execute(_hot.DROP_UNSHOWN_NOTICE_SQL, {"run_id": run_id})
+                cur.execute(
+                    _hot.ADD_NOTICE_SQL,
+                    {"kind": NOTICED[status], "run_id": run_id, "now": now},
+                )
         finally:
             cur.close()
         self._run_changes.append((run_id, status))

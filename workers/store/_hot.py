@@ -103,6 +103,12 @@ NEXT_RETRY_SQL = (
 SET_RUN_STATUS_SQL = (
     "UPDATE workflow_run SET status = :status, completed_at = :completed_at WHERE id = :run_id"
 )
+#: A run that completes or fails leaves a notice for the desktop app (one per run: a notice
+#: not yet shown of an earlier end of the same run, before a retry, is replaced).
+DROP_UNSHOWN_NOTICE_SQL = "DELETE FROM notice WHERE workflow_run_id = :run_id AND shown_at IS NULL"
+ADD_NOTICE_SQL = (
+    "INSERT INTO notice (kind, workflow_run_id, created_at) VALUES (:kind, :run_id, :now)"
+)
 
 _JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint"})
 _BOOL_COLUMNS = frozenset({"is_paused", "is_pausable"})

@@ -5,12 +5,12 @@ A prune is a loop of small write transactions, so that it never holds the write 
 everything that belongs to them, by set-based statements on their indexes, or a window of old
 timeline events. Between two batches the writer thread takes whatever else is queued.
 
-What goes with a run: its tasks, their ``task_dependency`` edges, their ``task_event`` rows
-and their ``restart_task_log`` entries. A run is deleted only when it is finished (completed,
-failed or cancelled) and none of its tasks is pending, claimed or running — a failed run can
-still have a task running — and only when no task of another run depends on one of its
-tasks. Its tasks go before it (``task.workflow_run_id`` is ``ON DELETE SET NULL``: deleting
-the run first would leave orphans).
+What goes with a run: its tasks, their ``task_dependency`` edges, their ``task_event`` rows,
+their ``restart_task_log`` entries, and the run's notices. A run is deleted only when it is
+finished (completed, failed or cancelled) and none of its tasks is pending, claimed or
+running — a failed run can still have a task running — and only when no task of another run
+depends on one of its tasks. Its tasks go before it (``task.workflow_run_id`` is ``ON DELETE
+SET NULL``: deleting the run first would leave orphans).
 
 Those batches run with foreign-key enforcement off for their transaction. ``task_event`` has
 no index on ``task_id`` (every event would otherwise land on a random index page: see
@@ -93,6 +93,7 @@ RUN_ROWS = (
     ("events", "task_event", f"workflow_run_id IN {_IN_RUNS}"),
     ("restart_log", "restart_task_log", f"task_id IN {_RUN_TASKS}"),
     ("tasks", "task", f"workflow_run_id IN {_IN_RUNS}"),
+    ("notices", "notice", f"workflow_run_id IN {_IN_RUNS}"),
     ("runs", "workflow_run", f"id IN {_IN_RUNS}"),
 )
 

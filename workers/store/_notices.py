@@ -1,0 +1,55 @@
+"""Notices of finished runs: the desktop app takes each one once.
+
+The notice itself is written by :meth:`StoreBase._set_run_status`, in the transaction that
+ends the run; here it is read and marked shown.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import sqlalchemy as sa
+
+from workers.models import Notice
+from workers.records import NoticeRecord
+from workers.store._base import StoreBase
+
+notice_t = cast(sa.Table, Notice.__table__)
+
+
+class NoticesMixin(StoreBase):
+    async def take_notices(self, limit: int = 200) -> list[NoticeRecord]:
+        """The notices not shown yet, oldest first, marked shown in the same transaction: a
+        notice taken is never taken again, whoever asks next (another window, a restart)."""
+        return await self._write(self._take_notices_tx, limit)
+
+    def _take_notices_tx(self, conn: sa.Connection, limit: int) -> list[NoticeRecord]:
+        now = self.now()
+        rows = (
+            conn.execute(
+                sa.update(notice_t)
+                .where(
+                    notice_t.c.id.in_(
+                        sa.select(notice_t.c.id)
+                        .where(notice_t.c.shown_at.is_(None))
+                        .order_by(notice_t.c.id)
+                        .limit(limit)
+                    )
+                )
+                .values(shown_at=now)
+                .returning(*notice_t.c)
+            )
+            .mappings()
+            .all()
+        )
+        return sorted((NoticeRecord.from_row(r) for r in rows), key=lambda n: n.id)
+
+    async def pending_notices(self) -> list[NoticeRecord]:
+        """The notices not shown yet, oldest first (nothing is marked)."""
+        return await self._read(self._pending_notices_tx)
+
+    def _pending_notices_tx(self, conn: sa.Connection) -> list[NoticeRecord]:
+        rows = conn.execute(
+            sa.select(notice_t).where(notice_t.c.shown_at.is_(None)).order_by(notice_t.c.id)
+        ).mappings()
+        return [NoticeRecord.from_row(r) for r in rows]
