@@ -59,6 +59,8 @@ class PruneReport:
     #: Timeline events of the runs removed.
     events: int = 0
     restart_log: int = 0
+    #: Notices of the runs removed (shown or not).
+    notices: int = 0
     #: Timeline events removed for their age, of runs that are kept.
     old_events: int = 0
     #: Write transactions it took (none for a dry run).
@@ -76,6 +78,7 @@ class PruneReport:
             + self.dependencies
             + self.events
             + self.restart_log
+            + self.notices
             + self.old_events
         )
 

@@ -179,6 +179,7 @@ class RetentionMixin(StoreBase):
             dependencies=totals["dependencies"],
             events=totals["events"],
             restart_log=totals["restart_log"],
+            notices=totals["notices"],
             old_events=totals["old_events"],
             transactions=totals["transactions"],
             longest_transaction_ms=longest * 1e3,
@@ -232,6 +233,7 @@ class RetentionMixin(StoreBase):
             dependencies=counts["dependencies"],
             events=counts["events"],
             restart_log=counts["restart_log"],
+            notices=counts["notices"],
             transactions=1,
             longest_transaction_ms=took * 1e3,
         )
