@@ -671,10 +671,18 @@ class WorkerEngine(ControlChannels):
                 if not (r.ctx is not None and r.ctx.cancelled):
                     self._signal_cancel(r)
             elif r.ctx is not None:
-                if task_id in beat.paused:
+                # A change another process wrote (the engine's own are published where they
+                # are made): said on the bus like those, once, for its subscribers.
+                paused, was = task_id in beat.paused, r.ctx.paused
+                if paused:
                     self._pause_running(r)
                 else:
                     self._resume_running(r)
+                if paused != was:
+                    run_id = r.claimed.task.workflow_run_id
+                    self.bus.publish(
+                        TaskChanged(task_id, run_id, "paused" if paused else "resumed")
+                    )
 
     def _check_stalls(self) -> None:
         now = time.monotonic()

@@ -376,6 +376,12 @@ async def test_another_process_reaches_a_running_task_before_the_next_heartbeat(
     runner = asyncio.create_task(engine.run(until_idle=True))
     await wait_until(lambda: bool(engine.running_ids))
     other = TaskStore(create_sqlite_engine(db_path))  # as the CLI would, on its own connection
+    said: list[str] = []
+    engine.bus.subscribe(
+        lambda e: (
+            said.append(e.kind) if isinstance(e, TaskChanged) and e.task_id == task_id else None
+        )
+    )
     if action == "pause":
         await other.set_paused(task_id, True)
         ctx = engine._current[task_id].ctx
@@ -383,6 +389,14 @@ async def test_another_process_reaches_a_running_task_before_the_next_heartbeat(
         await wait_until(lambda: ctx.paused, within=2)
         await other.set_paused(task_id, False)
         await wait_until(lambda: not ctx.paused, within=2)
+        # Said on the bus, as a pause made through the engine is (the keep-awake hold
+        # follows the bus).
+        await wait_until(lambda: "resumed" in said, within=2)
+        told = [k for k in said if k in ("paused", "resumed")]
+        assert [k for i, k in enumerate(told) if not i or told[i - 1] != k] == [
+            "paused",
+            "resumed",
+        ]
     await other.cancel(task_id)
     await other.close()
     await asyncio.wait_for(runner, 3)
