@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fredica_app import jobs
 from fredica_app.database import open_database
+from fredica_app.desktop.awake import AwakeWhileBusy, KeepAwake, keep_awake_for_platform
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.library.store import LibraryStore
 from fredica_app.lock import DataDirLock
@@ -46,6 +47,9 @@ class Fredica(Submission):
     #: The engine this process runs on the data directory (set by :meth:`engine_session`
     #: while it runs), None otherwise: :class:`Control` tells it directly when there is one.
     running_engine: WorkerEngine | None = field(default=None, init=False)
+    #: What keeps the computer awake while the engine runs tasks (``settings.keep_awake``);
+    #: None: the platform's (:func:`~fredica_app.desktop.awake.keep_awake_for_platform`).
+    awake_backend: KeepAwake | None = field(default=None, init=False)
 
     @classmethod
     def open(cls, data_dir: Path | str | None = None, *, thorough: bool = True) -> Fredica:
@@ -134,10 +138,15 @@ class Fredica(Submission):
     ) -> AsyncIterator[WorkerEngine]:
         """Take the data directory's lock, start an engine (recovery included) and stop it
         gracefully at the end. Raises :class:`DatabaseLocked` when another engine runs.
-        Meanwhile it is :attr:`running_engine`, the one :attr:`control` tells directly."""
+        Meanwhile it is :attr:`running_engine`, the one :attr:`control` tells directly, and
+        the computer is kept awake while tasks run (``settings.keep_awake``)."""
         lock = self.lock.acquire()
+        awake: AwakeWhileBusy | None = None
         try:
             engine = self.make_engine(max_workers=max_workers)
+            if self.settings.keep_awake:
+                backend = self.awake_backend or keep_awake_for_platform()
+                awake = AwakeWhileBusy(engine.bus, backend)
             await engine.start()
             watcher = asyncio.create_task(self._watch_queue_flag(engine))
             self.running_engine = engine
@@ -153,6 +162,8 @@ class Fredica(Submission):
                     self.running_engine = None
                 await self.endpoints.stop()
         finally:
+            if awake is not None:
+                await awake.close()
             lock.release()
 
     # --- pausing the queue across processes -------------------------------------------------
