@@ -1,6 +1,8 @@
 """Cheap identity of a media file: size + mtime + a hash of its first and last blocks.
 
-Never a full hash: a multi-GB recording is fingerprinted in two small reads.
+Never a full hash: a multi-GB recording is fingerprinted in two small reads. The library
+dedupes by :func:`fingerprint`; the watch folders by :func:`content_fingerprint`, the same
+without the mtime, so that touching or copying a file with the same bytes is the same file.
 """
 
 from __future__ import annotations
@@ -40,11 +42,25 @@ def kind_from_name(path: Path) -> str:
 
 def fingerprint(path: Path) -> str:
     """``<size>-<mtime_ns>-<blake2b of the first and last 64 KiB>``."""
-    st = path.stat()
+    st, digest = _head_and_tail(path)
+    return f"{st.st_size}-{st.st_mtime_ns}-{digest}"
+
+
+def content_fingerprint(path: Path) -> str:
+    """``<size>-<blake2b of the first and last 64 KiB>``: :func:`fingerprint` without the
+    mtime — a touch, or a copy that does not keep the mtime, leaves it as it was."""
+    st, digest = _head_and_tail(path)
+    return f"{st.st_size}-{digest}"
+
+
+def _head_and_tail(path: Path) -> tuple[os.stat_result, str]:
+    """The open file's status and the hash of its first and last blocks (both of the same
+    file, even if another takes its name meanwhile)."""
     h = hashlib.blake2b(digest_size=16)
     with path.open("rb") as f:
+        st = os.fstat(f.fileno())
         h.update(f.read(BLOCK))
         if st.st_size > 2 * BLOCK:
             f.seek(-BLOCK, os.SEEK_END)
             h.update(f.read(BLOCK))
-    return f"{st.st_size}-{st.st_mtime_ns}-{h.hexdigest()}"
+    return st, h.hexdigest()

@@ -1,0 +1,214 @@
+"""What the watch folders took in: the only module that writes the ``watched_file`` table.
+
+A row says "this watch folder submitted these bytes to this template". It is keyed by the
+file's content (:func:`~fredica_app.library.fingerprint.content_fingerprint`: size and the
+hash of the first and last blocks, no mtime), so a restart, a rename or a touch of the same
+bytes finds it and submits nothing, while changed bytes are a new row.
+
+Taking a file in is ``INSERT … ON CONFLICT DO NOTHING``: when two watchers see the same file
+at once (the desktop app and ``fredica watch-folders`` on one data directory), the database
+picks the one that submits it, never a check-then-insert. The submission is recorded in a
+second transaction, once the run exists; a row without a run is a take-in whose submission
+never happened (the process stopped in between), which the next watcher to start submits.
+
+Its transactions are short and rare, so they run synchronously on the caller's thread, like
+:mod:`fredica_app.library.store`; async callers go through :func:`asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from fredica_app.library.models import WatchedFile
+from workers.db import READ_ONLY
+
+watched_t = cast(sa.Table, WatchedFile.__table__)
+
+_KEY = ("folder", "template", "content_fingerprint")
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedFileRecord:
+    id: int
+    folder: str
+    template: str
+    content_fingerprint: str
+    path: str
+    material_id: str | None
+    workflow_run_id: str | None
+    #: When it was taken in (Unix seconds); taken over again: when that happened.
+    created_at: float
+    submitted_at: float | None
+
+    @property
+    def submitted(self) -> bool:
+        return self.workflow_run_id is not None
+
+
+def _record(row: sa.Row[Any]) -> WatchedFileRecord:
+    return WatchedFileRecord(
+        id=row.id,
+        folder=row.folder,
+        template=row.template,
+        content_fingerprint=row.content_fingerprint,
+        path=row.path,
+        material_id=row.material_id,
+        workflow_run_id=row.workflow_run_id,
+        created_at=row.created_at,
+        submitted_at=row.submitted_at,
+    )
+
+
+class WatchedFiles:
+    """The ``watched_file`` table."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+        self._read_engine = engine.execution_options(**{READ_ONLY: True})
+
+    def take_in(
+        self,
+        *,
+        folder: str,
+        template: str,
+        content_fingerprint: str,
+        path: str,
+        now: float | None = None,
+    ) -> WatchedFileRecord | None:
+        """Take a file in for submission: its new row, or None when these bytes were taken in
+        before for this folder and template (by this process or another, whether or not the
+        submission has been made). The caller that gets the row submits it, then calls
+        :meth:`record_submission` (or :meth:`release` when it cannot)."""
+        values = {
+            "folder": folder,
+            "template": template,
+            "content_fingerprint": content_fingerprint,
+            "path": path,
+            "material_id": None,
+            "workflow_run_id": None,
+            "created_at": time.time() if now is None else now,
+            "submitted_at": None,
+        }
+        insert = postgresql.insert if self._engine.dialect.name == "postgresql" else sqlite.insert
+        stmt = (
+            insert(watched_t)
+            .values(values)
+            .on_conflict_do_nothing(index_elements=list(_KEY))
+            .returning(*watched_t.c)
+        )
+        with self._engine.begin() as conn:
+            row = conn.execute(stmt).first()
+        return None if row is None else _record(row)
+
+    def get(self, folder: str, template: str, content_fingerprint: str) -> WatchedFileRecord | None:
+        with self._read_engine.begin() as conn:
+            row = conn.execute(
+                sa.select(watched_t).where(
+                    watched_t.c.folder == folder,
+                    watched_t.c.template == template,
+                    watched_t.c.content_fingerprint == content_fingerprint,
+                )
+            ).first()
+        return None if row is None else _record(row)
+
+    def moved(self, record_id: int, path: str) -> bool:
+        """The file of this row is now at ``path`` (renamed or moved within its folder). False
+        when the row was there already (or is gone)."""
+        with self._engine.begin() as conn:
+            changed = conn.execute(
+                sa.update(watched_t)
+                .where(watched_t.c.id == record_id, watched_t.c.path != path)
+                .values(path=path)
+            )
+        return bool(changed.rowcount)
+
+    def record_submission(
+        self, record_id: int, *, material_id: str, run_id: str, now: float | None = None
+    ) -> bool:
+        """The run submitted for a row taken in. False when the row already had one (another
+        watcher took it over and submitted it first) or is gone."""
+        with self._engine.begin() as conn:
+            changed = conn.execute(
+                sa.update(watched_t)
+                .where(watched_t.c.id == record_id, watched_t.c.workflow_run_id.is_(None))
+                .values(
+                    material_id=material_id,
+                    workflow_run_id=run_id,
+                    submitted_at=time.time() if now is None else now,
+                )
+            )
+        return bool(changed.rowcount)
+
+    def release(self, record: WatchedFileRecord) -> bool:
+        """Give up a row taken in whose submission could not be made (the file vanished, or
+        could not be imported), so that the file is taken in again when it comes back or
+        changes. Only while it is still the take-in ``record`` describes: a row submitted or
+        taken over meanwhile stays."""
+        with self._engine.begin() as conn:
+            gone = conn.execute(
+                sa.delete(watched_t).where(
+                    watched_t.c.id == record.id,
+                    watched_t.c.workflow_run_id.is_(None),
+                    watched_t.c.created_at == record.created_at,
+                )
+            )
+        return bool(gone.rowcount)
+
+    def unsubmitted(self, *, taken_before: float) -> list[WatchedFileRecord]:
+        """Rows taken in before ``taken_before`` (Unix seconds) and never submitted: the
+        process that took them in stopped before it submitted them. Oldest first."""
+        with self._read_engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(watched_t)
+                .where(
+                    watched_t.c.workflow_run_id.is_(None),
+                    watched_t.c.created_at < taken_before,
+                )
+                .order_by(watched_t.c.created_at, watched_t.c.id)
+            ).all()
+        return [_record(r) for r in rows]
+
+    def take_over(
+        self, record: WatchedFileRecord, *, now: float | None = None
+    ) -> WatchedFileRecord | None:
+        """Take over a row that was never submitted (see :meth:`unsubmitted`): compare-and-set
+        on its take-in time, so that of two watchers starting at once only one gets it. The
+        row as taken over, or None when another watcher took it first or it was submitted."""
+        taken_at = time.time() if now is None else now
+        with self._engine.begin() as conn:
+            changed = conn.execute(
+                sa.update(watched_t)
+                .where(
+                    watched_t.c.id == record.id,
+                    watched_t.c.workflow_run_id.is_(None),
+                    watched_t.c.created_at == record.created_at,
+                )
+                .values(created_at=taken_at)
+            )
+        if not changed.rowcount:
+            return None
+        return WatchedFileRecord(
+            id=record.id,
+            folder=record.folder,
+            template=record.template,
+            content_fingerprint=record.content_fingerprint,
+            path=record.path,
+            material_id=record.material_id,
+            workflow_run_id=None,
+            created_at=taken_at,
+            submitted_at=None,
+        )
+
+    def list(self, folder: str | None = None) -> list[WatchedFileRecord]:
+        """Every row (of one watch folder), oldest first."""
+        query = sa.select(watched_t).order_by(watched_t.c.created_at, watched_t.c.id)
+        if folder is not None:
+            query = query.where(watched_t.c.folder == folder)
+        with self._read_engine.begin() as conn:
+            rows = conn.execute(query).all()
+        return [_record(r) for r in rows]
