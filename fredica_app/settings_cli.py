@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fredica_app.errors import SettingsError
+from fredica_app.errors import FredicaError, SettingsError
 from fredica_app.settings import (
     KEYS,
     Settings,
@@ -98,8 +98,9 @@ def get(settings_file: Path, key: str) -> None:
     print(value if isinstance(value, str) else json.dumps(value))
 
 
-def set_value(settings_file: Path, key: str, text: str) -> None:
-    """Set ``key`` (``null``: back to its default) and save, if the result is valid."""
+def set_value(settings_file: Path, key: str, text: str, data_dir: Path | None = None) -> None:
+    """Set ``key`` (``null``: back to its default) and save, if the result is valid. A change
+    of ``start_at_login`` writes or removes the login entry first (for ``data_dir``)."""
     check_key(key)
     data = read_settings_data(settings_file)
     value = parse_value(key, text, data)
@@ -113,6 +114,8 @@ def set_value(settings_file: Path, key: str, text: str) -> None:
     except SettingsError as exc:
         _load(settings_file)  # raises if the file was not valid before: say that, naming it
         raise SettingsError(f"{exc}; the settings are unchanged") from None
+    before = _current(data)
+    _apply_login_entry(before, settings, data_dir)
     write_settings_text(settings_file, json.dumps(changed, indent=2))
     shown = json.dumps(settings.model_dump(mode="json")[key])
     note = " (the default)" if value is None else ""
@@ -122,8 +125,9 @@ def set_value(settings_file: Path, key: str, text: str) -> None:
     )
 
 
-def edit(settings_file: Path) -> None:
-    """Open the editor on a copy of the file; save the copy over it only once it is valid."""
+def edit(settings_file: Path, data_dir: Path | None = None) -> None:
+    """Open the editor on a copy of the file; save the copy over it only once it is valid
+    (and, when ``start_at_login`` changed, once the login entry is written or removed)."""
     if settings_file.exists():
         try:
             original = settings_file.read_text(encoding="utf-8")
@@ -147,7 +151,7 @@ def edit(settings_file: Path) -> None:
         print(f"no change to {settings_file}")
         return
     try:
-        validate_settings_data(json.loads(text))
+        edited = validate_settings_data(json.loads(text))
     except (ValueError, SettingsError) as exc:
         kept = settings_file.with_name(settings_file.name + ".rejected")
         os.replace(draft, kept)
@@ -159,6 +163,14 @@ def edit(settings_file: Path) -> None:
         raise SettingsError(
             f"the edited settings are not valid ({reason}); {settings_file} is unchanged, "
             f"your edit is kept in {kept}"
+        ) from None
+    try:
+        _apply_login_entry(_current_text(original), edited, data_dir)
+    except FredicaError as exc:
+        kept = settings_file.with_name(settings_file.name + ".rejected")
+        os.replace(draft, kept)
+        raise SettingsError(
+            f"{exc}; {settings_file} is unchanged, your edit is kept in {kept}"
         ) from None
     draft.unlink()
     write_settings_text(settings_file, text)
@@ -191,14 +203,48 @@ def _run_editor(path: Path) -> None:
         )
 
 
-def run(settings_file: Path, action: str | None, key: str, value: str, as_json: bool) -> int:
-    """The ``settings`` command, its arguments checked by argparse."""
+def run(
+    settings_file: Path,
+    action: str | None,
+    key: str,
+    value: str,
+    as_json: bool,
+    data_dir: Path | None = None,
+) -> int:
+    """The ``settings`` command, its arguments checked by argparse. ``data_dir``: the data
+    directory a login entry opens."""
     if action == "get":
         get(settings_file, key)
     elif action == "set":
-        set_value(settings_file, key, value)
+        set_value(settings_file, key, value, data_dir)
     elif action == "edit":
-        edit(settings_file)
+        edit(settings_file, data_dir)
     else:
         show(settings_file, as_json=as_json)
     return 0
+
+
+def _current(data: object) -> Settings:
+    """The settings ``data`` stands for; the defaults when it is not valid."""
+    try:
+        return validate_settings_data(data)
+    except SettingsError:
+        return Settings()
+
+
+def _current_text(text: str) -> Settings:
+    try:
+        return _current(json.loads(text))
+    except ValueError:
+        return Settings()
+
+
+def _apply_login_entry(before: Settings, after: Settings, data_dir: Path | None) -> None:
+    """Write or remove the login entry when ``start_at_login`` changes (as the settings page
+    does), before the file is saved: when the system refuses, nothing is saved."""
+    if before.start_at_login == after.start_at_login or data_dir is None:
+        return
+    from fredica_app.desktop import autostart
+
+    command = autostart.launch_command(autostart.data_dir_argument(data_dir))
+    autostart.set_start_at_login(after.start_at_login, command=command)

@@ -241,3 +241,23 @@ def test_settings_edit_runs_the_editor_without_a_shell_and_saves_only_what_is_va
     assert code == 1 and err.startswith("fredica: error: cannot run the editor")
     assert path.read_text() == before
     assert not list(tmp_path.glob(".settings-*"))  # no draft left behind
+
+
+def test_settings_set_start_at_login_writes_and_removes_the_login_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    entry = config / "autostart" / "fredica.desktop"
+    code, _, err = settings_cmd(capsys, tmp_path, "set", "start_at_login", "true")
+    assert code == 0, err
+    text = entry.read_text()
+    assert "--data-dir" in text and str(tmp_path) in text  # opens this data directory
+    code, _, err = settings_cmd(capsys, tmp_path, "set", "start_at_login", "false")
+    assert code == 0, err
+    assert not entry.exists()
+    # A login entry the system will not take: said, and the setting not saved.
+    entry.mkdir()  # a folder in the way of the file
+    code, _, err = settings_cmd(capsys, tmp_path, "set", "start_at_login", "true")
+    assert code == 1 and "start-at-login entry" in err
+    assert json.loads((tmp_path / "settings.json").read_text())["start_at_login"] is False
