@@ -31,9 +31,10 @@ from fredica_app.cli.media import (
     cmd_types,
 )
 from fredica_app.cli.output import Handler
-from fredica_app.cli.parser import build_parser
+from fredica_app.cli.parser import build_parser, gui_shorthand
 from fredica_app.cli.runs import cmd_prune, cmd_restart_log, cmd_run, cmd_runs, cmd_submit
 from fredica_app.cli.watch import cmd_watch
+from fredica_app.cli.watch_folders import cmd_watch_folders
 from fredica_app.cli.worker import cmd_doctor, cmd_worker
 from fredica_app.database import DATABASE_ERRORS
 from fredica_app.errors import FredicaError
@@ -44,7 +45,7 @@ from fredica_app.services import Fredica
 __all__ = ["COMMANDS", "ENGINE_COMMANDS", "EXIT_BROKEN_PIPE", "build_parser", "main"]
 
 #: Commands that run an engine (or check health): they verify the whole database file first.
-ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor", "process"})
+ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor", "process", "watch-folders"})
 
 COMMANDS: dict[str, Handler] = {
     "submit": cmd_submit,
@@ -69,6 +70,7 @@ COMMANDS: dict[str, Handler] = {
     "sample": cmd_sample,
     "materials": cmd_materials,
     "watch": cmd_watch,
+    "watch-folders": cmd_watch_folders,
 }
 
 
@@ -83,7 +85,8 @@ EXIT_BROKEN_PIPE = 141
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Whatever goes wrong ends as one line on standard error (docs/cli.md,
     "Exit codes"); an unexpected error's traceback goes to the log file that line names."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(gui_shorthand(parser, sys.argv[1:] if argv is None else argv))
     with CommandLogging() as command_log:
         try:
             code = _run(args, command_log)
@@ -139,12 +142,14 @@ def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
             getattr(args, "key", ""),
             getattr(args, "value", ""),
             args.json,
+            paths.data_dir,
         )
     return asyncio.run(_main(args))
 
 
 def _open_window(args: argparse.Namespace, command_log: CommandLogging) -> int:
-    """``fredica`` alone, or ``fredica gui``: the desktop app (Qt is imported only here)."""
+    """``fredica`` alone, ``fredica gui [ITEMS…]`` or ``fredica FILE_OR_URL…``: the desktop
+    app, or the items handed to the one already open (Qt is imported only here)."""
     if not _has_display():
         raise FredicaError(
             "no display to open the window on; run `fredica --help` for the commands that "
@@ -153,9 +158,10 @@ def _open_window(args: argparse.Namespace, command_log: CommandLogging) -> int:
         )
     paths = resolve_paths(args.data_dir).ensure()
     command_log.start(paths.log_file)
-    from fredica_app.gui.app import run as run_window
+    from fredica_app.gui.launch import run as run_window
 
-    return run_window(paths.data_dir)
+    items = getattr(args, "items", [])  # `fredica` alone has none
+    return run_window(paths.data_dir, items, minimized=getattr(args, "minimized", False))
 
 
 def _has_display() -> bool:

@@ -4,9 +4,12 @@ what each does). A new command is added here and to ``COMMANDS`` in the package.
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from fredica_app.desktop.power import WhenDone
 from fredica_app.templates import BUILTIN
 
 JSON_HELP = "print JSON instead (stable fields: docs/cli.md)"
@@ -18,6 +21,27 @@ def _version() -> str:
         return version("fredica")
     except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         return "0+unknown"
+
+
+def gui_shorthand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``fredica [--data-dir D] FILE_OR_URL…`` as ``fredica [--data-dir D] gui FILE_OR_URL…``
+    (what a file manager's "Open with Fredica" runs): when the first word after the global
+    options is not one of ``parser``'s commands but an existing path or an http(s) URL.
+    Anything else is left to argparse, which names an unknown command."""
+    commands: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands |= set(action.choices)
+    args = list(argv)
+    i = 0
+    while i < len(args) and args[i].startswith("--data-dir"):
+        i += 1 if "=" in args[i] else 2
+    if i >= len(args) or args[i] in commands or args[i].startswith("-"):
+        return args
+    word = args[i]
+    if word.lower().startswith(("http://", "https://")) or os.path.exists(word):
+        args.insert(i, "gui")
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +56,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    sub.add_parser("gui", help="open the window (also what `fredica` alone does)")
+    g = sub.add_parser(
+        "gui",
+        help="open the window (also what `fredica` alone does, and `fredica FILE_OR_URL…`); "
+        "a window already open on the data directory takes the items and comes to the front",
+    )
+    g.add_argument(
+        "items",
+        nargs="*",
+        metavar="PATH|URL",
+        help="media files, folders, http(s) URLs to add to the library",
+    )
+    g.add_argument(
+        "--minimized",
+        action="store_true",
+        help="start hidden in the tray (minimised where there is none), as a start at login does",
+    )
 
     s = sub.add_parser("submit", help="create a run from a workflow spec; prints the run id")
     s.add_argument(
@@ -54,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="tasks running at once (default: the setting max_workers)",
     )
+    w.add_argument(
+        "--then",
+        choices=[a.value for a in WhenDone],
+        metavar="ACTION",
+        help="with --until-idle, once idle: nothing, notify (a desktop notification), quit, "
+        "sleep or shutdown (after a 60 s countdown; Ctrl-C cancels)",
+    )
+    w.set_defaults(usage=w.format_usage())  # `--then` without `--until-idle` is refused with it
 
     r = sub.add_parser(
         "runs", help="list runs: status, tasks, progress, material, times, ETA; a paused queue"
@@ -243,5 +290,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='one JSON object per line: {"kind": "run"|"task"|"deleted", "seq", "record"}',
+    )
+
+    file_templates = ", ".join(n for n, tm in BUILTIN.items() if tm.source == "file")
+    wf = sub.add_parser(
+        "watch-folders",
+        help="submit each new media file of the watch folders (the settings', or DIR) once it "
+        "has settled, and run the engine",
+    )
+    wf.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        metavar="DIR",
+        help="watch this folder (default: the setting watch_folders)",
+    )
+    wf.add_argument(
+        "--template",
+        metavar="NAME",
+        help=f"with DIR: the template each file is submitted to: {file_templates} (default "
+        "transcode_mp4)",
+    )
+    wf.add_argument(
+        "--recursive",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with DIR: the files in its subfolders too (default: yes)",
+    )
+    wf.add_argument(
+        "--pattern",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with DIR: only media files whose name matches GLOB, in any case (repeatable; "
+        "default: every media file)",
+    )
+    wf.add_argument(
+        "--settle",
+        type=float,
+        metavar="S",
+        help="seconds a file's size and modification time must stay the same before it is "
+        "taken in (default: the setting watch_settle_seconds, 5)",
     )
     return p
