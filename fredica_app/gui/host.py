@@ -11,7 +11,11 @@ runs an asyncio loop, and there:
   of the application and hands its result (or its error) back on the GUI thread, through a
   queued signal. The GUI thread never waits on the engine or on SQLite;
 - forwards the engine's events (``workers.events``) as the :attr:`AppHost.engine_event`
-  signal, on the GUI thread.
+  signal, on the GUI thread;
+- watches the watch folders of the settings (``fredica_app.watching``) while the application
+  is open, engine or attached (two watchers of one folder submit a file once), and starts
+  them anew when the settings name other folders; their reports are the
+  :attr:`AppHost.watch_report` signal.
 
 :meth:`AppHost.shutdown` stops the engine gracefully (running tasks checkpoint; what is left is
 resumed at the next start) and closes the application; :attr:`AppHost.stopped` says when.
@@ -32,7 +36,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
-from fredica_app.errors import DatabaseLocked
+from fredica_app.errors import DatabaseLocked, FredicaError
 from fredica_app.services import Fredica
 from workers.engine import WorkerEngine
 from workers.records import RecoveryReport
@@ -43,6 +47,8 @@ T = TypeVar("T")
 
 #: While attached, seconds between two looks at whether the other engine has gone.
 ATTACH_RETRY = 3.0
+#: Seconds between two looks at whether the settings name other watch folders.
+WATCH_SETTINGS_POLL = 1.0
 
 
 class Mode(enum.Enum):
@@ -84,6 +90,8 @@ class AppHost(QObject):
     failed = Signal(str)
     #: The engine has stopped and the application is closed.
     stopped = Signal()
+    #: A ``fredica_app.watching.WatchReport`` of the watch folders.
+    watch_report = Signal(object)
     # (callback, value): delivered queued, on the thread this object lives in.
     _deliver = Signal(object, object)
 
@@ -238,6 +246,7 @@ class AppHost(QObject):
         )
         self._ready.set()
         self._open_for_calls(True)
+        watching = asyncio.create_task(self._watch_folders(app), name="fredica-watch-folders")
         try:
             while not self._stop.is_set():
                 if not self._run_engine:
@@ -258,9 +267,51 @@ class AppHost(QObject):
                     self.failed.emit(f"the engine stopped: {exc}")
                     break
         finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
             with self._early_lock:
                 self._closed = True  # calls from now on fail at once
             await app.close()
+
+    async def _watch_folders(self, app: Fredica) -> None:
+        """Run a watcher of the settings' watch folders; a new one when they change (the
+        settings page puts a saved change in ``app.settings``)."""
+        from fredica_app.watching import FolderWatcher, WatchReport
+
+        watcher: FolderWatcher | None = None
+        running: asyncio.Task[None] | None = None
+        current: tuple[object, ...] | None = None
+        try:
+            while True:
+                wanted = (tuple(app.settings.watch_folders), app.settings.watch_settle_seconds)
+                if watcher is not None and running is not None and running.done():
+                    # It ended by itself: a bug or a database fault (logged); not started
+                    # again until the settings change.
+                    await _stopped(watcher)
+                    watcher = running = None
+                if wanted != current:
+                    current = wanted
+                    if watcher is not None:
+                        await _stopped(watcher)
+                        watcher = None
+                    if app.settings.watch_folders:
+                        try:
+                            watcher = FolderWatcher(
+                                app,
+                                list(app.settings.watch_folders),
+                                app.settings.watch_settle_seconds,
+                                on_report=self.watch_report.emit,
+                            )
+                        except FredicaError as exc:  # a template that cannot be used
+                            folder = app.settings.watch_folders[0].folder
+                            self.watch_report.emit(WatchReport("problem", folder, str(exc)))
+                        else:
+                            running = watcher.start()
+                await asyncio.sleep(WATCH_SETTINGS_POLL)
+        finally:
+            if watcher is not None:
+                await asyncio.shield(_stopped(watcher))
 
     async def _run_with_engine(self, app: Fredica) -> None:
         assert self._stop is not None
@@ -286,3 +337,11 @@ class AppHost(QObject):
             **{"recovery": None, "attached_to": None, **fields},
         )
         self.state_changed.emit(self.state)
+
+
+async def _stopped(watcher: Any) -> None:
+    """Stop a folder watcher; an error it had ended with is logged, not raised."""
+    try:
+        await watcher.stop()
+    except Exception:
+        log.exception("the watch folders stopped")
