@@ -11,6 +11,12 @@ the ``full`` DAG, restart review, settings) is saved in English and Simplified C
 and dark: ``<screen>-<language>-<theme>.png``.
 
 Runs without a display (Qt's offscreen platform, on a 1600 by 1000 screen).
+
+    python -m fredica_app.gui.screenshots OUT_DIR --desktop
+
+renders instead, in a few seconds, what Fredica shows beside its window: the tray icon's menu
+over a desktop's panel (``tray-menu.png``) and notifications as toasts over the window
+(``notification-toast.png``), with tasks running.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ WINDOW = (1360, 820)
 #: The screens and the languages and themes each is rendered in.
 PASSES = (("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark"))
 SCREENS = ("queue", "details", "restart-review", "library", "settings")
+#: What ``--desktop`` renders.
+DESKTOP = ("tray-menu.png", "notification-toast.png")
 
 
 def _offscreen() -> None:
@@ -216,19 +224,144 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
     return saved
 
 
+# --- beside the window: the tray and the notifications -----------------------------------------
+
+
+def desktop_tour(data_dir: Path, out: Path) -> list[Path]:
+    """The tray icon's menu, and two notifications as toasts over the window, while tasks
+    run (offscreen has neither a tray nor a notification server: both are drawn as Fredica
+    draws them where the desktop has none)."""
+    from PySide6.QtCore import QPoint, QRect, Qt
+    from PySide6.QtGui import QColor, QFont, QLinearGradient, QPainter, QPixmap
+    from PySide6.QtWidgets import QApplication
+
+    from fredica_app.gui import theme
+    from fredica_app.gui.app import GuiApp, make_qapplication
+    from fredica_app.gui.host import Mode
+    from fredica_app.gui.tray import Tray
+
+    qapp = make_qapplication()
+    gui = GuiApp(qapp, data_dir)
+    gui.theme.set_scheme("light")
+    gui.window.resize(1100, 680)
+    gui.start()
+    host = gui.host
+
+    def pump(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            QApplication.processEvents()
+            time.sleep(0.02)
+
+    _wait(lambda: host.state.mode is Mode.ENGINE, 60, "the engine", pump=True)
+    spec = {
+        "tasks": [
+            {"key": key, "type": "SLEEP", "payload": {"seconds": 600}}
+            for key in ("transcode", "transcribe", "thumbnails")
+        ]
+        + [{"key": "export", "type": "NOOP", "depends_on": ["transcribe"]}]
+    }
+    host.call(lambda app: app.submit(spec)).result(30)
+    _wait(lambda: gui.window.running_tasks == 3, 60, "the tasks", pump=True)
+    pump(4.0)  # some progress, and a speed for the ETA
+    saved: list[Path] = []
+
+    # The tray's menu, under its icon on a desktop's top panel.
+    tray = Tray()
+    tray.attach(gui.window)
+    pump(1.0)
+    tray.update_menu()
+    tray.update_tooltip()
+    menu = tray.menu
+    menu.popup(QPoint(40, 60))
+    pump(0.5)
+    shot = menu.grab()
+    menu.hide()
+    panel, icon_size, pad = 30, 22, 16
+    width = max(shot.width() + 2 * pad + 120, 420)
+    height = panel + 6 + shot.height() + pad
+    image = QPixmap(width, height)
+    painter = QPainter(image)
+    backdrop = QLinearGradient(0, 0, width, height)
+    backdrop.setColorAt(0.0, QColor("#6d8fb8"))
+    backdrop.setColorAt(1.0, QColor("#a3b8d4"))
+    painter.fillRect(image.rect(), backdrop)
+    painter.fillRect(QRect(0, 0, width, panel), QColor("#202124"))
+    font = QFont()
+    font.setPixelSize(13)
+    painter.setFont(font)
+    painter.setPen(QColor("#f1f1f1"))
+    painter.drawText(
+        QRect(0, 0, width - 12, panel),
+        Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+        "14:32",
+    )
+    icon_x = width - 12 - 44 - icon_size
+    for n, colour in enumerate(("#8ab4f8", "#81c995")):  # two other apps' tray icons
+        painter.setBrush(QColor(colour))
+        painter.setPen(Qt.PenStyle.NoPen)
+        x = icon_x - (n + 1) * (icon_size + 10)
+        painter.drawEllipse(x + 4, (panel - icon_size) // 2 + 4, icon_size - 8, icon_size - 8)
+    painter.drawPixmap(icon_x, (panel - icon_size) // 2, tray.icon.icon().pixmap(icon_size))
+    menu_x = min(icon_x, width - shot.width() - pad)
+    painter.drawPixmap(menu_x, panel + 6, shot)
+    painter.end()
+    path = out / DESKTOP[0]
+    image.save(str(path))
+    saved.append(path)
+    tray.hide()
+
+    # Two notifications as toasts over the window (where there is no notification server).
+    gui.window.nav.setCurrentRow(gui.window.QUEUE)
+    gui.notifier.enabled = True
+    gui.notifier.notify(
+        "Done: Lecture 3 - Fourier series.mkv", "The subtitles run has finished.", run_id="x"
+    )
+    gui.notifier.notify(
+        "Failed: Interview with the archivist.mp4",
+        "TRANSCODE_MP4 failed: the disk is full (writing Interview with the archivist.mp4); "
+        "free some space, then retry",
+        run_id="y",
+    )
+    pump(1.0)
+    path = out / DESKTOP[1]
+    gui.window.grab().save(str(path))
+    saved.append(path)
+
+    theme.apply(qapp, "auto")
+
+    async def cancel_all(app: Any) -> None:  # a quick quit: nothing left to drain
+        for run in await app.store.list_runs():
+            await app.control.cancel(run.id)
+
+    host.call(cancel_all).result(30)
+    gui.window.retire()
+    host.shutdown()
+    host.join(60)
+    return saved
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Render the window's screens into PNG files.")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument(
         "--seconds", type=float, default=240, help="the main sample's length (default 240)"
     )
+    parser.add_argument(
+        "--desktop",
+        action="store_true",
+        help="render only the tray's menu and the notifications (quick)",
+    )
     args = parser.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     _offscreen()
     with tempfile.TemporaryDirectory(prefix="fredica-screenshots-") as tmp:
         data_dir = Path(tmp) / "data"
-        run_ids = prepare(data_dir, args.seconds)
-        for path in tour(data_dir, run_ids, args.out_dir):
+        if args.desktop:
+            paths = desktop_tour(data_dir, args.out_dir)
+        else:
+            paths = tour(data_dir, prepare(data_dir, args.seconds), args.out_dir)
+        for path in paths:
             print(path)
     return 0
 

@@ -7,11 +7,14 @@ page connects to) and acts through :meth:`AppHost.call`. It keeps no business st
 little it tracks (which tasks run, whether the queue is paused) is what it shows.
 
 Quitting while tasks run asks first, then stops the engine gracefully: running tasks
-checkpoint and are resumed at the next start.
+checkpoint and are resumed at the next start. Closing the window is not always quitting:
+where the app keeps running in the tray (``keep_in_tray``, decided by the app), the window
+only hides; File ▸ Quit (:meth:`MainWindow.quit`) always quits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,7 @@ from fredica_app.gui.library import LibraryPage
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.queue import QueuePage
 from fredica_app.gui.settings_page import SettingsPage
+from fredica_app.gui.when_done import WhenDoneController, queue_is_busy, when_done_menu
 from fredica_app.services.queries import Queries
 from fredica_app.views.queue_state import Badge
 from workers.changes import RunFilter, TaskFilter
@@ -56,6 +60,8 @@ class MainWindow(QMainWindow):
 
     #: The window has closed for good (not for a change of language).
     closed = Signal()
+    #: Closing it hid it instead: the app goes on in the tray.
+    hidden_to_tray = Signal()
 
     LIBRARY, QUEUE, DETAILS, SETTINGS = range(4)
 
@@ -68,7 +74,13 @@ class MainWindow(QMainWindow):
         self._bridge: ChangeBridge | None = None
         self._queue_paused = False
         self._quitting = False
+        self._quit_asked = False
         self._retired = False
+        #: Whether closing the window should hide it (the app goes on in the tray) rather
+        #: than quit; the app sets it (a tray, ``close_to_tray``, tasks running).
+        self.keep_in_tray: Callable[[], bool] = lambda: False
+        #: What to do when the queue is done (:meth:`attach_when_done`).
+        self.when_done: WhenDoneController | None = None
         self.setAcceptDrops(True)
 
         self.library = LibraryPage(host, self.feed)
@@ -147,7 +159,7 @@ class MainWindow(QMainWindow):
         self._action(files, self.tr("Add a f&older…"), self.library_call("add_folder_dialog"))
         self._action(files, self.tr("Add &URLs…"), self.library_call("paste_urls"), "Ctrl+Shift+V")
         files.addSeparator()
-        self._action(files, self.tr("&Quit"), self.close, QKeySequence.StandardKey.Quit)
+        self._action(files, self.tr("&Quit"), self.quit, QKeySequence.StandardKey.Quit)
         view = self.menuBar().addMenu(self.tr("&View"))
         for row, shortcut in ((self.LIBRARY, "Ctrl+1"), (self.QUEUE, "Ctrl+2")):
             self._action(
@@ -230,6 +242,15 @@ class MainWindow(QMainWindow):
         feed first): say how many tasks run, as its counts tell."""
         n = self.running_tasks
         self.activity_label.setText(self.tr("%n task(s) running", "", n) if n else "")
+        if self.when_done is not None:
+            self.when_done.queue_busy(queue_is_busy(self.queue.counts.counts))
+
+    def attach_when_done(self, controller: WhenDoneController) -> None:
+        """The app's "when the queue is done" choice (it outlives a window: a change of
+        language replaces the window): a menu here, and the queue's busy and idle told to it
+        as the feed shows them."""
+        self.when_done = controller
+        self.menuBar().addMenu(when_done_menu(controller, self))
 
     def _read_queue_flag(self) -> None:
         async def read(app: Any) -> bool:
@@ -285,10 +306,25 @@ class MainWindow(QMainWindow):
         )
         return answer == QMessageBox.StandardButton.Yes
 
+    def quit(self) -> None:
+        """Quit the app (File ▸ Quit, the tray's Quit): as closing the window does when it
+        does not go to the tray — asking first while tasks run."""
+        self._quit_asked = True
+        try:
+            self.close()
+        finally:
+            self._quit_asked = False
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._retired or self.host.state.mode is Mode.STOPPED:
             self._save_view_state()
             event.accept()
+            return
+        if not self._quitting and not self._quit_asked and self.keep_in_tray():
+            self._save_view_state()
+            self.hide()
+            event.ignore()
+            self.hidden_to_tray.emit()
             return
         if not self._quitting:
             running = self.running_tasks if self.host.state.mode is Mode.ENGINE else 0
