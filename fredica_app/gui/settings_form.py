@@ -14,23 +14,30 @@ from typing import Any, get_args
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
     QComboBox,
+    QDoubleSpinBox,
     QFormLayout,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from fredica_app import models
 from fredica_app.gui.settings_work import SLOT_CLASSES, Loaded
-from fredica_app.settings import Settings
+from fredica_app.settings import Settings, WatchFolder
+from fredica_app.templates import BUILTIN
 from workers.running import default_slots
 
 #: What tells a widget that the colours changed (the theme switched between light and dark).
@@ -42,6 +49,12 @@ def error_style() -> str:
     light or dark."""
     dark = QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
     return f"color: {'#ff6b6b' if dark else '#c62828'};"
+
+
+#: The templates a watch folder may submit its files to: those that take a media file.
+WATCH_TEMPLATES = tuple(name for name, t in BUILTIN.items() if t.source == "file")
+#: The watch folders table's columns.
+FOLDER, TEMPLATE, RECURSIVE, PATTERNS = range(4)
 
 
 def _choices(key: str) -> tuple[str, ...]:
@@ -74,6 +87,8 @@ class SettingsForm(QWidget):
         column.addWidget(self._llm_group())
         column.addWidget(self._network_group())
         column.addWidget(self._interface_group())
+        column.addWidget(self._desktop_group())
+        column.addWidget(self._watch_group())
         column.addStretch(1)
         # One label column for every group: the fields line up from one group to the next.
         width = max(label.sizeHint().width() for label in self._row_labels)
@@ -260,6 +275,129 @@ class SettingsForm(QWidget):
         self._row(form, "ui_theme", self.tr("Colours:"), self.ui_theme, narrow=True)
         return group
 
+    def _desktop_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Desktop"))
+        self.desktop_boxes: dict[str, QCheckBox] = {}
+        for key, label, text in (
+            ("close_to_tray", self.tr("Close to tray:"),
+             self.tr("Keep running in the tray when the window is closed while tasks run")),
+            ("notifications", self.tr("Notifications:"),
+             self.tr("Say when a run completes or fails, and when the disk is nearly full")),
+            ("keep_awake", self.tr("Keep awake:"),
+             self.tr("Keep the computer from sleeping while tasks run")),
+            ("start_at_login", self.tr("Start at login:"),
+             self.tr("Start Fredica in the tray when I log in")),
+        ):  # fmt: skip
+            box = self.desktop_boxes[key] = QCheckBox(text)
+            box.setObjectName(key)
+            self._row(form, key, label, box)
+        return group
+
+    def _watch_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Watch folders"))
+        intro = QLabel(
+            self.tr(
+                "New media files in these folders are added to the library and run through "
+                "the folder's template once, when they have stopped changing."
+            )
+        )
+        intro.setWordWrap(True)
+        form.addRow(intro)
+        table = self.watch_table = QTableWidget(0, 4)
+        table.setObjectName("watch-folders")
+        table.setHorizontalHeaderLabels(
+            [self.tr("Folder"), self.tr("Template"), self.tr("Subfolders"),
+             self.tr("Patterns")]
+        )  # fmt: skip
+        patterns = QTableWidgetItem(self.tr("Patterns"))
+        patterns.setToolTip(
+            self.tr("Which files, comma-separated (e.g. *.mkv, *.mp4); none: every media file")
+        )
+        table.setHorizontalHeaderItem(PATTERNS, patterns)
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(FOLDER, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(TEMPLATE, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(RECURSIVE, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(PATTERNS, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(PATTERNS, 150)
+        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        # As tall as its rows (a few, usually), never a tall empty box.
+        table.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
+        table.setMinimumHeight(80)
+        table.setMaximumHeight(280)
+        self.watch_add = QPushButton(self.tr("Add…"))
+        self.watch_remove = QPushButton(self.tr("Remove"))
+        self.watch_remove.setEnabled(False)
+        table.itemSelectionChanged.connect(
+            lambda: self.watch_remove.setEnabled(bool(table.selectionModel().selectedRows()))
+        )
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.watch_add)
+        buttons.addWidget(self.watch_remove)
+        buttons.addStretch(1)
+        cell = QWidget()
+        box = QVBoxLayout(cell)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        box.addWidget(table)
+        box.addLayout(buttons)
+        box.addWidget(self._error_label("watch_folders"))
+        form.addRow(self._label(self.tr("Folders:")), cell)
+        self.labels["watch_folders"] = self.tr("Watch folders")
+        self.watch_settle_seconds = QDoubleSpinBox()
+        # Beyond the model's bounds on purpose: its message says what is allowed.
+        self.watch_settle_seconds.setRange(0, 99_999)
+        self.watch_settle_seconds.setDecimals(1)
+        self.watch_settle_seconds.setSuffix(self.tr(" s"))
+        self.watch_settle_seconds.setMinimumWidth(90)
+        self.watch_settle_seconds.setToolTip(
+            self.tr("How long a file must stay unchanged before it is taken in")
+        )
+        self._row(form, "watch_settle_seconds", self.tr("Settle time:"),
+                  self.watch_settle_seconds, narrow=True)  # fmt: skip
+        return group
+
+    def add_watch_folder(self, folder: WatchFolder) -> None:
+        """A row for ``folder`` at the end of the table."""
+        table = self.watch_table
+        row = table.rowCount()
+        table.insertRow(row)
+        table.setItem(row, FOLDER, QTableWidgetItem(str(folder.folder)))
+        combo = QComboBox()
+        for name in WATCH_TEMPLATES:
+            combo.addItem(name, name)
+            combo.setItemData(combo.count() - 1, BUILTIN[name].description,
+                              Qt.ItemDataRole.ToolTipRole)  # fmt: skip
+        if folder.template not in WATCH_TEMPLATES:  # kept as the file has it: refused on save
+            combo.addItem(folder.template, folder.template)
+        _select(combo, folder.template)
+        table.setCellWidget(row, TEMPLATE, combo)
+        # A check box widget, centred: it reads like the form's other boxes in either theme.
+        recursive = QCheckBox()
+        recursive.setObjectName("recursive")
+        recursive.setChecked(folder.recursive)
+        recursive.setToolTip(self.tr("Also the files in its subfolders"))
+        holder = QWidget()
+        # On the window's colour, as the form's other boxes are: on the table's darker base,
+        # an empty box hardly shows in the dark theme.
+        holder.setAutoFillBackground(True)
+        holder.setBackgroundRole(QPalette.ColorRole.Window)
+        line = QHBoxLayout(holder)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(recursive, 0, Qt.AlignmentFlag.AlignCenter)
+        table.setCellWidget(row, RECURSIVE, holder)
+        table.setItem(row, PATTERNS, QTableWidgetItem(", ".join(folder.patterns)))
+
+    def watch_recursive(self, row: int) -> QCheckBox | None:
+        """The "Subfolders" box of the table's ``row``."""
+        holder = self.watch_table.cellWidget(row, RECURSIVE)
+        return holder.findChild(QCheckBox) if holder is not None else None
+
+    def remove_selected_watch_folders(self) -> None:
+        rows = sorted({i.row() for i in self.watch_table.selectionModel().selectedRows()})
+        for row in reversed(rows):
+            self.watch_table.removeRow(row)
+
     # --- values -------------------------------------------------------------------------------
 
     def set_values(self, loaded: Loaded) -> None:
@@ -284,6 +422,12 @@ class SettingsForm(QWidget):
         self.proxy.setText(s.proxy or "")
         _select(self.ui_language, s.ui_language)
         _select(self.ui_theme, s.ui_theme)
+        for key, box in self.desktop_boxes.items():
+            box.setChecked(bool(getattr(s, key)))
+        self.watch_table.setRowCount(0)
+        for folder in s.watch_folders:
+            self.add_watch_folder(folder)
+        self.watch_settle_seconds.setValue(s.watch_settle_seconds)
         self.clear_errors()
 
     def set_models(self, installed: tuple[str, ...]) -> None:
@@ -328,8 +472,54 @@ class SettingsForm(QWidget):
             "proxy": _text(self.proxy),
             "ui_language": self.ui_language.currentData(),
             "ui_theme": self.ui_theme.currentData(),
+            **{key: box.isChecked() for key, box in self.desktop_boxes.items()},
+            "watch_folders": self._watch_folders(errors),
+            "watch_settle_seconds": self.watch_settle_seconds.value(),
         }
         return values, errors
+
+    def _watch_folders(self, errors: dict[str, str]) -> list[dict[str, Any]]:
+        """The table's rows as the settings file holds them; what is wrong with a row (a
+        folder missing or relative, a template that takes no file) under the table."""
+        table = self.watch_table
+        folders: list[dict[str, Any]] = []
+        problems: list[str] = []
+        for row in range(table.rowCount()):
+            n = str(row + 1)
+            item = table.item(row, FOLDER)
+            text = item.text().strip() if item is not None else ""
+            folder = str(Path(text).expanduser()) if text else ""
+            if not text:
+                problems.append(self.tr("Folder %1: choose a folder").replace("%1", n))
+            elif not Path(folder).is_absolute():
+                problems.append(
+                    self.tr("Folder %1: give a full path (or choose it with Add…)")
+                    .replace("%1", n)
+                )  # fmt: skip
+            combo = table.cellWidget(row, TEMPLATE)
+            template = combo.currentData() if isinstance(combo, QComboBox) else ""
+            if template not in WATCH_TEMPLATES:
+                problems.append(
+                    self.tr("Folder %1: %2 does not take a media file; choose another template")
+                    .replace("%1", n)
+                    .replace("%2", str(template))
+                )  # fmt: skip
+            recursive = self.watch_recursive(row)
+            patterns = table.item(row, PATTERNS)
+            folders.append(
+                {
+                    "folder": folder,
+                    "template": template,
+                    "recursive": recursive is not None and recursive.isChecked(),
+                    "patterns": [
+                        p.strip() for p in (patterns.text() if patterns else "").split(",")
+                        if p.strip()
+                    ],
+                }
+            )  # fmt: skip
+        if problems:
+            errors["watch_folders"] = "\n".join(problems)
+        return folders
 
     def _path(self, key: str, edit: QLineEdit, errors: dict[str, str]) -> str | None:
         text = _text(edit)

@@ -1,6 +1,7 @@
 """The settings page: the form (``settings_form``) over the settings file, saved through the
-application host (``settings_work``), with an ffmpeg "Detect" button and a speech model
-download.
+application host (``settings_work``), with an ffmpeg "Detect" button, a speech model
+download, and the desktop's options: tray, notifications, keeping awake, starting at login
+(a save writes the login entry) and the watch folders (added with a folder dialog).
 
 Everything that reads or writes goes through :meth:`AppHost.call`: the GUI thread never opens
 the file, runs ffmpeg or reads the queue. "Save" validates the whole file with the settings
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QTimer, Signal
@@ -32,6 +34,7 @@ from fredica_app.gui import settings_work as work
 from fredica_app.gui.host import AppHost, HostState, Mode
 from fredica_app.gui.settings_form import PALETTE_EVENTS, SettingsForm, error_style
 from fredica_app.services import Fredica
+from fredica_app.settings import WatchFolder
 from fredica_app.views.encoders import by_backend
 from workers.records import TaskRecord
 from workers.states import ACTIVE, TaskStatus
@@ -100,6 +103,8 @@ class SettingsPage(QWidget):
         f.ffmpeg_detect.clicked.connect(self.detect_ffmpeg)
         f.model_download.clicked.connect(self.download_model)
         f.whisper_model.currentTextChanged.connect(self._show_model_state)
+        f.watch_add.clicked.connect(self._add_watch_folder)
+        f.watch_remove.clicked.connect(f.remove_selected_watch_folders)
         host.state_changed.connect(self._on_state)
         self._on_state(host.state)
 
@@ -211,6 +216,11 @@ class SettingsPage(QWidget):
         }
         if key in hints:
             return hints[key]
+        if error.type == "autostart":  # the system refused the login entry: its words
+            return error.message
+        if key == "watch_folders" and "row" in error.context:
+            row = str(int(error.context["row"]) + 1) if error.context["row"].isdigit() else "?"
+            return self.tr("Folder %1: %2").replace("%1", row).replace("%2", error.message)
         if error.type == "greater_than_equal":
             return self.tr("At least %1").replace("%1", error.context.get("ge", "?"))
         if error.type == "less_than_equal":
@@ -222,9 +232,13 @@ class SettingsPage(QWidget):
             return self.tr("Saved (nothing had changed).")
         names = self.form.labels
         # (The language needs no word: the window is remade in it at once.)
-        now = sorted(names[k] for k in changed & work.LIVE_KEYS if k != "ui_language")
+        live = changed & work.LIVE_KEYS - work.AT_ONCE_KEYS
+        now = sorted(names[k] for k in live if k != "ui_language")
+        at_once = sorted(names[k] for k in changed & work.AT_ONCE_KEYS)
         later = sorted(names[k] for k in changed & work.RESTART_KEYS)
         text = self.tr("Saved.")
+        if at_once:
+            text += " " + self.tr("In force now: %1.").replace("%1", ", ".join(at_once))
         if now:
             text += " " + self.tr("In force now, for new work: %1.").replace("%1", ", ".join(now))
         if later:
@@ -250,6 +264,13 @@ class SettingsPage(QWidget):
         chosen = self.choose_directory(self.tr("Library folder"), self.form.library_dir.text())
         if chosen:
             self.form.library_dir.setText(chosen)
+
+    def _add_watch_folder(self) -> None:
+        chosen = self.choose_directory(self.tr("Watch a folder"), "")
+        if chosen:
+            # Not validated here: a path the dialog gives is absolute; any other is refused
+            # under the table on saving.
+            self.form.add_watch_folder(WatchFolder.model_construct(folder=Path(chosen)))
 
     def _browse_ffmpeg(self) -> None:
         chosen = self.choose_file(self.tr("ffmpeg"), self.form.ffmpeg_path.text())

@@ -10,6 +10,10 @@ at once. The others are read when the application opens or its engine starts
 (:data:`RESTART_KEYS`) and apply at the next start: the engine has no way to change its limits
 while it runs, and the endpoints server was started with its ffmpeg, its writable folders and
 the API key variable it lets jobs read.
+
+Saving a change of ``start_at_login`` writes or removes the login entry first
+(:mod:`fredica_app.desktop.autostart`, off the host's loop in a thread): when the system
+refuses, nothing is saved and the reason shows under the field.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from fredica_app import jobs, models
-from fredica_app.errors import SettingsError
+from fredica_app.desktop import autostart
+from fredica_app.errors import FredicaError, SettingsError
 from fredica_app.services import Fredica
 from fredica_app.settings import Settings, read_settings_data, write_settings_text
 from fredica_app.views.encoders import Encoder, hardware_encoders, parse_version
@@ -49,6 +54,12 @@ FORM_KEYS = (
     "proxy",
     "ui_language",
     "ui_theme",
+    "close_to_tray",
+    "notifications",
+    "keep_awake",
+    "start_at_login",
+    "watch_folders",
+    "watch_settle_seconds",
 )
 #: Read from ``app.settings`` when work is submitted (``jobs.app_values``): a saved change
 #: applies to new runs at once. ``ui_language`` and ``ui_theme`` apply at once too: the page
@@ -64,7 +75,19 @@ LIVE_KEYS = frozenset(
         "proxy",
         "ui_language",
         "ui_theme",
+        "close_to_tray",
+        "notifications",
+        "start_at_login",
+        "watch_folders",
+        "watch_settle_seconds",
     }
+)
+#: Of :data:`LIVE_KEYS`, the desktop's own, in force at once rather than for new work: the
+#: tray and the notifier read them from ``app.settings`` when they act, the application host
+#: starts watching anew within a second of a change of the watch folders, and the login entry
+#: is written by the save itself. (``keep_awake`` is read when the engine starts.)
+AT_ONCE_KEYS = frozenset(
+    {"close_to_tray", "notifications", "start_at_login", "watch_folders", "watch_settle_seconds"}
 )
 #: Read when the application opens or its engine starts: a change applies at the next start.
 #: (``library_dir`` too: the endpoints server may write only into the folders it was started
@@ -188,21 +211,43 @@ async def save(app: Fredica, values: dict[str, Any], *, check_only: bool = False
         return Saved(errors=field_errors(exc))
     if check_only:
         return Saved()
-    await asyncio.to_thread(write_settings_text, path, json.dumps(merged, indent=2))
+    login = after.start_at_login if after.start_at_login != before.start_at_login else None
+    if login is not None:
+        try:
+            await asyncio.to_thread(set_start_at_login, app, login)
+        except FredicaError as exc:
+            return Saved(errors={"start_at_login": FieldError("autostart", str(exc))})
+    try:
+        await asyncio.to_thread(write_settings_text, path, json.dumps(merged, indent=2))
+    except SettingsError:
+        if login is not None:  # the file still says the opposite: so should the system
+            with contextlib.suppress(FredicaError):
+                await asyncio.to_thread(set_start_at_login, app, not login)
+        raise
     changed = frozenset(k for k in FORM_KEYS if getattr(before, k) != getattr(after, k))
     live = {k: getattr(after, k) for k in LIVE_KEYS}
     app.settings = app.settings.model_copy(update=live)
     return Saved(settings=after, changed=changed)
 
 
+def set_start_at_login(app: Fredica, enabled: bool) -> None:
+    """Write (or remove) the login entry that starts this Fredica, on this data directory,
+    in the tray. Blocking: run it in a thread."""
+    data_dir = autostart.data_dir_argument(app.paths.data_dir)
+    autostart.set_start_at_login(enabled, command=autostart.launch_command(data_dir))
+
+
 def field_errors(exc: ValidationError) -> dict[str, FieldError]:
-    """The first complaint about each setting (``slots.cpu`` for a slot's), by key."""
+    """The first complaint about each setting (``slots.cpu`` for a slot's), by key. A watch
+    folder's says which in its context: ``row`` (from 0) and ``field``."""
     errors: dict[str, FieldError] = {}
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]] or ["settings"]
         key = ".".join(loc[:2]) if loc[0] == "slots" and len(loc) > 1 else loc[0]
         message = "not a setting" if err["type"] == "extra_forbidden" else str(err["msg"])
         context = {k: str(v) for k, v in err.get("ctx", {}).items()}
+        if loc[0] == "watch_folders" and len(loc) > 1:
+            context.update(row=loc[1], field=loc[2] if len(loc) > 2 else "")
         errors.setdefault(key, FieldError(err["type"], message, context))
     return errors
 
