@@ -104,6 +104,7 @@ class GuiApp:
         self.notifier.show_run.connect(self.show_run)
         self.notifier.show_queue.connect(self.show_queue)
         self.host.stopped.connect(self._on_stopped)
+        self.host.watch_report.connect(self._on_watch_report)
         self.window = self._new_window()
 
     def _new_window(self) -> MainWindow:
@@ -188,6 +189,22 @@ class GuiApp:
         if settings is not None:
             self.close_to_tray = settings.close_to_tray
             self.notifier.enabled = settings.notifications
+
+    def _on_watch_report(self, report: Any) -> None:
+        """What the watch folders did: a file submitted is said in the status bar; a problem
+        (a folder missing, a file that cannot be imported) is notified, once each (the watcher
+        says a problem again only when it changes)."""
+        if report.kind == "submitted":
+            text = QCoreApplication.translate("GuiApp", "Watch folder: %1 submitted to %2")
+            template = report.template or ""
+            self.window.statusBar().showMessage(
+                text.replace("%1", report.path.name).replace("%2", template), 15_000
+            )
+        elif report.kind == "problem":
+            self.notifier.notify(
+                QCoreApplication.translate("GuiApp", "Watch folder"),
+                f"{report.path}: {report.message}",
+            )
 
     def _on_stopped(self) -> None:
         if self.tray is not None:

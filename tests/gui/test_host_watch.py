@@ -76,3 +76,42 @@ def test_a_template_a_watch_folder_cannot_use_is_reported_not_fatal(
     finally:
         host.shutdown()
         assert host.join(60)
+
+
+def test_the_window_says_what_a_watch_folder_submitted_and_notifies_its_problems(
+    qtbot: Any, qapp: Any, tmp_path: Path, data_dir: Path
+) -> None:
+    from fredica_app.gui.app import GuiApp
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    missing = tmp_path / "not-there"
+    data_dir.mkdir(parents=True)
+    (data_dir / "settings.json").write_text(
+        json.dumps(
+            {
+                "watch_folders": [
+                    {"folder": str(inbox), "template": "thumbnail"},
+                    {"folder": str(missing), "template": "thumbnail"},
+                ],
+                "watch_settle_seconds": 0.5,
+            }
+        )
+    )
+    gui = GuiApp(qapp, data_dir)
+    qtbot.addWidget(gui.window)
+    gui.start()
+    try:
+        qtbot.waitUntil(lambda: gui.host.state.mode is Mode.ENGINE, timeout=30_000)
+        qtbot.waitUntil(
+            lambda: any(str(missing) in s.body for s in gui.notifier.shown), timeout=30_000
+        )
+        (inbox / "clip.mp4").write_bytes(b"\0" * 4096)
+        qtbot.waitUntil(
+            lambda: "clip.mp4" in gui.window.statusBar().currentMessage(), timeout=30_000
+        )
+        assert "thumbnail" in gui.window.statusBar().currentMessage()
+        assert sum(str(missing) in s.body for s in gui.notifier.shown) == 1
+    finally:
+        gui.quit()
+        assert gui.host.join(60)
