@@ -42,6 +42,46 @@
     </message>
 </context>
 <context>
+    <name>CountdownDialog</name>
+    <message>
+        <source>Fredica</source>
+        <extracomment>Between two updates of the countdown&apos;s text (milliseconds).</extracomment>
+        <translation>Fredica</translation>
+    </message>
+    <message>
+        <source>The queue is done</source>
+        <translation>队列已完成</translation>
+    </message>
+    <message>
+        <source>Cancel to keep the computer on.</source>
+        <translation>点击“取消”可让电脑保持开启。</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Sleep now</source>
+        <translation>立即睡眠</translation>
+    </message>
+    <message>
+        <source>Shut down now</source>
+        <translation>立即关机</translation>
+    </message>
+    <message numerus="yes">
+        <source>Fredica will put the computer to sleep in %n s.</source>
+        <translation>
+            <numerusform>Fredica 将在 %n 秒后使电脑进入睡眠。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Fredica will shut the computer down in %n s.</source>
+        <translation>
+            <numerusform>Fredica 将在 %n 秒后关闭电脑。</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>DagView</name>
     <message>
         <source>waiting</source>
@@ -79,6 +119,18 @@
     <message>
         <source>interrupted</source>
         <translation>已中断</translation>
+    </message>
+</context>
+<context>
+    <name>DiskWatch</name>
+    <message>
+        <source>%1 free on the disk of %2. Tasks that write there fail when it is full.</source>
+        <extracomment>The usages of one measure (a list of ``Usage``), after any warning.</extracomment>
+        <translation>%2 所在磁盘的可用空间为 %1。磁盘写满后，向其写入的任务将会失败。</translation>
+    </message>
+    <message>
+        <source>The disk is nearly full</source>
+        <translation>磁盘空间即将用尽</translation>
     </message>
 </context>
 <context>
@@ -337,6 +389,26 @@
     </message>
 </context>
 <context>
+    <name>GuiApp</name>
+    <message>
+        <source>Fredica is still running</source>
+        <extracomment>The interface languages: setting value → what the language selector shows. The compiled translations, beside this module. The window&apos;s remembered state (``window.ini``): the tray&apos;s first-time message was shown. Closing the window while tasks run hides it in the tray (``settings``). What to do when the queue is done: chosen in the window&apos;s menu or the tray&apos;s, for this session.</extracomment>
+        <translation>Fredica 仍在运行</translation>
+    </message>
+    <message>
+        <source>Your tasks go on in the background. Click the tray icon to open the window; choose Quit in its menu to stop.</source>
+        <translation>你的任务会在后台继续运行。点击托盘图标可打开窗口；在其菜单中选择“退出 Fredica”即可停止。</translation>
+    </message>
+    <message>
+        <source>Watch folder: %1 submitted to %2</source>
+        <translation>监视文件夹：已将 %1 提交到 %2</translation>
+    </message>
+    <message>
+        <source>Watch folder</source>
+        <translation>监视文件夹</translation>
+    </message>
+</context>
+<context>
     <name>LibraryPage</name>
     <message>
         <source>Drop media files or folders here, or use Add files…</source>
@@ -498,7 +570,7 @@
     <name>MainWindow</name>
     <message>
         <source>Library</source>
-        <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The window has closed for good (not for a change of language).</extracomment>
+        <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The window has closed for good (not for a change of language). Closing it hid it instead: the app goes on in the tray. Whether closing the window should hide it (the app goes on in the tray) rather than quit; the app sets it (a tray, ``close_to_tray``, tasks running). What to do when the queue is done (:meth:`attach_when_done`).</extracomment>
         <translation>媒体库</translation>
     </message>
     <message>
@@ -588,6 +660,102 @@
         <source>Dismiss</source>
         <extracomment>A burst of reasons to read the library again (an import and the probes that follow it) is one read, this long after the last of them. What the page&apos;s table remembers in the window&apos;s view state.</extracomment>
         <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>NoticeWatcher</name>
+    <message numerus="yes">
+        <source>%n run(s) finished while Fredica was closed</source>
+        <extracomment>More runs than this at once are told in one summary. A take waits this long after the last run seen finishing (milliseconds)… …but no longer than this after the first, while runs keep finishing. Between two measures of the free disk space (milliseconds). After telling of a full disk, tasks failing for it are not told again for this long (seconds): a hundred tasks failing at once are one notification. A failed task&apos;s error, as much as a notification shows. The notices of one take, after they were told (a list of ``RunNotice``).</extracomment>
+        <translation>
+            <numerusform>Fredica 关闭期间有 %n 个运行已结束</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n run(s) finished</source>
+        <translation>
+            <numerusform>%n 个运行已结束</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n completed</source>
+        <translation>
+            <numerusform>%n 个已完成</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n failed</source>
+        <translation>
+            <numerusform>%n 个失败</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Done: %1</source>
+        <translation>已完成：%1</translation>
+    </message>
+    <message>
+        <source>The %1 run has finished.</source>
+        <translation>%1 运行已完成。</translation>
+    </message>
+    <message>
+        <source>The run has finished.</source>
+        <translation>运行已完成。</translation>
+    </message>
+    <message>
+        <source>Failed: %1</source>
+        <translation>失败：%1</translation>
+    </message>
+    <message>
+        <source>no error was given</source>
+        <translation>未提供错误信息</translation>
+    </message>
+    <message>
+        <source>%1 failed: %2</source>
+        <translation>%1 失败：%2</translation>
+    </message>
+    <message>
+        <source>The run failed.</source>
+        <translation>运行失败。</translation>
+    </message>
+    <message>
+        <source>the disk is full: free some space, then retry</source>
+        <translation>磁盘已满：请释放一些空间，然后重试</translation>
+    </message>
+    <message numerus="yes">
+        <source>(and %n more)</source>
+        <translation>
+            <numerusform>（另有 %n 个）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>The disk is full</source>
+        <translation>磁盘已满</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n task(s) were interrupted.</source>
+        <translation>
+            <numerusform>%n 个任务被中断。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Work to review after a restart</source>
+        <translation>重启后有待查看的工作</translation>
+    </message>
+</context>
+<context>
+    <name>Notifier</name>
+    <message>
+        <source>Open</source>
+        <extracomment>The typed signature of ``Notify`` in the meta-object the calls are made with. Where the local object that declares that signature is registered, for a moment. How long the notification server may take to answer (milliseconds): to be found (it may be started by D-Bus activation) and to take a notification. After this many failed notifications in a row, the server is not asked again. What the record of shown notifications keeps. The desktop entry the notifications say they come from (its name and icon). Exports a class&apos;s slots as members of the notification interface. (usable, why not). (token, the notification&apos;s id). (token, why). (notification id, action key). The notification id. What the server said it can do (``actions``, ``body``, ``persistence``…). A notification about a run was clicked: show that run (its id). A notification about the queue (a summary, the disk, a restart) was clicked. A notification was shown (a :class:`Shown`). ``settings.notifications``: off, nothing is shown but what is essential. Sent to the server (or waiting for it to be found), by token. The server&apos;s ids of what it shows for us → the run (None: the queue). ``off``: no server; ``probing``: looking for one; ``on``: using it.</extracomment>
+        <translation>打开</translation>
+    </message>
+    <message>
+        <source>Show</source>
+        <translation>显示</translation>
+    </message>
+    <message>
+        <source>Open the queue</source>
+        <translation>打开队列</translation>
     </message>
 </context>
 <context>
@@ -1115,7 +1283,7 @@
     <name>SettingsForm</name>
     <message>
         <source>Speech model</source>
-        <extracomment>What tells a widget that the colours changed (the theme switched between light and dark). The red line under each field, by setting (``slots.cpu`` for a slot). What each setting is called on the form (for saying what a save changed). The speech models installed, as last listed (:meth:`set_models`).</extracomment>
+        <extracomment>What tells a widget that the colours changed (the theme switched between light and dark). The templates a watch folder may submit its files to: those that take a media file. The watch folders table&apos;s columns. The red line under each field, by setting (``slots.cpu`` for a slot). What each setting is called on the form (for saying what a save changed). The speech models installed, as last listed (:meth:`set_models`).</extracomment>
         <translation>语音模型</translation>
     </message>
     <message>
@@ -1279,6 +1447,98 @@
         <translation>配色：</translation>
     </message>
     <message>
+        <source>Desktop</source>
+        <translation>桌面</translation>
+    </message>
+    <message>
+        <source>Close to tray:</source>
+        <translation>关闭到托盘：</translation>
+    </message>
+    <message>
+        <source>Keep running in the tray when the window is closed while tasks run</source>
+        <translation>有任务运行时关闭窗口，则在托盘中继续运行</translation>
+    </message>
+    <message>
+        <source>Notifications:</source>
+        <translation>通知：</translation>
+    </message>
+    <message>
+        <source>Say when a run completes or fails, and when the disk is nearly full</source>
+        <translation>在运行完成或失败、磁盘空间即将用尽时发出通知</translation>
+    </message>
+    <message>
+        <source>Keep awake:</source>
+        <translation>保持唤醒：</translation>
+    </message>
+    <message>
+        <source>Keep the computer from sleeping while tasks run</source>
+        <translation>有任务运行时阻止电脑进入睡眠</translation>
+    </message>
+    <message>
+        <source>Start at login:</source>
+        <translation>登录时启动：</translation>
+    </message>
+    <message>
+        <source>Start Fredica in the tray when I log in</source>
+        <translation>登录时在托盘中启动 Fredica</translation>
+    </message>
+    <message>
+        <source>Watch folders</source>
+        <translation>监视文件夹</translation>
+    </message>
+    <message>
+        <source>New media files in these folders are added to the library and run through the folder&apos;s template once, when they have stopped changing.</source>
+        <translation>这些文件夹中的新媒体文件在停止变化后，会被添加到媒体库，并用该文件夹的模板运行一次。</translation>
+    </message>
+    <message>
+        <source>Folder</source>
+        <translation>文件夹</translation>
+    </message>
+    <message>
+        <source>Template</source>
+        <translation>模板</translation>
+    </message>
+    <message>
+        <source>Subfolders</source>
+        <translation>子文件夹</translation>
+    </message>
+    <message>
+        <source>Patterns</source>
+        <translation>匹配模式</translation>
+    </message>
+    <message>
+        <source>Which files, comma-separated (e.g. *.mkv, *.mp4); none: every media file</source>
+        <translation>要包含的文件，以逗号分隔（例如 *.mkv, *.mp4）；留空：所有媒体文件</translation>
+    </message>
+    <message>
+        <source>Add…</source>
+        <translation>添加…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Folders:</source>
+        <translation>文件夹：</translation>
+    </message>
+    <message>
+        <source> s</source>
+        <translation> 秒</translation>
+    </message>
+    <message>
+        <source>How long a file must stay unchanged before it is taken in</source>
+        <translation>文件须保持不变多长时间后才会被收入</translation>
+    </message>
+    <message>
+        <source>Settle time:</source>
+        <translation>稳定等待时间：</translation>
+    </message>
+    <message>
+        <source>Also the files in its subfolders</source>
+        <translation>同时包含其子文件夹中的文件</translation>
+    </message>
+    <message>
         <source>Default: %1</source>
         <translation>默认：%1</translation>
     </message>
@@ -1289,6 +1549,18 @@
     <message>
         <source>Not installed: downloaded when first needed</source>
         <translation>未安装：首次需要时下载</translation>
+    </message>
+    <message>
+        <source>Folder %1: choose a folder</source>
+        <translation>第 %1 个文件夹：请选择一个文件夹</translation>
+    </message>
+    <message>
+        <source>Folder %1: give a full path (or choose it with Add…)</source>
+        <translation>第 %1 个文件夹：请填写完整路径（或通过“添加…”选择）</translation>
+    </message>
+    <message>
+        <source>Folder %1: %2 does not take a media file; choose another template</source>
+        <translation>第 %1 个文件夹：%2 不接受媒体文件；请选择其他模板</translation>
     </message>
     <message>
         <source>Give a full path (or choose it with Browse…)</source>
@@ -1347,6 +1619,10 @@
         <translation>请选择一个模型，或填写模型文件夹的路径</translation>
     </message>
     <message>
+        <source>Folder %1: %2</source>
+        <translation>第 %1 个文件夹：%2</translation>
+    </message>
+    <message>
         <source>At least %1</source>
         <translation>至少为 %1</translation>
     </message>
@@ -1363,6 +1639,10 @@
         <translation>已保存。</translation>
     </message>
     <message>
+        <source>In force now: %1.</source>
+        <translation>已立即生效：%1。</translation>
+    </message>
+    <message>
         <source>In force now, for new work: %1.</source>
         <translation>已立即生效（用于新的工作）：%1。</translation>
     </message>
@@ -1377,6 +1657,10 @@
     <message>
         <source>Library folder</source>
         <translation>媒体库文件夹</translation>
+    </message>
+    <message>
+        <source>Watch a folder</source>
+        <translation>选择要监视的文件夹</translation>
     </message>
     <message>
         <source>ffmpeg</source>
@@ -1692,6 +1976,77 @@
     </message>
 </context>
 <context>
+    <name>Toast</name>
+    <message>
+        <source>Close</source>
+        <extracomment>How long a toast stays (milliseconds), unless the pointer rests on it. Toasts shown at once at most. Between the toasts and the window&apos;s edges, and between two toasts. Card, border, text, link: light, then dark. The &quot;Show&quot; link was clicked. It has closed (by itself, its close button, or its link).</extracomment>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>Tray</name>
+    <message>
+        <source>Show Fredica</source>
+        <extracomment>The tooltip is written again at most this often (milliseconds) while work goes on. Show the window (a click on the icon, &quot;Show Fredica&quot;). Hide the window (&quot;Hide Fredica&quot;). &quot;Quit Fredica&quot;.</extracomment>
+        <translation>显示 Fredica</translation>
+    </message>
+    <message>
+        <source>Pause queue</source>
+        <translation>暂停队列</translation>
+    </message>
+    <message>
+        <source>Start no new task; the running ones finish</source>
+        <translation>不再启动新任务；正在运行的任务会继续完成</translation>
+    </message>
+    <message>
+        <source>Resume queue</source>
+        <translation>继续队列</translation>
+    </message>
+    <message>
+        <source>Quit Fredica</source>
+        <extracomment>Submenus (``add_submenu``) go above this separator, between the queue and Quit.</extracomment>
+        <translation>退出 Fredica</translation>
+    </message>
+    <message>
+        <source>Queue paused: no new task starts</source>
+        <translation>队列已暂停：不会启动新任务</translation>
+    </message>
+    <message>
+        <source>Nothing to do</source>
+        <translation>没有待处理的任务</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n running</source>
+        <translation>
+            <numerusform>%n 个运行中</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n queued</source>
+        <translation>
+            <numerusform>%n 个排队中</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n paused</source>
+        <translation>
+            <numerusform>%n 个已暂停</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1 % done</source>
+        <translation>已完成 %1%</translation>
+    </message>
+    <message>
+        <source>about %1 left</source>
+        <translation>剩余约 %1</translation>
+    </message>
+    <message>
+        <source>Hide Fredica</source>
+        <translation>隐藏 Fredica</translation>
+    </message>
+</context>
+<context>
     <name>UrlDialog</name>
     <message>
         <source>Add web addresses</source>
@@ -1704,6 +2059,49 @@
     <message>
         <source>Add</source>
         <translation>添加</translation>
+    </message>
+</context>
+<context>
+    <name>WhenDoneController</name>
+    <message>
+        <source>Do nothing</source>
+        <extracomment>The choice changed (a :class:`WhenDone` value). Quit Fredica: the queue is done and &quot;Quit Fredica&quot; was chosen. Sleep or shut down failed: what happened and what to try (also notified). A sleep or shut-down command ran (the action&apos;s value). From the thread that ran the command: &quot;&quot; when it worked, else the error. The countdown showing, if any.</extracomment>
+        <translation>不执行任何操作</translation>
+    </message>
+    <message>
+        <source>Notify me</source>
+        <translation>通知我</translation>
+    </message>
+    <message>
+        <source>Quit Fredica</source>
+        <translation>退出 Fredica</translation>
+    </message>
+    <message>
+        <source>Sleep</source>
+        <translation>睡眠</translation>
+    </message>
+    <message>
+        <source>Shut down</source>
+        <translation>关机</translation>
+    </message>
+    <message>
+        <source>The queue is done</source>
+        <translation>队列已完成</translation>
+    </message>
+    <message>
+        <source>Every task has finished.</source>
+        <translation>所有任务均已结束。</translation>
+    </message>
+    <message>
+        <source>Fredica</source>
+        <translation>Fredica</translation>
+    </message>
+</context>
+<context>
+    <name>WhenDoneMenu</name>
+    <message>
+        <source>When done</source>
+        <translation>完成后</translation>
     </message>
 </context>
 </TS>
