@@ -18,7 +18,7 @@ Its transactions are short and rare, so they run synchronously on the caller's t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -51,17 +51,7 @@ class WatchedFileRecord:
 
 
 def _record(row: sa.Row[Any]) -> WatchedFileRecord:
-    return WatchedFileRecord(
-        id=row.id,
-        folder=row.folder,
-        template=row.template,
-        content_fingerprint=row.content_fingerprint,
-        path=row.path,
-        material_id=row.material_id,
-        workflow_run_id=row.workflow_run_id,
-        created_at=row.created_at,
-        submitted_at=row.submitted_at,
-    )
+    return WatchedFileRecord(**row._asdict())
 
 
 class WatchedFiles:
@@ -192,17 +182,7 @@ class WatchedFiles:
             )
         if not changed.rowcount:
             return None
-        return WatchedFileRecord(
-            id=record.id,
-            folder=record.folder,
-            template=record.template,
-            content_fingerprint=record.content_fingerprint,
-            path=record.path,
-            material_id=record.material_id,
-            workflow_run_id=None,
-            created_at=taken_at,
-            submitted_at=None,
-        )
+        return replace(record, workflow_run_id=None, created_at=taken_at, submitted_at=None)
 
     def list(self, folder: str | None = None) -> list[WatchedFileRecord]:
         """Every row (of one watch folder), oldest first."""

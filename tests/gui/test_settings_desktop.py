@@ -18,6 +18,10 @@ from fredica_app.gui.settings_form import PATTERNS, TEMPLATE, WATCH_TEMPLATES
 from fredica_app.gui.settings_page import SettingsPage
 from fredica_app.settings import load_settings
 from tests.gui.hosting import call
+from tests.gui.test_settings_page import error_of, save
+
+# The settings page's fixture and helpers (``as page``: the fixture is meant to be here).
+from tests.gui.test_settings_page import page as page
 
 WAIT = 60_000  # ms: a shared two-core machine
 linux_only = pytest.mark.skipif(
@@ -39,25 +43,6 @@ def settings_file(data_dir: Path) -> Path:
     path = data_dir / "settings.json"
     path.write_text(json.dumps({"max_workers": 3}))
     return path
-
-
-@pytest.fixture
-def page(qtbot: Any, settings_file: Path, app_host: Any) -> SettingsPage:
-    page = SettingsPage(app_host)
-    qtbot.addWidget(page)
-    qtbot.waitUntil(lambda: page.current is not None, timeout=WAIT)
-    return page
-
-
-def save(qtbot: Any, page: SettingsPage) -> Any:
-    with qtbot.waitSignal(page.saved, timeout=WAIT) as saved:
-        page.save_button.click()
-    return saved.args[0]
-
-
-def error_of(page: SettingsPage, key: str) -> str | None:
-    label = page.form.errors[key]
-    return None if label.isHidden() else label.text()
 
 
 def fake_folder_dialog(page: SettingsPage, answer: str | None) -> list[str]:
