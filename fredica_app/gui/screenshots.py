@@ -40,7 +40,7 @@ WINDOW = (1360, 820)
 PASSES = (("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark"))
 SCREENS = ("queue", "details", "restart-review", "library", "settings")
 #: What ``--desktop`` renders.
-DESKTOP = ("tray-menu.png", "notification-toast.png")
+DESKTOP = ("tray-menu.png", "notification-toast.png", "settings-desktop.png")
 
 
 def _offscreen() -> None:
@@ -233,12 +233,14 @@ def desktop_tour(data_dir: Path, out: Path) -> list[Path]:
     draws them where the desktop has none)."""
     from PySide6.QtCore import QPoint, QRect, Qt
     from PySide6.QtGui import QColor, QFont, QLinearGradient, QPainter, QPixmap
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
     from fredica_app.gui import theme
     from fredica_app.gui.app import GuiApp, make_qapplication
     from fredica_app.gui.host import Mode
     from fredica_app.gui.tray import Tray
+    from fredica_app.gui.when_done import when_done_menu
+    from fredica_app.settings import WatchFolder
 
     qapp = make_qapplication()
     gui = GuiApp(qapp, data_dir)
@@ -269,6 +271,7 @@ def desktop_tour(data_dir: Path, out: Path) -> list[Path]:
     # The tray's menu, under its icon on a desktop's top panel.
     tray = Tray()
     tray.attach(gui.window)
+    tray.add_submenu(when_done_menu(gui.when_done))
     pump(1.0)
     tray.update_menu()
     tray.update_tooltip()
@@ -325,6 +328,26 @@ def desktop_tour(data_dir: Path, out: Path) -> list[Path]:
     )
     pump(1.0)
     path = out / DESKTOP[1]
+    gui.window.grab().save(str(path))
+    saved.append(path)
+    for toast in gui.window.findChildren(QWidget, "toast"):
+        toast.hide()
+
+    # The settings page's desktop options and a watch folder.
+    page = gui.window.settings
+    gui.window.nav.setCurrentRow(gui.window.SETTINGS)
+    _wait(lambda: page.current is not None, 60, "the settings", pump=True)
+    incoming = data_dir.parent / "Videos" / "incoming"
+    page.form.add_watch_folder(WatchFolder(folder=incoming, template="subtitles"))
+    page.form.add_watch_folder(
+        WatchFolder(folder=incoming.parent / "camera", recursive=False, patterns=["GH01*"])
+    )
+    pump(0.5)
+    scroll = page.findChild(QScrollArea)
+    if scroll is not None:
+        scroll.verticalScrollBar().setValue(scroll.verticalScrollBar().maximum())
+    pump(0.5)
+    path = out / DESKTOP[2]
     gui.window.grab().save(str(path))
     saved.append(path)
 
