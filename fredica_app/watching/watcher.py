@@ -261,7 +261,16 @@ class FolderWatcher:
                 f"subfolders that cannot be read (permission denied) are left out: {names}{more}"
             )
         if events and (folder.events is None or folder.events.done()):
-            problem = await self._start_events(folder, scan.root) or problem
+            unwatched = await self._start_events(folder, scan.root)
+            if unwatched is None:
+                # A file made between the scan and the watch's start has no event: one more
+                # look now that the watch is set up, rather than at the next rescan.
+                with contextlib.suppress(_FolderUnusable):
+                    again = await asyncio.to_thread(
+                        _scan_folder, config.folder, config.recursive, config.patterns, self._own
+                    )
+                    folder.tracker.sync(again.found, time.monotonic())
+            problem = unwatched or problem
         self._folder_problem(folder, problem, reports)
 
     async def _look_again(self) -> None:

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import psutil
 import pytest
@@ -192,6 +192,24 @@ async def test_a_file_written_slowly_is_submitted_once_after_its_writer_finished
         # Watched a while longer: nothing more.
         await asyncio.sleep(2.0)
         assert len(await runs(app)) == 1 and len(w.about(target, "submitted")) == 1
+
+
+async def test_a_file_made_while_the_file_events_start_is_found_without_waiting_for_a_rescan(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that appears between the first scan and the moment the file events start has
+    no event: the watcher looks once more when they have started, instead of leaving it to
+    the next rescan (here: never)."""
+    late = folder / "late.mkv"
+    start_events = FolderWatcher._start_events
+
+    async def events_start_late(self: FolderWatcher, *args: Any) -> str | None:
+        late.write_bytes(content(7))  # after the scan, before the watch is set up
+        return await start_events(self, *args)
+
+    monkeypatch.setattr(FolderWatcher, "_start_events", events_start_late)
+    async with opened(tmp_path / "data") as app, Watching(app, [watch(folder)]) as w:
+        await w.until(late, "submitted", within=20)
 
 
 async def test_restart_rename_touch_and_copy_submit_nothing_changed_bytes_do(
