@@ -246,5 +246,4 @@ def _apply_login_entry(before: Settings, after: Settings, data_dir: Path | None)
         return
     from fredica_app.desktop import autostart
 
-    command = autostart.launch_command(autostart.data_dir_argument(data_dir))
-    autostart.set_start_at_login(after.start_at_login, command=command)
+    autostart.set_for_data_dir(after.start_at_login, data_dir)

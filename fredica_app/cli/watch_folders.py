@@ -18,7 +18,7 @@ import signal
 import sys
 from pathlib import Path
 
-from fredica_app.cli.worker import _FinishedRuns
+from fredica_app.cli.worker import FinishedRuns
 from fredica_app.errors import DatabaseLocked
 from fredica_app.services import Fredica
 from fredica_app.settings import WatchFolder
@@ -49,7 +49,7 @@ async def cmd_watch_folders(app: Fredica, args: argparse.Namespace) -> int:
             f"watching {_describe(f)}; a file is taken in once unchanged for {settle:g} s",
             file=sys.stderr,
         )
-    finished = _FinishedRuns(app)
+    finished = FinishedRuns(app)
     async with contextlib.AsyncExitStack() as stack:
         engine: WorkerEngine | None
         try:

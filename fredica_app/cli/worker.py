@@ -48,7 +48,7 @@ async def cmd_worker(app: Fredica, args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     loop = asyncio.get_running_loop()
-    finished = _FinishedRuns(app)
+    finished = FinishedRuns(app)
     async with app.engine_session(max_workers=args.max_workers) as engine:
         engine.bus.subscribe(finished)
         report = engine.recovery
@@ -136,9 +136,9 @@ async def _countdown(then: WhenDone) -> signal.Signals | None:
             loop.remove_signal_handler(sig)
 
 
-class _FinishedRuns:
-    """``worker``: a line for each run its engine finishes, as it finishes (an engine event;
-    the line is read from the database)."""
+class FinishedRuns:
+    """``worker`` and ``watch-folders``: a line for each run their engine finishes, as it
+    finishes (an engine event; the line is read from the database)."""
 
     def __init__(self, app: Fredica) -> None:
         self.app = app

@@ -187,6 +187,12 @@ def set_start_at_login(
     return path
 
 
+def set_for_data_dir(enabled: bool, data_dir: Path) -> Path | str:
+    """:func:`set_start_at_login` for Fredica on ``data_dir`` (named in the entry when it is
+    not the default one): what the settings page and ``fredica settings`` write."""
+    return set_start_at_login(enabled, command=launch_command(data_dir_argument(data_dir)))
+
+
 def start_at_login_enabled(
     *,
     platform: str = sys.platform,

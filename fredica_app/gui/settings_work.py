@@ -233,8 +233,7 @@ async def save(app: Fredica, values: dict[str, Any], *, check_only: bool = False
 def set_start_at_login(app: Fredica, enabled: bool) -> None:
     """Write (or remove) the login entry that starts this Fredica, on this data directory,
     in the tray. Blocking: run it in a thread."""
-    data_dir = autostart.data_dir_argument(app.paths.data_dir)
-    autostart.set_start_at_login(enabled, command=autostart.launch_command(data_dir))
+    autostart.set_for_data_dir(enabled, app.paths.data_dir)
 
 
 def field_errors(exc: ValidationError) -> dict[str, FieldError]:
