@@ -43,13 +43,3 @@ class NoticesMixin(StoreBase):
             .all()
         )
         return sorted((NoticeRecord.from_row(r) for r in rows), key=lambda n: n.id)
-
-    async def pending_notices(self) -> list[NoticeRecord]:
-        """The notices not shown yet, oldest first (nothing is marked)."""
-        return await self._read(self._pending_notices_tx)
-
-    def _pending_notices_tx(self, conn: sa.Connection) -> list[NoticeRecord]:
-        rows = conn.execute(
-            sa.select(notice_t).where(notice_t.c.shown_at.is_(None)).order_by(notice_t.c.id)
-        ).mappings()
-        return [NoticeRecord.from_row(r) for r in rows]
