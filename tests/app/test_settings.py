@@ -261,3 +261,31 @@ def test_settings_set_start_at_login_writes_and_removes_the_login_entry(
     code, _, err = settings_cmd(capsys, tmp_path, "set", "start_at_login", "true")
     assert code == 1 and "start-at-login entry" in err
     assert json.loads((tmp_path / "settings.json").read_text())["start_at_login"] is False
+
+
+def test_settings_edit_of_start_at_login_writes_the_entry_or_keeps_the_edit_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    entry = config / "autostart" / "fredica.desktop"
+    editor = tmp_path / "edit.py"
+    editor.write_text(EDITOR_SCRIPT)
+    path = tmp_path / "settings.json"
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv(
+        "EDITOR", f"{sys.executable} {editor} '{json.dumps({'start_at_login': True})}'"
+    )
+    code, _, err = settings_cmd(capsys, tmp_path, "edit")
+    assert code == 0, err
+    assert entry.is_file() and json.loads(path.read_text())["start_at_login"] is True
+    # Turned off where the entry cannot be removed (a folder in its place): nothing saved.
+    entry.unlink()
+    entry.mkdir()
+    monkeypatch.setenv(
+        "EDITOR", f"{sys.executable} {editor} '{json.dumps({'start_at_login': False})}'"
+    )
+    code, _, err = settings_cmd(capsys, tmp_path, "edit")
+    assert code == 1 and "start-at-login entry" in err and "settings.json.rejected" in err
+    assert json.loads(path.read_text())["start_at_login"] is True
+    assert json.loads((tmp_path / "settings.json.rejected").read_text())["start_at_login"] is False
