@@ -1,8 +1,8 @@
-"""Starting the desktop app: ``fredica`` with no command, or ``fredica gui``.
-
-:func:`run` makes the ``QApplication`` (its style, palette and interface language), starts the
-application host (the engine on its own thread) and shows the main window at once — the
-window is drawn before the data directory is open, and fills in when it is.
+"""The desktop app: the ``QApplication`` (:func:`make_qapplication`: its style and icon) and
+:class:`GuiApp` — the interface language, the application host (the engine on its own
+thread) and the main window, shown at once: the window is drawn before the data directory is
+open, and fills in when it is. ``fredica`` with no command, or ``fredica gui``, starts it
+through :mod:`fredica_app.gui.launch` (one instance per data directory).
 
 A change of interface language (settings) replaces the window with a new one in that language;
 the host, and the work it runs, go on.
@@ -234,13 +234,3 @@ def make_qapplication(argv: list[str] | None = None) -> QApplication:
     qapp.setDesktopFileName("fredica")  # the desktop entry: its name and icon in the taskbar
     qapp.setQuitOnLastWindowClosed(False)  # the window quits once the engine has stopped
     return qapp
-
-
-def run(data_dir: Path | str | None = None) -> int:
-    """Open the window on ``data_dir`` and run until it is closed; the exit status."""
-    qapp = make_qapplication()
-    gui = GuiApp(qapp, data_dir)
-    gui.start()
-    code = qapp.exec()
-    gui.host.join(15)
-    return int(code)
