@@ -18,10 +18,10 @@ import json
 import logging
 import os
 import secrets
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fredica_app.entry import endpoints_server_argv
 from workers.executors.websocket import EndpointsAddress
 
 log = logging.getLogger(__name__)
@@ -81,9 +81,7 @@ class EndpointsProcess:
         if self.log_file is not None:
             options += ["--log-file", str(self.log_file)]
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "python_endpoints",
+            *endpoints_server_argv(),
             "--host",
             self.host,
             *options,

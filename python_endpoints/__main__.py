@@ -142,11 +142,11 @@ async def serve(args: argparse.Namespace, token: str, ssl_context: ssl.SSLContex
     )
     port = await server.start(args.host, args.port, ssl_context)
     log.info("serving the task endpoints on %s:%d (pid %d)", args.host, port, os.getpid())
-    print(json.dumps({"port": port}), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before the port is told: a parent may stop
+        loop.add_signal_handler(sig, stop.set)  # us as soon as it has read it
+    print(json.dumps({"port": port}), flush=True)
     parent = os.getppid()
     while not stop.is_set():
         if os.getppid() != parent:

@@ -1,0 +1,66 @@
+"""The bundle's one executable: the app, the endpoints server or a job child, told apart by
+``fredica_app.entry`` — tested from source, where the same function runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fredica_app import entry
+from fredica_app.endpoints import TOKEN_ENV
+
+RUN_ENTRY = "import sys; from fredica_app.entry import main; sys.exit(main())"
+
+
+def test_from_source_the_server_is_python_m_python_endpoints() -> None:
+    assert entry.endpoints_server_argv() == [sys.executable, "-m", "python_endpoints"]
+
+
+def test_frozen_the_server_is_the_bundle_executable_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert entry.is_frozen()
+    assert entry.endpoints_server_argv() == [sys.executable, entry.ENDPOINTS_SERVER_ARG]
+
+
+def test_the_server_argument_starts_the_endpoints_server() -> None:
+    """What a frozen app starts: the entry with the server's argument serves, with a token,
+    prints its port, and stops on SIGTERM."""
+    with subprocess.Popen(
+        [sys.executable, "-c", RUN_ENTRY, entry.ENDPOINTS_SERVER_ARG, "--host", "127.0.0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, TOKEN_ENV: "a-token-for-the-test"},
+        text=True,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert json.loads(line)["port"] > 0
+        finally:
+            process.terminate()
+            assert process.wait(30) == 0
+
+
+def test_the_server_argument_without_a_token_refuses_to_serve() -> None:
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_ENTRY, entry.ENDPOINTS_SERVER_ARG],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "no token" in done.stderr
+
+
+def test_anything_else_is_the_fredica_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_ENTRY, "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("fredica ")
