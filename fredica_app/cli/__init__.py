@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     "Exit codes"); an unexpected error's traceback goes to the log file that line names."""
     parser = build_parser()
     args = parser.parse_args(gui_shorthand(parser, sys.argv[1:] if argv is None else argv))
+    if args.selftest or args.selftest_json:  # before anything looks at a data directory
+        return _selftest(parser, args)
     with CommandLogging() as command_log:
         try:
             code = _run(args, command_log)
@@ -111,6 +113,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
         except Exception as exc:
             return _unexpected(exc, args.command, command_log)
+
+
+def _selftest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``fredica --selftest [--json]``: in a temporary data directory of its own (see
+    :mod:`fredica_app.selftest`, which imports what it checks as it checks it)."""
+    if not args.selftest:
+        parser.error(
+            "--json before a command goes with --selftest; a command's --json goes "
+            "after it (fredica runs --json)"
+        )
+    if args.command is not None:
+        parser.error(f"--selftest takes no command (got {args.command!r})")
+    from fredica_app.selftest import main as selftest
+
+    return selftest(json_output=args.selftest_json)
 
 
 def _unexpected(exc: Exception, command: str, command_log: CommandLogging) -> int:

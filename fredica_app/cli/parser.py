@@ -50,6 +50,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"fredica {_version()}")
     p.add_argument(
+        "--selftest",
+        action="store_true",
+        help="check that every part of Fredica loads and works here (Qt, the database, the "
+        "endpoints and a job process, ffmpeg, the speech model), in a temporary data directory "
+        "of its own (--data-dir is not used); exit 0 when all pass",
+    )
+    p.add_argument(
+        "--json",
+        dest="selftest_json",
+        action="store_true",
+        help="with --selftest: print one JSON object instead of the table",
+    )
+    p.add_argument(
         "--data-dir",
         help="keep the database, settings, cache and logs here (default: the platform's "
         "folders; also $FREDICA_DATA_DIR)",
