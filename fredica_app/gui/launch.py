@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import socket
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from PySide6.QtCore import QObject, QSocketNotifier
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QEvent, QObject, QSocketNotifier, QTimer
+from PySide6.QtWidgets import QApplication, QWidget
 
 from fredica_app.gui import single
 from fredica_app.gui.app import GuiApp, make_qapplication
@@ -62,6 +64,7 @@ def run(data_dir: Path | str | None, items: Sequence[str] = (), *, minimized: bo
     gui = GuiApp(qapp, paths.data_dir)
     front = FrontDoor(gui, server)
     stop = SignalQuit(gui, qapp)
+    probe = LaunchProbe(gui, qapp) if os.environ.get(LaunchProbe.ENV) else None
     try:
         gui.start(hidden=minimized)
         if minimized:
@@ -73,7 +76,32 @@ def run(data_dir: Path | str | None, items: Sequence[str] = (), *, minimized: bo
         if server is not None:
             server.close()
     gui.host.join(15)
+    del probe
     return int(code)
+
+
+class LaunchProbe(QObject):
+    """For the launch benchmarks (``bench/launch_bundle.py``), with ``FREDICA_LAUNCH_PROBE``
+    set: once the window is visible and painted, print ``painted UNIX_TIME`` on standard
+    output and quit as the user would. Measures a real start of the real command — also a
+    frozen bundle's, which no script can import into."""
+
+    ENV = "FREDICA_LAUNCH_PROBE"
+
+    def __init__(self, gui: GuiApp, qapp: QApplication) -> None:
+        super().__init__(gui.window)
+        self._qapp = qapp
+        self._done = False
+        gui.window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if not self._done and event.type() == QEvent.Type.Paint:
+            window = self.parent()
+            if isinstance(window, QWidget) and window.isVisible():
+                self._done = True
+                print(f"painted {time.time()!r}", flush=True)
+                QTimer.singleShot(0, self._qapp.quit)
+        return False
 
 
 class FrontDoor(QObject):
