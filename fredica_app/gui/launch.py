@@ -29,6 +29,7 @@ from pathlib import Path
 from types import FrameType
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier, QTimer
+from PySide6.QtGui import QFileOpenEvent
 from PySide6.QtWidgets import QApplication, QWidget
 
 from fredica_app.gui import single
@@ -106,16 +107,29 @@ class LaunchProbe(QObject):
 
 class FrontDoor(QObject):
     """What later starts ask of this instance: items imported into the library (once the
-    data directory is open), the window brought to the front."""
+    data directory is open), the window brought to the front.
+
+    On macOS, Finder's "Open With" and a drop on the Dock icon reach a running app as a
+    ``FileOpen`` event rather than a new start: those files come in the same way."""
 
     def __init__(self, gui: GuiApp, server: single.InstanceServer | None) -> None:
         super().__init__(gui.qapp)
         self.gui = gui
         self._pending: list[str] = []
         gui.host.state_changed.connect(self._on_state)
+        gui.qapp.installEventFilter(self)
         if server is not None:
             server.items_received.connect(self.open_items)
             server.activate_requested.connect(self.activate)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.FileOpen and isinstance(event, QFileOpenEvent):
+            item = event.file() or event.url().toString()
+            if item:
+                self.open_items(single.prepare_items([item], Path.cwd()))
+                self.activate()
+                return True
+        return False
 
     def open_items(self, items: list[str]) -> None:
         """Import ``items`` into the library, now or as soon as it is open."""

@@ -562,6 +562,34 @@ def test_items_wait_for_the_data_directory_then_the_window_comes_forward(
         assert host.join(60)
 
 
+def test_a_file_open_event_imports_the_file_and_brings_the_window_forward(
+    qtbot: Any, qapp: Any, data_dir: Path, tmp_path: Path
+) -> None:
+    """What macOS sends a running app for Finder's "Open With": a QFileOpenEvent."""
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtGui import QFileOpenEvent
+
+    clip = make_sample(tmp_path / "media" / "clip.mkv", 2.0)
+    gui = GuiApp(qapp, data_dir)
+    qtbot.addWidget(gui.window)
+    FrontDoor(gui, None)
+    host, window = gui.host, gui.window
+    gui.start()
+    try:
+        qtbot.waitUntil(lambda: host.state.mode is Mode.ENGINE, timeout=30_000)
+        window.showMinimized()
+        QCoreApplication.sendEvent(qapp, QFileOpenEvent(str(clip)))
+        qtbot.waitUntil(
+            lambda: len(call(host, lambda app: asyncio.to_thread(app.library.list))) == 1,
+            timeout=30_000,
+        )
+        qtbot.waitUntil(lambda: not window.isMinimized())
+        assert window.nav.currentRow() == window.LIBRARY
+    finally:
+        host.shutdown()
+        assert host.join(60)
+
+
 def test_shorthand_opens_files_and_urls_and_leaves_commands_alone(tmp_path: Path) -> None:
     parser = build_parser()
     clip = tmp_path / "a.mkv"
