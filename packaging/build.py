@@ -132,6 +132,12 @@ def add_licences(bundle: Path) -> None:
         shutil.copyfile(text, target / text.name)
 
 
+def _unstripped(part: str) -> bool:
+    """Folders left as they came: auditwheel's grafted libraries (see :func:`strip_symbols`),
+    and Qt's, which the bundle ships unmodified (the LGPL's relinking: docs/packaging.md)."""
+    return part.endswith(".libs") or part in ("PySide6", "shiboken6")
+
+
 def strip_symbols(bundle: Path) -> int:
     """Strip the symbol tables some wheels leave in their extension modules (CTranslate2's:
     68 MB, 1.3 MB without); the bytes saved. Linux only, and never a library auditwheel
@@ -142,7 +148,7 @@ def strip_symbols(bundle: Path) -> int:
         return 0
     saved = 0
     for path in sorted(bundle.rglob("*")):
-        if path.is_symlink() or not path.is_file() or any(p.endswith(".libs") for p in path.parts):
+        if path.is_symlink() or not path.is_file() or any(_unstripped(p) for p in path.parts):
             continue
         with path.open("rb") as f:
             if f.read(4) != b"\x7fELF":

@@ -33,7 +33,7 @@ from pathlib import Path
 
 PACKAGE = "fredica"
 INSTALL_DIR = Path("opt") / PACKAGE
-MAINTAINER = "Fredica maintainers <maintainers@fredica.org>"
+MAINTAINER = "Fredica maintainers <maintainers@users.noreply.github.com>"
 DESCRIPTION = """\
 local-first desktop workbench for media processing
  Fredica transcodes, downloads and subtitles media in a durable queue that
@@ -164,7 +164,6 @@ def control_text(version: str, arch: str, depends: list[str], installed_kib: int
         f"Recommends: {', '.join(RECOMMENDS)}\n"
         "Section: video\n"
         "Priority: optional\n"
-        "Homepage: https://fredica.org\n"
         f"Description: {DESCRIPTION}\n"
     )
 
@@ -172,15 +171,18 @@ def control_text(version: str, arch: str, depends: list[str], installed_kib: int
 COPYRIGHT = """\
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: Fredica
+Comment: Fredica's own code is under the MIT licence. The bundle in /opt/fredica
+ also carries Python, Qt (PySide6, LGPL-3.0), two FFmpeg builds, CTranslate2,
+ faster-whisper, the Whisper model and other third-party software under their own
+ licences: see /usr/share/doc/fredica/THIRD_PARTY.md, and /opt/fredica/licenses
+ for every licence text. PyAV's FFmpeg libraries include GPL-only codecs (x264,
+ x265) and load into the app's process, so the package as a whole is
+ distributed under the terms of the GNU GPL version 3 or later.
 
 Files: *
-License: MIT
-
-Files: opt/fredica/_internal/*
-Comment: Python, Qt (PySide6), FFmpeg, PyAV, CTranslate2, faster-whisper, the Whisper
- model and the other third-party software the bundle carries, under their own
- licences: see /usr/share/doc/fredica/THIRD_PARTY.md.
-License: various
+License: GPL-3+
+ On Debian systems, the full text of the GNU General Public License version 3
+ can be found in /usr/share/common-licenses/GPL-3.
 """
 
 

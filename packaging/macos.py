@@ -37,7 +37,7 @@ from typing import Any
 import mediatypes
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLE_ID = "org.fredica.Fredica"
+BUNDLE_ID = "io.github.fredica.Fredica"
 EXECUTABLE = "fredica"
 ICON_FILE = "fredica.icns"
 #: The oldest macOS the app runs on: the arm64 wheels it bundles are built for macOS 14

@@ -110,6 +110,8 @@ def test_the_bundle_carries_no_unused_qt_or_test_tools(built: Built) -> None:
         "libQt6Quick.so.6",
         "libQt6Pdf.so.6",
         "libqgtk3.so",
+        "libcairo.so.2",
+        "libgdk_pixbuf-2.0.so.0",
         "pytest",
         "hypothesis",
         "PyInstaller",

@@ -528,7 +528,7 @@ def test_info_plist_is_a_valid_property_list() -> None:
     assert {
         "CFBundleName": "Fredica",
         "CFBundleDisplayName": "Fredica",
-        "CFBundleIdentifier": "org.fredica.Fredica",
+        "CFBundleIdentifier": "io.github.fredica.Fredica",
         "CFBundleExecutable": "fredica",
         "CFBundlePackageType": "APPL",
         "CFBundleInfoDictionaryVersion": "6.0",
