@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fredica_app.errors import TemplateError
-from fredica_app.library.importer import is_url
+from fredica_app.library.fingerprint import is_url
 from workers.spec import TaskSpec, WorkflowSpec
 
 PLACEHOLDER = re.compile(r"\{(input|output_dir|stem|url)\}")

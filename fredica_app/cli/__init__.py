@@ -12,66 +12,72 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import select
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from fredica_app import settings_cli
-from fredica_app.cli.control import cmd_pause_queue, cmd_resume_queue, control
-from fredica_app.cli.media import (
-    cmd_add,
-    cmd_demo,
-    cmd_materials,
-    cmd_process,
-    cmd_remove,
-    cmd_sample,
-    cmd_templates,
-    cmd_types,
-)
-from fredica_app.cli.output import Handler
-from fredica_app.cli.parser import build_parser, gui_shorthand
-from fredica_app.cli.runs import cmd_prune, cmd_restart_log, cmd_run, cmd_runs, cmd_submit
-from fredica_app.cli.watch import cmd_watch
-from fredica_app.cli.watch_folders import cmd_watch_folders
-from fredica_app.cli.worker import cmd_doctor, cmd_worker
-from fredica_app.database import DATABASE_ERRORS
 from fredica_app.errors import FredicaError
 from fredica_app.logs import CommandLogging
 from fredica_app.paths import resolve_paths
-from fredica_app.services import Fredica
+from fredica_app.version import fredica_version
+
+if TYPE_CHECKING:
+    from fredica_app.cli.output import Handler
 
 __all__ = ["COMMANDS", "ENGINE_COMMANDS", "EXIT_BROKEN_PIPE", "build_parser", "main"]
 
 #: Commands that run an engine (or check health): they verify the whole database file first.
 ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor", "process", "watch-folders"})
 
-COMMANDS: dict[str, Handler] = {
-    "submit": cmd_submit,
-    "worker": cmd_worker,
-    "runs": cmd_runs,
-    "run": cmd_run,
-    "pause": control("pause"),
-    "resume": control("resume"),
-    "cancel": control("cancel"),
-    "retry": control("retry"),
-    "pause-queue": cmd_pause_queue,
-    "resume-queue": cmd_resume_queue,
-    "restart-log": cmd_restart_log,
-    "prune": cmd_prune,
-    "remove": cmd_remove,
-    "doctor": cmd_doctor,
-    "templates": cmd_templates,
-    "types": cmd_types,
-    "demo": cmd_demo,
-    "add": cmd_add,
-    "process": cmd_process,
-    "sample": cmd_sample,
-    "materials": cmd_materials,
-    "watch": cmd_watch,
-    "watch-folders": cmd_watch_folders,
+#: Each command's handler, as ``module:function`` under this package: imported when the
+#: command runs, so that a command loads what it needs and no more (``fredica runs`` has no
+#: use for the engine's executors or the media jobs). A test may put a handler itself here.
+COMMANDS: dict[str, Handler | str] = {
+    "submit": "runs:cmd_submit",
+    "worker": "worker:cmd_worker",
+    "runs": "runs:cmd_runs",
+    "run": "runs:cmd_run",
+    "pause": "control:cmd_pause",
+    "resume": "control:cmd_resume",
+    "cancel": "control:cmd_cancel",
+    "retry": "control:cmd_retry",
+    "pause-queue": "control:cmd_pause_queue",
+    "resume-queue": "control:cmd_resume_queue",
+    "restart-log": "runs:cmd_restart_log",
+    "prune": "runs:cmd_prune",
+    "remove": "media:cmd_remove",
+    "doctor": "worker:cmd_doctor",
+    "templates": "media:cmd_templates",
+    "types": "media:cmd_types",
+    "demo": "media:cmd_demo",
+    "add": "media:cmd_add",
+    "process": "media:cmd_process",
+    "sample": "media:cmd_sample",
+    "materials": "media:cmd_materials",
+    "watch": "watch:cmd_watch",
+    "watch-folders": "watch_folders:cmd_watch_folders",
 }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (:mod:`.parser`, imported when it is needed: it loads the templates)."""
+    from fredica_app.cli.parser import build_parser as build
+
+    return build()
+
+
+def handler(command: str) -> Handler:
+    """The handler of ``command``, imported now if it is not yet."""
+    found = COMMANDS[command]
+    if isinstance(found, str):
+        module, name = found.split(":")
+        found = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        assert callable(found)
+    return found
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -85,8 +91,14 @@ EXIT_BROKEN_PIPE = 141
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Whatever goes wrong ends as one line on standard error (docs/cli.md,
     "Exit codes"); an unexpected error's traceback goes to the log file that line names."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:  # what the parser would print, without building it
+        print(f"fredica {fredica_version()}")
+        return 0
+    from fredica_app.cli.parser import gui_shorthand
+
     parser = build_parser()
-    args = parser.parse_args(gui_shorthand(parser, sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(gui_shorthand(parser, words))
     if args.selftest or args.selftest_json:  # before anything looks at a data directory
         return _selftest(parser, args)
     with CommandLogging() as command_log:
@@ -102,17 +114,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         except FredicaError as exc:
             print(f"fredica: error: {exc}", file=sys.stderr)
             return 1
-        except DATABASE_ERRORS as exc:
-            print(
-                f"fredica: error: the database cannot be read ({exc}); run `fredica doctor`, "
-                "and restore it from a backup if it is damaged",
-                file=sys.stderr,
-            )
-            return 1
         except KeyboardInterrupt:
             return 130
         except Exception as exc:
+            if _is_database_error(exc):
+                print(
+                    f"fredica: error: the database cannot be read ({exc}); run `fredica "
+                    "doctor`, and restore it from a backup if it is damaged",
+                    file=sys.stderr,
+                )
+                return 1
             return _unexpected(exc, args.command, command_log)
+
+
+def _is_database_error(exc: Exception) -> bool:
+    from fredica_app.database import DATABASE_ERRORS  # the database's modules: loaded by now
+
+    return isinstance(exc, DATABASE_ERRORS)
 
 
 def _selftest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -153,6 +171,8 @@ def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
     paths = resolve_paths(args.data_dir).ensure()
     command_log.start(paths.log_file)
     if args.command == "settings":  # needs no database
+        from fredica_app import settings_cli
+
         return settings_cli.run(
             paths.settings_file,
             args.action,
@@ -229,10 +249,13 @@ def _discard_stdout() -> None:
 
 
 async def _main(args: argparse.Namespace) -> int:
+    from fredica_app.services import Fredica
+
+    run = handler(args.command)
     app = Fredica.open(args.data_dir, thorough=args.command in ENGINE_COMMANDS)
     if app.settings_problem:
         print(f"fredica: warning: {app.settings_problem}", file=sys.stderr)
     try:
-        return await COMMANDS[args.command](app, args)
+        return await run(app, args)
     finally:
         await app.close()

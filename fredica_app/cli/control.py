@@ -37,3 +37,9 @@ async def cmd_resume_queue(app: Fredica, args: argparse.Namespace) -> int:
     await app.control.resume_queue()
     print("queue resumed")
     return 0
+
+
+cmd_pause = control("pause")
+cmd_resume = control("resume")
+cmd_cancel = control("cancel")
+cmd_retry = control("retry")

@@ -6,21 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fredica_app.desktop.power import WhenDone
 from fredica_app.templates import BUILTIN
+from fredica_app.version import fredica_version
 
 JSON_HELP = "print JSON instead (stable fields: docs/cli.md)"
 PRIORITY_HELP = "0 or more; higher runs first (default 0)"
-
-
-def _version() -> str:
-    try:
-        return version("fredica")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "0+unknown"
 
 
 def gui_shorthand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
@@ -48,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fredica", description="Fredica: durable media workflows, headless."
     )
-    p.add_argument("--version", action="version", version=f"fredica {_version()}")
+    p.add_argument("--version", action="version", version=f"fredica {fredica_version()}")
     p.add_argument(
         "--selftest",
         action="store_true",

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fredica_app.errors import FredicaError
-from fredica_app.library.fingerprint import is_media_name
-from fredica_app.library.importer import ImportReport, is_url, material_dir
+from fredica_app.library.fingerprint import is_media_name, is_url
+from fredica_app.library.importer import ImportReport, material_dir
 from fredica_app.library.store import MaterialRecord
 from fredica_app.removal import Removal, remove
 from fredica_app.services import Fredica

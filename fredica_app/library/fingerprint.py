@@ -64,3 +64,8 @@ def _head_and_tail(path: Path) -> tuple[os.stat_result, str]:
             f.seek(-BLOCK, os.SEEK_END)
             h.update(f.read(BLOCK))
     return st, h.hexdigest()
+
+
+def is_url(text: str) -> bool:
+    """Whether a source is an address to download rather than a path."""
+    return text.lower().startswith(("http://", "https://"))

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from fredica_app.errors import MediaImportError
-from fredica_app.library.fingerprint import fingerprint, is_media_name, kind_from_name
+from fredica_app.library.fingerprint import fingerprint, is_media_name, is_url, kind_from_name
 from fredica_app.library.store import LibraryStore, MaterialRecord
 
 
@@ -57,10 +57,6 @@ def material_stem(material: MaterialRecord) -> str:
     if material.is_url and material.local_path:
         return Path(material.local_path).stem
     return safe_name(material.title)
-
-
-def is_url(text: str) -> bool:
-    return text.lower().startswith(("http://", "https://"))
 
 
 def _host(url: str) -> str:
