@@ -176,7 +176,7 @@ async def run_or_follow(
             console.print("an engine already runs on this data directory: following the run")
             return await _follow_then_settle(app, run_ids, interrupts, console)
         try:
-            async with app.engine_session() as engine:
+            async with app.engine_session(start_endpoints=True) as engine:
                 runner = asyncio.create_task(engine.run())
                 try:
                     return await _follow_then_settle(app, run_ids, interrupts, console, runner)

@@ -49,7 +49,7 @@ async def cmd_worker(app: Fredica, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     loop = asyncio.get_running_loop()
     finished = FinishedRuns(app)
-    async with app.engine_session(max_workers=args.max_workers) as engine:
+    async with app.engine_session(max_workers=args.max_workers, start_endpoints=True) as engine:
         engine.bus.subscribe(finished)
         report = engine.recovery
         if report is not None and report.total:

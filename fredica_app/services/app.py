@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ from workers.retention import RetentionPolicy
 from workers.running import RESOURCE_NAMES, default_slots
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -134,15 +137,24 @@ class Fredica(Submission):
 
     @contextlib.asynccontextmanager
     async def engine_session(
-        self, *, max_workers: int | None = None
+        self, *, max_workers: int | None = None, start_endpoints: bool = False
     ) -> AsyncIterator[WorkerEngine]:
         """Take the data directory's lock, start an engine (recovery included) and stop it
         gracefully at the end. Raises :class:`DatabaseLocked` when another engine runs.
         Meanwhile it is :attr:`running_engine`, the one :attr:`control` tells directly, and
-        the computer is kept awake while tasks run (``settings.keep_awake``)."""
+        the computer is kept awake while tasks run (``settings.keep_awake``).
+
+        ``start_endpoints``: start the endpoints server now, beside the engine's start,
+        rather than when the first job asks for it — for a command that is about to run jobs
+        (``process``, ``worker``): the server's start (an interpreter and its imports, about
+        half a second) is then not in front of the first job. A server that fails to start
+        here is started again, and its failure told, by the first job that needs it."""
         lock = self.lock.acquire()
         awake: AwakeWhileBusy | None = None
+        early: asyncio.Task[object] | None = None
         try:
+            if start_endpoints:
+                early = asyncio.create_task(self.endpoints.address())
             engine = self.make_engine(max_workers=max_workers)
             if self.settings.keep_awake:
                 backend = self.awake_backend or keep_awake_for_platform()
@@ -162,6 +174,9 @@ class Fredica(Submission):
                     self.running_engine = None
                 await self.endpoints.stop()
         finally:
+            if early is not None:
+                await _settled(early)
+                await self.endpoints.stop()  # started after the stop above, or left alone
             if awake is not None:
                 await awake.close()
             lock.release()
@@ -217,3 +232,13 @@ class Fredica(Submission):
 
     async def restart_log(self) -> list[RestartLogEntry]:
         return await self.store.restart_log()
+
+
+async def _settled(job: asyncio.Task[object]) -> None:
+    """Wait for ``job`` whatever its end; what went wrong is the next user's to report."""
+    if not job.done():
+        job.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await job
+    if not job.cancelled() and job.exception() is not None:
+        log.info("the endpoints server did not start ahead: %s", job.exception())
