@@ -1,0 +1,82 @@
+"""``python -m bench.batch --quick``: the start-up and remux parts run end to end as real
+processes and print their tables, verdicts and JSON. The figures are the bench's to judge
+(they move with the machine's load); here only the shape, and what the bench itself checks:
+every command ran cleanly, every output read back, Fredica's ffmpeg commands were the hand
+lanes'."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench(tmp_path: Path, part: str) -> tuple[str, dict[str, Any]]:
+    """Run one quick part; its text and its JSON. Temporary files (the clip cache, the work
+    folder) go under ``tmp_path``."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.batch", "--quick", "--part", part, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    text, _, rest = done.stdout.partition("\ntime: total ")
+    _, _, blob = rest.partition("\n")
+    return text, json.loads(blob)
+
+
+def test_startup_part_times_each_command_and_profiles_the_slowest(tmp_path: Path) -> None:
+    text, out = _bench(tmp_path, "startup")
+    assert "measure" in text and "fredica process CLIP -> first task started_at" in text
+    s = out["startup"]
+    assert set(s["times_s"]) == {"python -c pass", "--version", "runs", "process"}
+    assert all(len(v) == 1 and v[0] > 0 for v in s["times_s"].values())
+    # process is timed to its first task, within its whole run.
+    assert 0 < s["median_s"]["process"] < s["process_whole_s"]
+    assert s["problems"] == []
+    slowest = max(("--version", "runs", "process"), key=lambda n: s["median_s"][n])
+    # --quick profiles the slowest alone.
+    assert [p["command"] for p in s["profiles"]] == [slowest]
+    imports = s["profiles"][0]["importtime"]
+    top = imports["top"]
+    assert len(top) == 15 and top[0]["module"]
+    cumulative = [r["cumulative_ms"] for r in top]
+    assert cumulative == sorted(cumulative, reverse=True)
+    assert imports["total_ms"] >= cumulative[0] and imports["modules"] > 15
+    names = {c["name"]: c["ok"] for c in out["checks"]}
+    assert names["start-up: every command ran cleanly"] is True
+    assert len([n for n in names if n.startswith("start-up: ")]) == 4
+    assert text.count("PASS  ") + text.count("FAIL  ") == 4
+
+
+def test_remux_part_runs_three_lanes_on_the_same_commands(tmp_path: Path) -> None:
+    text, out = _bench(tmp_path, "remux")
+    m = out["remux"]
+    assert m["clips"] == 2 and m["rounds"] == 1
+    for lane in ("fredica", "sequential", "xargs"):
+        assert len(m["walls_s"][lane]) == 1 and m["walls_s"][lane][0] > 0
+        assert 0 < m["busy"][lane] <= 1
+    best = min(("sequential", "xargs"), key=lambda lane: m["median_s"][lane])
+    assert m["best_hand"] == best
+    assert m["ratio"] == m["median_s"]["fredica"] / m["median_s"][best]
+    # Fredica's real ffmpeg commands were captured and are the ones the hand lanes run.
+    assert m["argv_check"]["captured"] >= 1
+    assert m["argv_check"]["identical"] == m["argv_check"]["captured"]
+    assert m["problems"] == []
+    # Its worker's time is accounted for from the task table.
+    assert m["transcodes_at_once"] >= 1 and m["phases_s"]["worker_s"] > 0
+    checks = {c["name"]: c["ok"] for c in out["checks"]}
+    assert checks["remux: every run completed, outputs valid"] is True
+    assert checks["remux: Fredica's ffmpeg commands are the hand lanes' (captured once)"] is True
+    assert "Fredica / the faster hand lane <= 1.25x" in text
+    # The clips were made once, in the cache under the temporary folder, and are kept.
+    assert len(list((tmp_path / "fredica-bench-clips" / "mkv-5s-2").glob("clip*.mkv"))) == 2
