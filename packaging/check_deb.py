@@ -32,9 +32,11 @@ from pathlib import Path
 
 SUITE = "bookworm"
 MIRROR = os.environ.get("FREDICA_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+#: The user's home inside the Debian root: a folder of the root's own, made by :func:`check`.
+HOME = "/var/lib/fredica-check"
 ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": "/root",
+    "HOME": HOME,
     "LANG": "C.UTF-8",
     "DEBIAN_FRONTEND": "noninteractive",
     "QT_QPA_PLATFORM": "offscreen",
@@ -47,7 +49,7 @@ _ENTER = (
     'mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" && '
     'exec chroot "$root" "$@"'
 )
-USER_DATA = "/root/fredica-demo"
+USER_DATA = f"{HOME}/fredica-demo"
 #: Starts of the window timed, each on a new data directory (the median is reported).
 LAUNCHES = 3
 
@@ -161,6 +163,7 @@ def check(deb: Path, root: Path, expected_version: str | None = None) -> Outcome
     outcome = Outcome()
     if in_root(root, ["sh", "-c", "command -v python3"], check=False).returncode == 0:
         raise CheckFailed("the Debian root has a python3: the check would prove nothing")
+    (root / HOME.lstrip("/")).mkdir(parents=True, exist_ok=True)
     shutil.copy2(deb, root / "tmp" / deb.name)
     _timed(outcome, "apt-get update", root, ["apt-get", "update", "-qq"])
     _timed(
@@ -193,7 +196,7 @@ def check(deb: Path, root: Path, expected_version: str | None = None) -> Outcome
     outcome.subtitles = srts[0].read_text(encoding="utf-8")
     if "hello" not in outcome.subtitles.lower() or "-->" not in outcome.subtitles:
         raise CheckFailed(f"the subtitles do not hold the sample's words:\n{outcome.subtitles}")
-    outcome.launch = [launch_to_window(root, f"/root/launch-{n}") for n in range(LAUNCHES)]
+    outcome.launch = [launch_to_window(root, f"{HOME}/launch-{n}") for n in range(LAUNCHES)]
     # The default data directory too: made by a command, kept by the purge.
     in_root(root, ["fredica", "runs"])
     _timed(outcome, "purge", root, ["apt-get", "purge", "-y", "-qq", "fredica"])
@@ -204,7 +207,7 @@ def check(deb: Path, root: Path, expected_version: str | None = None) -> Outcome
     ]
     if outcome.left_after_purge:
         raise CheckFailed("the purge left: " + ", ".join(outcome.left_after_purge[:20]))
-    for kept in (USER_DATA, "/root/.local/share/Fredica"):
+    for kept in (USER_DATA, f"{HOME}/.local/share/Fredica"):
         if not (root / kept.lstrip("/")).is_dir():
             raise CheckFailed(f"the purge removed the user's data {kept}")
     return outcome
