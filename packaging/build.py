@@ -146,13 +146,12 @@ def strip_symbols(bundle: Path) -> int:
     address/offset not page-aligned")."""
     if not sys.platform.startswith("linux") or shutil.which("strip") is None:
         return 0
+    from deb import elf_files
+
     saved = 0
-    for path in sorted(bundle.rglob("*")):
-        if path.is_symlink() or not path.is_file() or any(_unstripped(p) for p in path.parts):
+    for path in sorted(elf_files(bundle)):
+        if any(_unstripped(p) for p in path.parts):
             continue
-        with path.open("rb") as f:
-            if f.read(4) != b"\x7fELF":
-                continue
         sections = subprocess.run(
             ["readelf", "-S", "-W", str(path)], capture_output=True, text=True
         )

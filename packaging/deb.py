@@ -74,7 +74,8 @@ def debian_arch() -> str:
     ).stdout.strip()
 
 
-def _elf_files(root: Path) -> Iterable[Path]:
+def elf_files(root: Path) -> Iterable[Path]:
+    """The ELF files under ``root`` (executables and shared libraries; no symbolic links)."""
     for path in root.rglob("*"):
         if path.is_file() and not path.is_symlink():
             with path.open("rb") as f:
@@ -97,7 +98,7 @@ def needed_outside(bundle: Path) -> tuple[set[Path], set[str]]:
     outside: set[Path] = set()
     missing: set[str] = set()
     root = str(bundle.resolve())
-    for elf in _elf_files(bundle):
+    for elf in elf_files(bundle):
         done = subprocess.run(["ldd", str(elf)], capture_output=True, text=True, env=env)
         for line in done.stdout.splitlines():
             m = _LDD_LINE.match(line)
