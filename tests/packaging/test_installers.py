@@ -761,3 +761,39 @@ def test_the_real_runner_returns_the_output_and_hides_the_arguments_of_a_failure
     assert "secret-password" not in str(failure.value)
     with pytest.raises(macos.MacPackagingError, match="cannot run no-such-tool"):
         macos.run(["no-such-tool"])
+
+
+def test_strip_symbols_strips_extension_modules_but_never_grafted_or_qt_libraries(
+    tmp_path: Path,
+) -> None:
+    """What ``build.py`` strips: a wheel's extension module with a symbol table; not a
+    library auditwheel grafted (``*.libs``), nor Qt's (kept as shipped)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import build
+    import sqlalchemy
+
+    if not sys.platform.startswith("linux") or shutil.which("strip") is None:
+        pytest.skip("strips on Linux with binutils only")
+    with_symbols = [
+        p
+        for p in Path(sqlalchemy.__file__).parent.rglob("*.so")
+        if ".symtab"
+        in subprocess.run(["readelf", "-S", "-W", str(p)], capture_output=True, text=True).stdout
+    ]
+    if not with_symbols:
+        pytest.skip("no extension module with a symbol table in this SQLAlchemy wheel")
+    source = with_symbols[0]
+    places = [tmp_path / "pkg", tmp_path / "pkg.libs", tmp_path / "PySide6" / "Qt" / "lib"]
+    for folder in places:
+        folder.mkdir(parents=True)
+        shutil.copy2(source, folder / source.name)
+    (tmp_path / "pkg" / "data.bin").write_bytes(b"not an ELF file")
+    saved = build.strip_symbols(tmp_path)
+    size = source.stat().st_size
+    assert saved > 0
+    assert (tmp_path / "pkg" / source.name).stat().st_size == size - saved
+    assert (tmp_path / "pkg.libs" / source.name).stat().st_size == size
+    assert (tmp_path / "PySide6" / "Qt" / "lib" / source.name).stat().st_size == size
