@@ -82,6 +82,11 @@ class Job:
     pausable: Pausable = "always"
     #: A pause suspends the child's process tree (a job that cannot check a flag: ffmpeg).
     suspend_on_pause: bool = False
+    #: Its child, after a job that ended with a result, stays for the next job of the same
+    #: row (a batch pays one start per core, not one per job), unless its module's
+    #: ``reusable()`` says no after a job. Off for a job that runs a library with state of its
+    #: own (yt-dlp).
+    reuse_child: bool = True
     #: Its checkpoint (a progress frame's ``extras.checkpoint``) comes back to the next
     #: attempt as ``params["resume"]``.
     resumes: bool = False
@@ -167,6 +172,7 @@ CATALOGUE: tuple[Job, ...] = (
         SiteDownloadEndpoint,
         resource="net",
         suspend_on_pause=True,  # yt-dlp cannot be asked to wait: its process tree is suspended
+        reuse_child=False,  # yt-dlp keeps state of its own; a page's wait dwarfs a start
         skip="exists",
         stall_timeout=300.0,  # extraction of a page can take a while before any progress
         settings={"proxy": "proxy"},
@@ -182,6 +188,8 @@ CATALOGUE: tuple[Job, ...] = (
         # Not on every pause: on the CPU the job allows a suspension (``allow_suspend``); on a
         # GPU it waits between segments, its model unloaded.
         suspend_on_pause=False,
+        # Its child is kept after a job on the CPU (the model is freed with the job), not
+        # after one on a GPU (``transcribe.reusable``): the card's memory goes with the process.
         resumes=True,  # its segments so far, where decoding got, the language votes
         stall_timeout=600.0,  # loading a large model or decoding a long window is quiet
         settings={

@@ -23,6 +23,9 @@ class SleepParams(BaseModel):
     signal: Literal["SIGKILL", "SIGTERM", "SIGSEGV", "SIGABRT"] | None = None
     #: Exit 0 at the end without a result.
     exit_silently: bool = False
+    #: Say after the result that its child may not take another job (the ``reusable()`` a
+    #: job module may have).
+    not_reusable: bool = False
 
     @model_validator(mode="after")
     def _resume_needs_pause(self) -> SleepParams:

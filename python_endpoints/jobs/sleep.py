@@ -19,6 +19,13 @@ from python_endpoints.serving.child import ChildContext
 TICK = 0.05
 REPORT_EVERY = 0.1
 
+#: The last job asked that its child take no other (``not_reusable``).
+_not_reusable = False
+
+
+def reusable() -> bool:
+    return not _not_reusable
+
 
 def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
     defaults = {
@@ -28,6 +35,7 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
         "exit_code": 3,
         "signal": None,
         "exit_silently": False,
+        "not_reusable": False,
     }
     p = SimpleNamespace(**{**defaults, **params})
     slept = 0.0
@@ -57,4 +65,6 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
     ctx.progress(100.0, "done")
     if p.exit_silently:
         return None
+    global _not_reusable
+    _not_reusable = p.not_reusable
     return {"slept": p.seconds}

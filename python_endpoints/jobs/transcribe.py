@@ -111,6 +111,17 @@ def _prepare() -> None:
     _progress_bars_lock_threads_only()
 
 
+#: A model of this process was loaded on a GPU: the card's memory (CUDA's context, its
+#: allocator's cache) stays taken until the process ends, so it takes no further job.
+_gpu_used = False
+
+
+def reusable() -> bool:
+    """Whether this child may take the next transcription (it is kept when it used no GPU:
+    the model itself is freed with the job)."""
+    return not _gpu_used
+
+
 def warm_up(endpoint: str) -> None:
     """In a warm spare: import faster-whisper and load the voice detector (~1 s), so that a
     job starts with the model's load. The model itself is not loaded: its name and device are
@@ -259,7 +270,9 @@ class Model:
         self.whisper = None
         gc.collect()  # free the old model's memory before the new one takes its own
         errors = []
+        global _gpu_used
         for device, compute_type in self.candidates if candidates is None else candidates:
+            _gpu_used = _gpu_used or device == "cuda"
             try:
                 self.whisper = WhisperModel(
                     str(self.path),

@@ -251,11 +251,18 @@ def _child_main(
     resume_event: Event,
     parent_pid: int,
     log_file: str | None = None,
+    reuse: bool = False,
 ) -> None:
     """A job's child: import the job's module (the slow part of a start) and call its
     ``warm_up(endpoint)`` if it has one, then wait for the job itself. Started ahead of time,
     it is a warm spare that starts a job in milliseconds. ``log_file``: the server's log, which
-    the child writes too (a job's traceback, its libraries' warnings); never its stderr."""
+    the child writes too (a job's traceback, its libraries' warnings); never its stderr.
+
+    ``reuse``: after a job that ended with a result, say ``stays``, send the result and wait
+    for another job instead of exiting (the server keeps the child for the endpoint's next
+    job, or closes ``jobs``: then it exits). After an error it always exits: a job that failed
+    may have left its process in any state. So does a child whose job module says it may not
+    be reused now (its ``reusable()``)."""
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     if log_file is not None:
         logfile.log_to_file(Path(log_file))
@@ -270,34 +277,64 @@ def _child_main(
             warm_up(endpoint)
         except Exception:
             log.warning("the warm-up of %s failed", endpoint, exc_info=True)
-    try:
-        target, params = jobs.recv()
-    except (EOFError, OSError):
-        release_semaphores()
-        os._exit(0)  # a spare that was not needed
-    jobs.close()
     status_queue = StatusChannel(conn)
-    ctx = ChildContext(status_queue, cancel_event, resume_event)
-    last: dict[str, Any] | None = None
+    while True:
+        try:
+            target, params = jobs.recv()
+        except (EOFError, OSError):
+            release_semaphores()
+            os._exit(0)  # a spare that was not needed, or a reused child let go
+        last = _run_one(
+            endpoint, target, params, ChildContext(status_queue, cancel_event, resume_event)
+        )
+        kill_tracked_processes()  # a job that returned without reaping what it started
+        if reuse and last is not None and last["type"] == "result" and _stays(job_module):
+            # Said before the result, so the server knows with it that this process waits
+            # for the next job; it may send that job as soon as it has the result.
+            status_queue.put({"type": "stays"})
+            status_queue.put(last)
+            continue
+        jobs.close()
+        # Before the last message: once the server has it, it may kill this process at any
+        # time.
+        release_semaphores()
+        if last is not None:
+            status_queue.put(last)
+        status_queue.close()
+        # Everything was sent synchronously: skip the interpreter's shutdown (~0.1 s).
+        os._exit(1 if last is not None and last["type"] == "error" else 0)
+
+
+def _stays(job_module: Any) -> bool:
+    """Whether this child may take another job: yes, unless the job's module says otherwise
+    (its ``reusable()``: a transcription that used a GPU holds the card's memory until its
+    process ends)."""
+    reusable = getattr(job_module, "reusable", None)
+    if not callable(reusable):
+        return True
+    try:
+        return bool(reusable())
+    except Exception:
+        log.warning("reusable() of %s failed", job_module.__name__, exc_info=True)
+        return False
+
+
+def _run_one(
+    endpoint: str, target: ChildTarget, params: dict[str, Any], ctx: ChildContext
+) -> dict[str, Any] | None:
+    """One job in this child: its last message (``result`` or ``error``), or None when it
+    returned nothing or was cancelled."""
     try:
         result = target(params, ctx)
     except JobFailed as exc:
-        last = {"type": "error", "error": str(exc), "error_type": exc.error_type}
+        return {"type": "error", "error": str(exc), "error_type": exc.error_type}
     except Exception as exc:
         log.exception("the %s job raised", endpoint)
-        last = {
+        return {
             "type": "error",
             "error": f"{type(exc).__name__}: {exc}",
             "error_type": ErrorType.EXECUTOR_ERROR,
         }
-    else:
-        if result is not None and not cancel_event.is_set():
-            last = {"type": "result", "result": result}
-    kill_tracked_processes()  # a job that returned without reaping what it started
-    # Before the last message: once the server has it, it may kill this process at any time.
-    release_semaphores()
-    if last is not None:
-        status_queue.put(last)
-    status_queue.close()
-    # Everything was sent synchronously: skip the interpreter's shutdown (~0.1 s).
-    os._exit(1 if last is not None and last["type"] == "error" else 0)
+    if result is not None and not ctx.cancelled:
+        return {"type": "result", "result": result}
+    return None

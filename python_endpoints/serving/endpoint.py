@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import multiprocessing
 import multiprocessing.synchronize
 import os
@@ -191,12 +192,18 @@ class _Child:
 
     process: multiprocessing.process.BaseProcess
     reader: Connection  # the child's status messages
-    jobs: Connection  # where its job is sent
+    jobs: Connection  # where its jobs are sent
     cancel: multiprocessing.synchronize.Event
     resume: multiprocessing.synchronize.Event
+    #: It waits for another job after one that ended with a result.
+    reuse: bool = False
+    #: Jobs given to it so far.
+    jobs_done: int = 0
+    #: When it was last put back among the idle (the event loop's clock).
+    idle_since: float = 0.0
 
     @classmethod
-    def start(cls, module: str, name: str) -> _Child:
+    def start(cls, module: str, name: str, reuse: bool = False) -> _Child:
         mp = multiprocessing.get_context("spawn")
         # The child logs to the server's file (safe to share: see python_endpoints.serving.logfile).
         current = logfile.current_file()
@@ -207,59 +214,119 @@ class _Child:
         resume.set()
         process = mp.Process(
             target=_child_main,
-            args=(module, name, job_reader, writer, cancel, resume, os.getpid(), log_file),
+            args=(module, name, job_reader, writer, cancel, resume, os.getpid(), log_file, reuse),
             daemon=True,
             name=f"fredica-{name}",
         )
         process.start()
         writer.close()  # the child holds the only writer: its death is the reader's EOF
         job_reader.close()
-        return cls(process, reader, job_writer, cancel, resume)
+        return cls(process, reader, job_writer, cancel, resume, reuse)
 
     def discard(self) -> None:
+        """Let it go: closing its jobs pipe tells an idle child to exit (it releases what it
+        holds, as a normal exit does); one that does not exit at once is killed, its tree
+        with it."""
         self.jobs.close()
+        self.process.join(0.5)
         if self.process.is_alive() and self.process.pid:
             procs.kill_tree(self.process.pid, grace=0.5)
         self.process.join(2)
         self.reader.close()
 
 
-_spares: dict[type[ProcessEndpoint], _Child] = {}
-_spares_lock = threading.Lock()
+#: Idle children per endpoint class, the most recently used last: warm spares started ahead
+#: of a job, and children that finished a job and wait for the next one (``reuse_child``).
+_idle: dict[type[ProcessEndpoint], list[_Child]] = {}
+_idle_lock = threading.Lock()
 _preparing: set[asyncio.Future[None]] = set()
+#: Most children an endpoint class keeps idle: enough for a batch to run one job per core
+#: without a start between jobs.
+MAX_IDLE = max(2, os.cpu_count() or 2)
+#: A child idle this long goes, but the last one of its class (the warm spare): a batch's
+#: extra children do not stay in memory for hours (seconds).
+IDLE_TTL = 30.0
+#: Jobs one child runs before it is let go (and a fresh one started): what a library leaks
+#: per job cannot grow without end.
+MAX_JOBS_PER_CHILD = 200
 
 
 def _take_spare(cls: type[ProcessEndpoint]) -> _Child | None:
-    with _spares_lock:
-        child = _spares.pop(cls, None)
-    if child is not None and not child.process.is_alive():
-        child.discard()
-        return None
+    """An idle child of ``cls`` that is still alive, the most recently used first."""
+    dead: list[_Child] = []
+    child = None
+    with _idle_lock:
+        idle = _idle.get(cls, [])
+        while idle:
+            candidate = idle.pop()
+            if candidate.process.is_alive():
+                child = candidate
+                break
+            dead.append(candidate)
+    for gone in dead:
+        gone.discard()
     return child
 
 
-def _prepare_spare(cls: type[ProcessEndpoint]) -> None:
-    child = _Child.start(cls.target.__module__, cls.name)
-    with _spares_lock:
-        old = _spares.pop(cls, None)
-        _spares[cls] = child
-    if old is not None:
-        old.discard()
+def _keep_idle(cls: type[ProcessEndpoint], child: _Child, now: float) -> bool:
+    """Put ``child`` among ``cls``'s idle children; False (the caller discards it) when the
+    class has as many as it keeps."""
+    child.idle_since = now
+    with _idle_lock:
+        idle = _idle.setdefault(cls, [])
+        if len(idle) >= MAX_IDLE:
+            return False
+        idle.append(child)
+    return True
+
+
+def _expire_idle(cls: type[ProcessEndpoint], now: float) -> None:
+    """Discard ``cls``'s children idle for :data:`IDLE_TTL` or more, but the last one."""
+    with _idle_lock:
+        idle = _idle.get(cls, [])
+        expired = [c for c in idle[:-1] if now - c.idle_since >= IDLE_TTL]
+        _idle[cls] = [c for c in idle if c not in expired]
+    for child in expired:
+        child.discard()
+
+
+def _prepare_spare(cls: type[ProcessEndpoint], now: float) -> None:
+    """Start a warm spare for ``cls`` unless one is idle already."""
+    with _idle_lock:
+        if _idle.get(cls):
+            return
+    child = _Child.start(cls.target.__module__, cls.name, cls.reuse_child)
+    if not _keep_idle(cls, child, now):
+        child.discard()
+
+
+def idle_children() -> dict[str, int]:
+    """How many children wait idle, per endpoint name (the server's status, the tests)."""
+    with _idle_lock:
+        return {cls.name: len(idle) for cls, idle in _idle.items() if idle}
 
 
 async def close_spares() -> None:
-    """Stop every warm spare, those being started included (the server is closing)."""
+    """Stop every idle child, the spares being started included (the server is closing)."""
     while _preparing:
         await asyncio.gather(*list(_preparing), return_exceptions=True)
     await asyncio.get_running_loop().run_in_executor(None, _discard_spares)
 
 
 def _discard_spares() -> None:
-    with _spares_lock:
-        spares = list(_spares.values())
-        _spares.clear()
-    for child in spares:
+    with _idle_lock:
+        children = [child for idle in _idle.values() for child in idle]
+        _idle.clear()
+    for child in children:
         child.discard()
+
+
+def _in_background(work: Callable[[], None]) -> None:
+    """Run blocking ``work`` (a child's start or exit) off the event loop; the server's close
+    waits for it."""
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    _preparing.add(future)
+    future.add_done_callback(_preparing.discard)
 
 
 class _Suspendable(BaseModel):
@@ -272,7 +339,16 @@ class _Suspendable(BaseModel):
     allowed: bool
 
 
-_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error | _Suspendable)
+class _Stays(BaseModel):
+    """The child's word to its server alone: it waits for another job after the result that
+    follows (a child started with ``reuse``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["stays"]
+
+
+_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error | _Suspendable | _Stays)
 #: After a suspension, how long the job's processes may take to stop and the frames the child
 #: sent before to be passed on (milliseconds, mostly), before ``paused`` goes out after them.
 DRAIN_TIMEOUT = 2.0
@@ -314,6 +390,10 @@ class ProcessEndpoint(TaskEndpoint):
     #: milliseconds instead of the ~0.5 s an interpreter and the job's imports take. The
     #: spare is started when a job ends (the first job of an endpoint starts cold).
     keep_spare: ClassVar[bool] = True
+    #: A child whose job ended with a result stays for the endpoint's next job instead of
+    #: exiting: a batch of short jobs pays one start per core, not one per job. Off for a job
+    #: that keeps much in memory (a speech model) or leaves its process in an unknown state.
+    reuse_child: ClassVar[bool] = False
 
     def __init__(self, emit: Emit) -> None:
         super().__init__(emit)
@@ -324,6 +404,10 @@ class ProcessEndpoint(TaskEndpoint):
         #: Its process tree is suspended for a pause it allowed (not by ``suspend_on_pause``).
         self._suspended = False
         self._ended = False  # its end (result, error or exit) was read
+        #: It was paused at some point: its child may be left stopped; never reused.
+        self._was_paused = False
+        #: Its child said it waits for another job (``stays``, before its result).
+        self._stays = False
 
     @property
     def process(self) -> multiprocessing.process.BaseProcess | None:
@@ -336,28 +420,61 @@ class ProcessEndpoint(TaskEndpoint):
             params = validated_params(cls.params_model, cls.name, params)
         params = self.child_params(await self.prepare(params))
         loop = asyncio.get_running_loop()
-        child = _take_spare(cls) if cls.keep_spare else None
+        child = _take_spare(cls) if cls.keep_spare or cls.reuse_child else None
         if child is None:
-            child = await loop.run_in_executor(None, _Child.start, target.__module__, cls.name)
+            child = await loop.run_in_executor(
+                None, _Child.start, target.__module__, cls.name, cls.reuse_child
+            )
         if self._cancelling:  # cancelled while the child started (or params were prepared)
             await loop.run_in_executor(None, child.discard)
             raise JobCancelled
         self.child = child
         if self.paused:  # paused meanwhile: the job starts paused
+            self._was_paused = True
             child.resume.clear()
         child.jobs.send((target, params))
-        child.jobs.close()
+        child.jobs_done += 1
+        kept = False
         try:
-            return await self._pump()
+            result = await self._pump()
+            kept = self._keep_child(loop.time())
+            return result
         finally:
-            await self._reap()
-            if cls.keep_spare:
+            if not kept:
+                await self._reap()
+            if kept:
+                loop.call_later(
+                    IDLE_TTL + 0.1,
+                    lambda: _in_background(functools.partial(_expire_idle, cls, loop.time())),
+                )
+            elif cls.keep_spare:
                 # The next spare is started once this job is over, not beside it: its start
                 # (an interpreter, PyAV, the job's imports and warm-up: ~0.3 s of CPU) would
                 # take that CPU from the job — ffmpeg — on a small machine.
-                preparing = loop.run_in_executor(None, _prepare_spare, cls)
-                _preparing.add(preparing)
-                preparing.add_done_callback(_preparing.discard)
+                now = loop.time()
+                _in_background(lambda: _prepare_spare(cls, now))
+
+    def _keep_child(self, now: float) -> bool:
+        """After a result: keep the child for the next job when it waits for one and nothing
+        about this job could have left it stopped or cancelled."""
+        child = self.child
+        if (
+            child is None
+            or not self._stays
+            or self._cancelling
+            or self._was_paused
+            or child.jobs_done >= MAX_JOBS_PER_CHILD
+            or not child.process.is_alive()
+        ):
+            return False
+        child.cancel.clear()
+        child.resume.set()
+        if not _keep_idle(type(self), child, now):
+            return False
+        # Its process is another job's from now on: a late pause or cancel of this one
+        # must not reach it.
+        self.child = None
+        return True
 
     async def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
         """The validated params once the server has found what it finds for the job before
@@ -427,6 +544,9 @@ class ProcessEndpoint(TaskEndpoint):
         if isinstance(message, _Suspendable):
             self._suspendable = message.allowed
             return result, error
+        if isinstance(message, _Stays):
+            self._stays = True
+            return result, error
         if isinstance(message, Result):
             return message.result, error
         if isinstance(message, Error):
@@ -443,6 +563,7 @@ class ProcessEndpoint(TaskEndpoint):
 
     async def pause(self) -> None:
         self.paused = True
+        self._was_paused = True
         pid = None if self.process is None else self.process.pid
         if self._suspendable and not self.suspend_on_pause and pid and not self._ended:
             await self._suspend(pid)
@@ -504,6 +625,10 @@ class ProcessEndpoint(TaskEndpoint):
         if process is None:
             return
         loop = asyncio.get_running_loop()
+        if self.child is not None:
+            self.child.jobs.close()  # a reusable child waiting for a job exits on this
+            if self.child.reuse and process.is_alive() and not self._cancelling:
+                await loop.run_in_executor(None, process.join, 0.5)
         if process.is_alive() and process.pid:
             await loop.run_in_executor(None, procs.kill_tree, process.pid)
         await loop.run_in_executor(None, process.join, 5)

@@ -24,6 +24,7 @@ class SleepEndpoint(ProcessEndpoint):
     name: ClassVar[str] = "sleep"
     params_model = SleepParams
     target = staticmethod(sleep_job)
+    reuse_child = True
 
 
 def endpoint_class(job: Job) -> type[TaskEndpoint]:
@@ -39,6 +40,7 @@ def endpoint_class(job: Job) -> type[TaskEndpoint]:
     }
     if issubclass(base, ProcessEndpoint):
         attrs["suspend_on_pause"] = job.suspend_on_pause
+        attrs["reuse_child"] = job.reuse_child
     if issubclass(base, MediaEndpoint):
         attrs["job"] = job.task_type
     if job.target is not None:

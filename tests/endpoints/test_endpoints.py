@@ -185,10 +185,10 @@ async def test_cancel_while_the_child_starts_is_not_lost(
     loop = asyncio.get_running_loop()
     real_start = endpoint._Child.start
 
-    def slow_start(module: str, name: str) -> Any:
+    def slow_start(module: str, name: str, reuse: bool = False) -> Any:
         loop.call_soon_threadsafe(started.set)
         time.sleep(1.0)
-        return real_start(module, name)
+        return real_start(module, name, reuse)
 
     monkeypatch.setattr(endpoint._Child, "start", staticmethod(slow_start))
     async with open_task(server[1]) as ws:
