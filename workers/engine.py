@@ -1,7 +1,7 @@
 """The WorkerEngine: takes slots, claims work, runs executors, records what became of them.
 
 Pure asyncio, no Qt. Concurrency is bounded twice: ``max_workers`` for everything together and
-slots per resource class (``gpu`` 1, ``cpu`` cores - 1, ``net`` 4, ``io`` 4 by default). The
+slots per resource class (``gpu`` 1, ``cpu`` one per core, ``net`` 4, ``io`` 4 by default). The
 engine counts its free slots *before* claiming and claims only what it can start at once. The
 rules of the slots — who holds one, when a paused attempt lends its slot, who gets a freed one
 — are :mod:`workers.slots`; this module wires them to the event loop.

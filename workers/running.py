@@ -19,9 +19,26 @@ from workers.spec import PreparedTask
 RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "net": "network", "io": "disk"}
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity, where the system says: a container's
+    or a ``taskset``'s limit), else the machine's."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        return max(1, len(affinity(0)))
+    return os.cpu_count() or 2
+
+
 def default_slots() -> dict[str, int]:
-    cores = os.cpu_count() or 2
-    return {"gpu": 1, "cpu": max(1, cores - 1), "net": 4, "io": 4}
+    """The slots per resource class when settings name none.
+
+    ``cpu``: one per core. A job of this class (an x264 encode, a CPU transcription) runs
+    several threads, yet one at a time leaves cores idle through each job's serial parts
+    (opening and probing its input, the muxer, the output's verification); one per core is
+    what ``xargs -P<cores>`` does, and measured with the batch bench it keeps the machine
+    as busy. ``io`` (a probe, a subtitle extract, an export) and ``net`` wait on the disk or
+    the network more than on a core: four each. ``gpu``: one — two models in
+    one card's memory is how jobs run out of it."""
+    return {"gpu": 1, "cpu": usable_cores(), "net": 4, "io": 4}
 
 
 @dataclass
