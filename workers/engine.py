@@ -40,6 +40,7 @@ from workers.records import (
     FailOutcome,
     Failure,
     HeartbeatOutcome,
+    ProgressWrite,
     RecoveryReport,
     TaskRecord,
 )
@@ -104,6 +105,8 @@ class WorkerEngine(ControlChannels):
         #: The latest attempt of each task, by task id.
         self._current: dict[str, Running] = {}
         self._finished: list[tuple[Running, ExecuteResult | None]] = []
+        #: Attempts with progress to write at the next turn, by lease token.
+        self._progress_due: dict[str, Running] = {}
         self._wake = asyncio.Event()
         self._stopping = False
         self._queue_paused = False
@@ -228,6 +231,7 @@ class WorkerEngine(ControlChannels):
         self._running.clear()
         self._current.clear()
         self._slots.clear()
+        self._progress_due.clear()
 
     async def _loop(self, until_idle: bool) -> None:
         poll = self.poll_min
@@ -326,13 +330,24 @@ class WorkerEngine(ControlChannels):
             for r in granted:
                 self._go_on(r)
 
+    def _take_progress(self) -> list[ProgressWrite]:
+        """The progress reported since the last turn, to write with this one."""
+        due, self._progress_due = self._progress_due, {}
+        writes = []
+        for r in due.values():
+            values, r.progress_due = r.progress_due, {}
+            if values:
+                writes.append(ProgressWrite(r.claimed.id, r.claimed.lease_token, values))
+        return writes
+
     async def _record_and_claim(self, finished: list[tuple[Running, ExecuteResult | None]]) -> bool:
         limit, slots = 0, dict[str, int]()
+        progress = self._take_progress()
         if self._claim_hint and not self._queue_paused and not self._stopping:
             limit, slots = self._slots.free()
             if not slots:
                 limit = 0
-            elif self._probe and not finished:
+            elif self._probe and not finished and not progress:
                 # Only the poll timer woke us: look before taking the write lock, so that an
                 # idle engine costs a read every few seconds, not a write and an fsync.
                 self._probe = False
@@ -355,7 +370,7 @@ class WorkerEngine(ControlChannels):
             )
             for r, res in failed_runs
         ]
-        if not completions and not failures and limit <= 0:
+        if not completions and not failures and limit <= 0 and not progress:
             for r, _ in finished:  # cancelled attempts: nothing to write
                 self._after_cancel(r)
             return bool(finished)
@@ -371,6 +386,7 @@ class WorkerEngine(ControlChannels):
                 slots=slots,
                 limit=limit,
                 inline=self._inline if self._has_inline else None,
+                progress=progress,
             )
         )
         self.stats.ticks += 1
@@ -388,7 +404,9 @@ class WorkerEngine(ControlChannels):
         for c in outcome.inline:
             task = c.task
             self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "started", 0.0))
-            self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "completed", 100.0))
+            self.bus.publish(
+                TaskChanged(task.id, task.workflow_run_id, "completed", 100.0, task_type=task.type)
+            )
         self.stats.claimed += len(outcome.inline)
         self.stats.completed += len(outcome.inline)
         self.stats.inline += len(outcome.inline)
@@ -430,7 +448,11 @@ class WorkerEngine(ControlChannels):
                 self._after_cancel(r)
             elif res.ok and next(ok):
                 self.stats.completed += 1
-                self.bus.publish(TaskChanged(task.id, task.workflow_run_id, "completed", 100.0))
+                self.bus.publish(
+                    TaskChanged(
+                        task.id, task.workflow_run_id, "completed", 100.0, task_type=task.type
+                    )
+                )
         for (r, res), outcome in zip(failed_runs, failed, strict=True):
             task = r.claimed.task
             if not outcome.applied:
@@ -569,6 +591,18 @@ class WorkerEngine(ControlChannels):
                         text if isinstance(text, str) else None,
                     )
                 )
+                if "checkpoint" not in values:
+                    # Written with the next turn, which this wakes: a task that reports and
+                    # ends at once (and its neighbours) costs one commit, not two.
+                    running.progress_due.update(values)
+                    self._progress_due[token] = running
+                    self._wake.set()
+                    return True
+                # A checkpoint is what a next attempt resumes from: written before the job
+                # goes on, with what was waiting.
+                values = {**running.progress_due, **values}
+                running.progress_due.clear()
+                self._progress_due.pop(token, None)
                 try:
                     return await self.store.report_progress(task.id, token, **values)  # type: ignore[arg-type]
                 except StoreUnavailable as exc:  # no fault of the task: the engine stops

@@ -186,6 +186,16 @@ class HeartbeatOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class ProgressWrite:
+    """A running attempt's latest progress, status text or pausability, written with the
+    engine's next turn (``values``: the keywords of ``TaskStore.report_progress``)."""
+
+    task_id: str
+    lease_token: str
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Completion:
     """A successful attempt to record."""
 

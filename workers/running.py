@@ -10,6 +10,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from workers.executor import ExecutionContext, TaskExecutor
 from workers.records import ClaimedTask
@@ -67,6 +68,8 @@ class Running:
     parked: bool = False
     #: Why its job asked for the current pause itself (None: a user's pause).
     pause_reason: str | None = None
+    #: Progress reported but not written yet: it goes with the engine's next turn.
+    progress_due: dict[str, Any] = field(default_factory=dict)
     #: The last status text reported for it.
     last_text: str | None = None
 

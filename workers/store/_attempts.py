@@ -19,6 +19,7 @@ from workers.records import (
     Failure,
     HeartbeatOutcome,
     InlineRunner,
+    ProgressWrite,
     TickOutcome,
 )
 from workers.spec import PreparedTask
@@ -48,6 +49,26 @@ def _why(exc: Exception) -> str:
     return str(exc)
 
 
+def progress_values(
+    progress: float | None = None,
+    status_text: str | None = None,
+    is_pausable: bool | None = None,
+    checkpoint: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The task columns a progress report sets: progress clamped to 0 to 100, the status text
+    cut to its column, only what was given."""
+    values: dict[str, Any] = {}
+    if progress is not None:
+        values["progress"] = min(100.0, max(0.0, float(progress)))
+    if status_text is not None:
+        values["status_text"] = status_text[:512]
+    if is_pausable is not None:
+        values["is_pausable"] = is_pausable
+    if checkpoint is not None:
+        values["checkpoint"] = checkpoint
+    return values
+
+
 class AttemptsMixin(StoreBase):
     # --- the engine's transaction ---------------------------------------------------------
 
@@ -62,6 +83,7 @@ class AttemptsMixin(StoreBase):
         lease_seconds: float | None = None,
         inline: InlineRunner | None = None,
         inline_budget: int = 256,
+        progress: Sequence[ProgressWrite] = (),
     ) -> TickOutcome:
         """Record finished attempts and claim (and start) new work, all in one commit.
 
@@ -75,6 +97,10 @@ class AttemptsMixin(StoreBase):
         (up to ``inline_budget`` tasks). None: the task is started the usual way. Nothing
         outside the transaction can observe the steps in between, and a crash before the
         commit leaves the tasks pending, as if never claimed.
+
+        ``progress``: running attempts' progress written first, each fenced by its lease
+        (a lost lease changes nothing), so that the progress of tasks that report and finish
+        together costs no commit of its own.
         """
         return await self._write(
             self._tick_tx,
@@ -86,6 +112,7 @@ class AttemptsMixin(StoreBase):
             lease_seconds or self.lease_seconds,
             inline,
             inline_budget,
+            progress,
         )
 
     def _tick_tx(
@@ -99,8 +126,18 @@ class AttemptsMixin(StoreBase):
         lease_seconds: float,
         inline: InlineRunner | None = None,
         inline_budget: int = 0,
+        progress: Sequence[ProgressWrite] = (),
     ) -> TickOutcome:
         self._begin_batch()
+        if progress:
+            now, cur = self.now(), _hot.cursor(conn)
+            try:
+                for write in progress:
+                    values = progress_values(**write.values)
+                    if values:
+                        _hot.write_progress(cur, write.task_id, write.lease_token, values, now)
+            finally:
+                cur.close()
         done: list[bool] = []
         late_failures: list[Failure] = []
         for c in completions:
@@ -292,15 +329,7 @@ class AttemptsMixin(StoreBase):
 
         No event: progress ticks are not part of the timeline. False when the lease is lost.
         """
-        values: dict[str, Any] = {}
-        if progress is not None:
-            values["progress"] = min(100.0, max(0.0, float(progress)))
-        if status_text is not None:
-            values["status_text"] = status_text[:512]
-        if is_pausable is not None:
-            values["is_pausable"] = is_pausable
-        if checkpoint is not None:
-            values["checkpoint"] = checkpoint
+        values = progress_values(progress, status_text, is_pausable, checkpoint)
         if not values:
             return True
         return await self._write(self._fenced_update_tx, task_id, lease_token, values)

@@ -138,6 +138,35 @@ def claim_sql(classes: int | None) -> str:
     return sql
 
 
+#: What a progress report may set (``progress_values``), in the order its statement names them.
+PROGRESS_COLUMNS = ("progress", "status_text", "is_pausable", "checkpoint")
+_progress_sql: dict[tuple[str, ...], str] = {}
+
+
+def write_progress(
+    cur: sqlite3.Cursor, task_id: str, lease_token: str, values: Mapping[str, Any], now: float
+) -> None:
+    """Set a running attempt's progress columns (``values``, from ``progress_values``),
+    fenced by its lease; a lost lease changes nothing."""
+    columns = tuple(c for c in PROGRESS_COLUMNS if c in values)
+    sql = _progress_sql.get(columns)
+    if sql is None:
+        sets = "".join(f"{c} = :{c}, " for c in columns)
+        sql = _progress_sql[columns] = (
+            f"UPDATE task SET {sets}heartbeat_at = :now "
+            "WHERE id = :task_id AND lease_token = :token AND status IN ('claimed', 'running')"
+        )
+    params: dict[str, Any] = {"task_id": task_id, "token": lease_token, "now": now}
+    for c in columns:
+        value = values[c]
+        if c == "checkpoint":
+            value = to_json(value)
+        elif c == "is_pausable":
+            value = int(bool(value))
+        params[c] = value
+    cur.execute(sql, params)
+
+
 def task_from_row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> TaskRecord:
     data: dict[str, Any] = {}
     for (name, *_), value in zip(cur.description, row, strict=True):
