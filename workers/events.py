@@ -31,6 +31,9 @@ class TaskChanged:
     status_text: str | None = None
     error: str | None = None
     error_type: str | None = None
+    #: The task's type, where the publisher has it at hand (a subscriber that cares about one
+    #: type need not read each task back); None: not said.
+    task_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,7 +98,11 @@ class Fredica(Submission):
     def _on_event(self, event: Event) -> None:
         """Fill a material when its PROBE completes (the app reacts to the engine's events;
         the queue knows nothing of materials)."""
-        if isinstance(event, TaskChanged) and event.kind == "completed":
+        if (
+            isinstance(event, TaskChanged)
+            and event.kind == "completed"
+            and event.task_type in (None, "PROBE")  # None: not said; read it back
+        ):
             job = asyncio.ensure_future(self._after_completion(event.task_id))
             self._background.add(job)
             job.add_done_callback(self._background.discard)
