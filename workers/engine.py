@@ -284,9 +284,8 @@ class WorkerEngine(ControlChannels):
                 # pause, resume or cancel of a running task may have come (a read, no write).
                 self._probe, self._due_known = True, False
                 if self._running:
-                    self._apply_control(
-                        await self.store.control_state(self.worker_id, self.running_ids)
-                    )
+                    ids, asked = self._asked()
+                    self._apply_control(await self.store.control_state(self.worker_id, ids), asked)
                 return True
 
     def wake(self) -> None:
@@ -692,14 +691,28 @@ class WorkerEngine(ControlChannels):
     async def heartbeat(self) -> None:
         """Extend our leases; learn of cancels and pauses made by other processes; fail
         attempts that stalled."""
-        self._apply_control(await self.store.heartbeat(self.worker_id, self.running_ids))
+        ids, asked = self._asked()
+        self._apply_control(await self.store.heartbeat(self.worker_id, ids), asked)
         self._check_stalls()
 
-    def _apply_control(self, beat: HeartbeatOutcome) -> None:
+    def _asked(self) -> tuple[list[str], frozenset[str]]:
+        """What to ask the queue about: the running tasks' ids, and the attempts (lease
+        tokens) the answer will be about."""
+        return self.running_ids, frozenset(self._running)
+
+    def _apply_control(self, beat: HeartbeatOutcome, asked: frozenset[str]) -> None:
         """Bring running attempts in line with what the queue says of them. An attempt whose
         lease token is no longer the task's has lost it (cancelled by another process,
-        perhaps retried and claimed again since: the task id alone would not tell)."""
+        perhaps retried and claimed again since: the task id alone would not tell).
+
+        Only the attempts that ran when the question was asked (``asked``: their lease
+        tokens) are judged: one claimed while the read or the heartbeat was on its way is not
+        in the answer, and is not lost for that — taken for lost, it would be stopped and
+        left ``running`` in the queue, written by nobody (a worker ``--until-idle`` then
+        exited with it so)."""
         for r in list(self._running.values()):
+            if r.token not in asked:
+                continue
             task_id = r.claimed.id
             if task_id not in beat.held or beat.tokens.get(task_id, r.token) != r.token:
                 if not (r.ctx is not None and r.ctx.cancelled):
