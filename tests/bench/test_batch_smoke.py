@@ -80,3 +80,29 @@ def test_remux_part_runs_three_lanes_on_the_same_commands(tmp_path: Path) -> Non
     assert "Fredica / the faster hand lane <= 1.25x" in text
     # The clips were made once, in the cache under the temporary folder, and are kept.
     assert len(list((tmp_path / "fredica-bench-clips" / "mkv-5s-2").glob("clip*.mkv"))) == 2
+
+
+def test_jobs_part_runs_every_endpoint_and_times_its_first_frame(tmp_path: Path) -> None:
+    text, out = _bench(tmp_path, "jobs")
+    j = out["jobs"]
+    assert j["n"] == 4 and j["lanes"] == 2 and j["server_start_s"] > 0
+    endpoints = {e["endpoint"] for e in j["endpoints"].values()}
+    # Every endpoint the server offers but the two that need what cannot run here (a model
+    # server, a video site).
+    assert endpoints >= {
+        "sleep",
+        "probe",
+        "transcode_mp4",
+        "extract_audio",
+        "extract_subtitles",
+        "thumbnail",
+        "transcribe",
+        "export_subtitles",
+        "analyze",
+        "download",
+    }
+    for name, e in j["endpoints"].items():
+        assert e["jobs"] == 4 and e["failed"] == [], name
+        assert 0 < e["first_p50_s"] <= e["first_p99_s"], name
+        assert e["first_p50_s"] <= e["total_p50_s"], name
+    assert text.count("PASS  ") + text.count("FAIL  ") == len(j["endpoints"])
