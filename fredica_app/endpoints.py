@@ -49,6 +49,9 @@ class EndpointsProcess:
         #: The environment variables a job may read an API key from.
         self.api_key_envs = list(api_key_envs)
         self.start_timeout = start_timeout
+        #: Endpoints whose child the server starts at once (``--warm``): those the queued
+        #: work is about to use.
+        self.warm: list[str] = []
         self.process: asyncio.subprocess.Process | None = None
         self._address: EndpointsAddress | None = None
         self._lock = asyncio.Lock()
@@ -80,6 +83,8 @@ class EndpointsProcess:
             options += ["--allow-key-env", name]
         if self.log_file is not None:
             options += ["--log-file", str(self.log_file)]
+        for name in self.warm:
+            options += ["--warm", name]
         self.process = await asyncio.create_subprocess_exec(
             *endpoints_server_argv(),
             "--host",

@@ -33,6 +33,14 @@ from workers.tasktypes import TaskPayload, TaskType, TaskTypeRegistry, builtin_r
 JOBS: dict[str, Job] = {job.task_type: job for job in CATALOGUE}
 
 
+def endpoints_of(task_types: set[str]) -> list[str]:
+    """The endpoints that run tasks of these types (those that have one), sorted."""
+    names = {JOBS[t].name for t in task_types if t in JOBS}
+    if SleepSubprocessExecutor.task_type.name in task_types:
+        names.add(SleepSubprocessExecutor.endpoint)
+    return sorted(names)
+
+
 def payload_model(job: Job) -> type[TaskPayload]:
     """The payload of ``job``'s tasks: the queue's own keys (``schema_version``,
     ``check_skip``) and the job's params, validated as the endpoint validates them."""

@@ -73,6 +73,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "too; only warnings reach stderr, one line each (default: warnings to stderr only)",
     )
     p.add_argument(
+        "--warm",
+        action="append",
+        default=[],
+        metavar="ENDPOINT",
+        help="start a spare child for ENDPOINT at once, so that its first job finds it ready "
+        "(repeatable; default: each endpoint's first job starts its child)",
+    )
+    p.add_argument(
         "--parent-pid",
         type=int,
         default=None,
@@ -147,6 +155,7 @@ async def serve(args: argparse.Namespace, token: str, ssl_context: ssl.SSLContex
     for sig in (signal.SIGINT, signal.SIGTERM):  # before the port is told: a parent may stop
         loop.add_signal_handler(sig, stop.set)  # us as soon as it has read it
     print(json.dumps({"port": port}), flush=True)
+    server.warm(args.warm)  # after the port is told: the client is not kept waiting for it
     parent = os.getppid()
     while not stop.is_set():
         if os.getppid() != parent:

@@ -158,6 +158,9 @@ class Fredica(Submission):
         early: asyncio.Task[object] | None = None
         try:
             if start_endpoints:
+                # The children of the endpoints the queued work will use start with the
+                # server: the first PROBE and TRANSCODE_MP4 of a run need not start theirs.
+                self.endpoints.warm = jobs.endpoints_of(await self.store.queued_types())
                 early = asyncio.create_task(self.endpoints.address())
             engine = self.make_engine(max_workers=max_workers)
             if self.settings.keep_awake:

@@ -300,6 +300,21 @@ def _prepare_spare(cls: type[ProcessEndpoint], now: float) -> None:
         child.discard()
 
 
+def warm(cls: type[TaskEndpoint]) -> bool:
+    """Start a warm spare for ``cls`` in the background, unless one is idle already or its
+    jobs do not run in a child (False then): for an endpoint a client is about to use, so
+    that even its first job finds its child started."""
+    if not (
+        isinstance(cls, type)
+        and issubclass(cls, ProcessEndpoint)
+        and (cls.keep_spare or cls.reuse_child)
+    ):
+        return False
+    now = asyncio.get_running_loop().time()
+    _in_background(lambda: _prepare_spare(cls, now))
+    return True
+
+
 def idle_children() -> dict[str, int]:
     """How many children wait idle, per endpoint name (the server's status, the tests)."""
     with _idle_lock:
@@ -317,6 +332,8 @@ def _discard_spares() -> None:
     with _idle_lock:
         children = [child for idle in _idle.values() for child in idle]
         _idle.clear()
+    for child in children:
+        child.jobs.close()  # all told at once: they exit side by side, not one after another
     for child in children:
         child.discard()
 

@@ -24,7 +24,7 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ from python_endpoints.protocol import (
 )
 from python_endpoints.serving.child import JobCancelled, JobFailed
 from python_endpoints.serving.endpoint import TaskEndpoint, close_spares
+from python_endpoints.serving.endpoint import warm as warm_endpoint
 from python_endpoints.serving.outputlocks import Claim, OutputLocks, take_turn
 from python_endpoints.serving.policy import JobPolicy
 from python_endpoints.serving.skips import skipped_result
@@ -91,6 +92,19 @@ class EndpointServer:
         #: The final paths the running jobs write (one server per library is assumed).
         self.output_locks = OutputLocks()
         self._server: Server | None = None
+
+    def warm(self, names: Iterable[str]) -> list[str]:
+        """Start a warm spare child for each of these endpoints, in the background (a client
+        says which it is about to use: the first job of each finds its child started). The
+        names it warmed; an unknown one, or one whose jobs run in the event loop, is left."""
+        warmed = []
+        for name in names:
+            cls = self.endpoints.get(name)
+            if cls is not None and warm_endpoint(cls):
+                warmed.append(name)
+            else:
+                log.info("not warmed: %s (unknown, or no child to start)", name)
+        return warmed
 
     async def start(
         self, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None

@@ -161,3 +161,9 @@ def test_the_app_values_fill_what_each_row_names(tmp_path: Path) -> None:
     noop = TaskSpec(key="n", type="NOOP", payload={})
     jobs.fill_from_settings(noop, values)  # not a catalogue job: nothing to fill
     assert noop.payload == {}
+
+
+def test_the_endpoints_of_task_types() -> None:
+    types = {"PROBE", "TRANSCODE_MP4", "NOOP", "SLEEP_SUBPROCESS", "UNKNOWN"}
+    assert jobs.endpoints_of(types) == ["probe", "sleep", "transcode_mp4"]
+    assert jobs.endpoints_of(set()) == []

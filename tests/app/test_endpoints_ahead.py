@@ -67,3 +67,29 @@ async def test_without_it_the_server_waits_for_a_job(tmp_path: Path) -> None:
             assert app.endpoints.process is None
     finally:
         await app.close()
+
+
+async def test_the_endpoints_of_queued_work_start_their_child_with_the_server(
+    tmp_path: Path,
+) -> None:
+    app = Fredica.open(tmp_path / "data")
+    spec = {"tasks": [{"key": "s", "type": "SLEEP_SUBPROCESS", "payload": {"seconds": 0.1}}]}
+    await app.submit(spec)
+    app.queue_flag.write_text("paused\n")  # nothing is claimed: no job starts a child
+    try:
+        async with app.engine_session(start_endpoints=True):
+            assert app.endpoints.warm == ["sleep"]
+            await _until(lambda: app.endpoints.process is not None, within=30)
+            assert app.endpoints.process is not None
+            server = psutil.Process(app.endpoints.process.pid)
+
+            def spare() -> bool:
+                return any(
+                    "multiprocessing" in " ".join(c.cmdline())
+                    and "resource_tracker" not in " ".join(c.cmdline())
+                    for c in server.children()
+                )
+
+            await _until(spare, within=30)
+    finally:
+        await app.close()

@@ -171,3 +171,18 @@ async def test_an_endpoint_whose_library_keeps_state_never_reuses_its_child() ->
     assert ENDPOINTS["transcribe"].reuse_child is True  # type: ignore[attr-defined]
     assert ENDPOINTS["transcode_mp4"].reuse_child is True  # type: ignore[attr-defined]
     assert ENDPOINTS["probe"].reuse_child is True  # type: ignore[attr-defined]
+
+
+async def test_warm_starts_a_child_for_an_endpoint_before_its_first_job(
+    server: tuple[EndpointServer, int],
+) -> None:
+    """What ``--warm`` does: the client names the endpoints it is about to use."""
+    assert server[0].warm(["sleep", "download", "transmogrify"]) == ["sleep"]
+    for _ in range(200):
+        if endpoint.idle_children() == {"sleep": 1}:
+            break
+        await asyncio.sleep(0.05)
+    assert endpoint.idle_children() == {"sleep": 1}  # the in-loop download has no child
+    [spare] = job_processes()
+    pid, last = await one_job(server, seconds=0.2)
+    assert pid == spare.pid and last["type"] == "result"

@@ -214,6 +214,18 @@ class ReadsMixin(StoreBase):
             task_ids, ((r.id, bool(r.is_paused), r.lease_token) for r in rows)
         )
 
+    async def queued_types(self) -> set[str]:
+        """The types of the tasks that are to run: unfinished and not held (one read)."""
+        return await self._read(self._queued_types_tx)
+
+    def _queued_types_tx(self, conn: sa.Connection) -> set[str]:
+        rows = conn.execute(
+            sa.select(task_t.c.type)
+            .where(task_t.c.status.in_(states.ACTIVE), sa.not_(task_t.c.is_paused))
+            .distinct()
+        )
+        return {r[0] for r in rows}
+
     async def busy_resources(self) -> dict[str, int]:
         """How many tasks of each resource class are claimed or running, all workers together."""
         return await self._read(self._busy_tx)
