@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from fredica_app.entry import is_frozen
+from fredica_app.version import fredica_version
 
 #: Every check, in the order they run.
 CHECKS = ("python", "qt", "database", "endpoints", "ffmpeg", "speech")
@@ -624,7 +625,7 @@ def report_json(results: Sequence[CheckResult], seconds: float) -> dict[str, Any
     return {
         "ok": all(r.ok for r in results),
         "seconds": round(seconds, 3),
-        "version": _version(),
+        "version": fredica_version(),
         "frozen": is_frozen(),
         "python": platform.python_version(),
         "checks": [{**r.as_json(), "seconds": round(r.seconds, 3)} for r in results],
@@ -635,7 +636,7 @@ def report_lines(results: Sequence[CheckResult], seconds: float) -> list[str]:
     """The table: a line per check (name, status, seconds, detail), a ``fix:`` line under
     each failure, and a last line that sums it up."""
     how = "frozen bundle" if is_frozen() else "from source"
-    lines = [f"Fredica self-test (fredica {_version()}, {how})"]
+    lines = [f"Fredica self-test (fredica {fredica_version()}, {how})"]
     width = max(len(n) for n in (*CHECKS, *(r.name for r in results)))
     for r in results:
         took = "     -" if r.skipped else f"{r.seconds:5.1f}s"
@@ -651,13 +652,6 @@ def report_lines(results: Sequence[CheckResult], seconds: float) -> list[str]:
     else:
         lines.append(f"all {len(results)} checks passed in {seconds:.1f} s")
     return lines
-
-
-def _version() -> str:
-    try:
-        return version("fredica")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def main(*, json_output: bool = False, budget: float = BUDGET_SECONDS) -> int:
