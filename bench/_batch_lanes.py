@@ -47,7 +47,7 @@ DURATION_TOLERANCE = 0.5
 #: A task's payload keys that are Fredica's plumbing, not params of the job's command: the
 #: paths (given to the builder) and what the websocket executor strips before the job sees it.
 PLUMBING_KEYS = frozenset({"input", "output", "check_skip", "schema_version"})
-LANES = ("fredica", "sequential", "xargs")
+LANES = ("fredica", "process", "sequential", "xargs")
 
 
 # --- shared helpers ---------------------------------------------------------------------------
@@ -369,10 +369,7 @@ def fredica_lane(batch: Batch, data_dir: Path, capture: bool) -> dict[str, Any]:
             problems.append(f"fredica add made {len(added)} runs for {len(batch.clips)} clips")
     if worker.returncode:
         problems.append(f"fredica worker exited {worker.returncode}: {err.strip()[-500:]}")
-    runs = json.loads(run(fredica(data_dir, "runs", "--json"), "fredica runs").stdout)
-    not_done = [r["id"] for r in runs if r["status"] != "completed"]
-    if len(runs) != len(batch.clips) or not_done:
-        problems.append(f"fredica: {len(runs)} runs, not completed: {not_done}")
+    _check_runs(batch, data_dir, "fredica", problems)
     row = _task_table(batch, data_dir, began, ended, problems)
     if problems:
         # Kept for a look (the bench removes its folder): the database, the logs, the
@@ -386,6 +383,41 @@ def fredica_lane(batch: Batch, data_dir: Path, capture: bool) -> dict[str, Any]:
     else:
         row.pop("payloads")
     return {"wall_s": wall, "busy": busy, "add_s": add_s, **row, "problems": problems}
+
+
+def process_lane(batch: Batch, data_dir: Path) -> dict[str, Any]:
+    """``fredica process DIR --template transcode_mp4``: the folder added, submitted and run
+    by one command (its own engine), which ends when its runs have; on a data directory of
+    its own made beforehand (untimed). Checked as the other Fredica lane."""
+    problems: list[str] = []
+    run(fredica(data_dir, "runs"), "fredica runs")
+    cpu0, t0 = cpu_jiffies(), time.perf_counter()
+    began = time.time()
+    done = subprocess.run(
+        fredica(data_dir, "process", str(batch.folder), "--template", "transcode_mp4"),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+    )
+    ended = time.time()
+    wall = time.perf_counter() - t0
+    busy = busy_fraction(cpu0, cpu_jiffies())
+    if done.returncode:
+        problems.append(f"fredica process exited {done.returncode}: {done.stderr[-500:]}")
+    _check_runs(batch, data_dir, "fredica process", problems)
+    row = _task_table(batch, data_dir, began, ended, problems)
+    row.pop("payloads")
+    return {"wall_s": wall, "busy": busy, "process_s": row["worker_s"], "problems": problems}
+
+
+def _check_runs(batch: Batch, data_dir: Path, lane: str, problems: list[str]) -> None:
+    """One run per clip, every one completed (``fredica runs --json``)."""
+    runs = json.loads(run(fredica(data_dir, "runs", "--json"), "fredica runs").stdout)
+    not_done = [r["id"] for r in runs if r["status"] != "completed"]
+    if len(runs) != len(batch.clips) or not_done:
+        problems.append(f"{lane}: {len(runs)} runs, not completed: {not_done}")
 
 
 def _task_table(
@@ -501,6 +533,12 @@ def measure_media(
                 finally:
                     shutil.rmtree(data_dir, ignore_errors=True)
                 argv_check = row.pop("argv", argv_check)
+            elif lane == "process":
+                data_dir = batch.work / f"{batch.name}-process-{n}"
+                try:
+                    row = process_lane(batch, data_dir)
+                finally:
+                    shutil.rmtree(data_dir, ignore_errors=True)
             elif lane == "sequential":
                 row = sequential_lane(batch)
             else:
@@ -527,8 +565,10 @@ def measure_media(
         "median_s": medians,
         "best_hand": best,
         "ratio": medians["fredica"] / medians[best],
+        "ratio_process": medians["process"] / medians[best],
         "busy": busy,
         "cpu_ratio": busy["fredica"] / busy["xargs"] if busy["xargs"] else float("nan"),
+        "cpu_ratio_process": busy["process"] / busy["xargs"] if busy["xargs"] else float("nan"),
         "phases_s": {k: statistics.median(r[k] for r in fred) for k in PHASES},
         "transcode_task_s": statistics.median(t for r in fred for t in r["transcode_task_s"]),
         "probe_task_s": statistics.median(t for r in fred for t in r["probe_task_s"]),

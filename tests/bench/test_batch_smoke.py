@@ -58,16 +58,17 @@ def test_startup_part_times_each_command_and_profiles_the_slowest(tmp_path: Path
     assert text.count("PASS  ") + text.count("FAIL  ") == 4
 
 
-def test_remux_part_runs_three_lanes_on_the_same_commands(tmp_path: Path) -> None:
+def test_remux_part_runs_four_lanes_on_the_same_commands(tmp_path: Path) -> None:
     text, out = _bench(tmp_path, "remux")
     m = out["remux"]
     assert m["clips"] == 2 and m["rounds"] == 1
-    for lane in ("fredica", "sequential", "xargs"):
+    for lane in ("fredica", "process", "sequential", "xargs"):
         assert len(m["walls_s"][lane]) == 1 and m["walls_s"][lane][0] > 0
         assert 0 < m["busy"][lane] <= 1
     best = min(("sequential", "xargs"), key=lambda lane: m["median_s"][lane])
     assert m["best_hand"] == best
     assert m["ratio"] == m["median_s"]["fredica"] / m["median_s"][best]
+    assert m["ratio_process"] == m["median_s"]["process"] / m["median_s"][best]
     # Fredica's real ffmpeg commands were captured and are the ones the hand lanes run.
     assert m["argv_check"]["captured"] >= 1
     assert m["argv_check"]["identical"] == m["argv_check"]["captured"]
@@ -78,6 +79,7 @@ def test_remux_part_runs_three_lanes_on_the_same_commands(tmp_path: Path) -> Non
     assert checks["remux: every run completed, outputs valid"] is True
     assert checks["remux: Fredica's ffmpeg commands are the hand lanes' (captured once)"] is True
     assert "Fredica / the faster hand lane <= 1.25x" in text
+    assert "Fredica process / the faster hand lane <= 1.25x" in text
     # The clips were made once, in the cache under the temporary folder, and are kept.
     assert len(list((tmp_path / "fredica-bench-clips" / "mkv-5s-2").glob("clip*.mkv"))) == 2
 
