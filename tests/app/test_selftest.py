@@ -391,9 +391,10 @@ def test_the_table_puts_a_fix_under_each_failure() -> None:
     assert [c["skipped"] for c in report["checks"]] == [False, False, True]
 
 
-def test_clip_argv_is_a_list_with_no_shell() -> None:
-    argv = selftest.clip_argv("/opt/ff mpeg", Path("/tmp/a b/out.mp4"))
-    assert argv[0] == "/opt/ff mpeg" and argv[-1] == str(Path("/tmp/a b/out.mp4"))
+def test_clip_argv_is_a_list_with_no_shell(tmp_path: Path) -> None:
+    ffmpeg, out = str(tmp_path / "ff mpeg"), tmp_path / "a b" / "out.mp4"
+    argv = selftest.clip_argv(ffmpeg, out)
+    assert argv[0] == ffmpeg and argv[-1] == str(out)
     assert argv[argv.index("-c:v") + 1] == "libx264" and argv[argv.index("-c:a") + 1] == "aac"
 
 
