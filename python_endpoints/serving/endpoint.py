@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import multiprocessing
 import multiprocessing.synchronize
 import os
@@ -195,8 +194,6 @@ class _Child:
     jobs: Connection  # where its jobs are sent
     cancel: multiprocessing.synchronize.Event
     resume: multiprocessing.synchronize.Event
-    #: It waits for another job after one that ended with a result.
-    reuse: bool = False
     #: Jobs given to it so far.
     jobs_done: int = 0
     #: When it was last put back among the idle (the event loop's clock).
@@ -221,7 +218,7 @@ class _Child:
         process.start()
         writer.close()  # the child holds the only writer: its death is the reader's EOF
         job_reader.close()
-        return cls(process, reader, job_writer, cancel, resume, reuse)
+        return cls(process, reader, job_writer, cancel, resume)
 
     def discard(self) -> None:
         """Let it go: closing its jobs pipe tells an idle child to exit (it releases what it
@@ -281,13 +278,14 @@ def _keep_idle(cls: type[ProcessEndpoint], child: _Child, now: float) -> bool:
 
 
 def _expire_idle(cls: type[ProcessEndpoint], now: float) -> None:
-    """Discard ``cls``'s children idle for :data:`IDLE_TTL` or more, but the last one."""
+    """Let go, in the background, ``cls``'s children idle for :data:`IDLE_TTL` or more, but
+    the last one."""
     with _idle_lock:
         idle = _idle.get(cls, [])
         expired = [c for c in idle[:-1] if now - c.idle_since >= IDLE_TTL]
         _idle[cls] = [c for c in idle if c not in expired]
     for child in expired:
-        child.discard()
+        _in_background(child.discard)
 
 
 def _prepare_spare(cls: type[ProcessEndpoint], now: float) -> None:
@@ -304,11 +302,7 @@ def warm(cls: type[TaskEndpoint]) -> bool:
     """Start a warm spare for ``cls`` in the background, unless one is idle already or its
     jobs do not run in a child (False then): for an endpoint a client is about to use, so
     that even its first job finds its child started."""
-    if not (
-        isinstance(cls, type)
-        and issubclass(cls, ProcessEndpoint)
-        and (cls.keep_spare or cls.reuse_child)
-    ):
+    if not (issubclass(cls, ProcessEndpoint) and (cls.keep_spare or cls.reuse_child)):
         return False
     now = asyncio.get_running_loop().time()
     _in_background(lambda: _prepare_spare(cls, now))
@@ -457,14 +451,11 @@ class ProcessEndpoint(TaskEndpoint):
             kept = self._keep_child(loop.time())
             return result
         finally:
-            if not kept:
-                await self._reap()
             if kept:
-                loop.call_later(
-                    IDLE_TTL + 0.1,
-                    lambda: _in_background(functools.partial(_expire_idle, cls, loop.time())),
-                )
-            elif cls.keep_spare:
+                loop.call_later(IDLE_TTL + 0.1, lambda: _expire_idle(cls, loop.time()))
+            else:
+                await self._reap()
+            if not kept and cls.keep_spare:
                 # The next spare is started once this job is over, not beside it: its start
                 # (an interpreter, PyAV, the job's imports and warm-up: ~0.3 s of CPU) would
                 # take that CPU from the job — ffmpeg — on a small machine.
@@ -643,8 +634,10 @@ class ProcessEndpoint(TaskEndpoint):
             return
         loop = asyncio.get_running_loop()
         if self.child is not None:
-            self.child.jobs.close()  # a reusable child waiting for a job exits on this
-            if self.child.reuse and process.is_alive() and not self._cancelling:
+            # A child that waits for a job exits on this; one that sent its last message is
+            # exiting: either is left a moment to end by itself.
+            self.child.jobs.close()
+            if process.is_alive() and not self._cancelling:
                 await loop.run_in_executor(None, process.join, 0.5)
         if process.is_alive() and process.pid:
             await loop.run_in_executor(None, procs.kill_tree, process.pid)
