@@ -14,7 +14,7 @@ from the catalogue's rows, one of each per row:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -25,7 +25,7 @@ from fredica_app.settings import Settings
 from python_endpoints.catalogue import CATALOGUE, Job
 from workers.executor import TaskExecutor
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
-from workers.executors.websocket import AddressSource, EndpointExecutor
+from workers.executors.websocket import AddressSource, EndpointExecutor, WebSocketExecutor
 from workers.spec import TaskSpec
 from workers.tasktypes import TaskPayload, TaskType, TaskTypeRegistry, builtin_registry
 
@@ -33,12 +33,16 @@ from workers.tasktypes import TaskPayload, TaskType, TaskTypeRegistry, builtin_r
 JOBS: dict[str, Job] = {job.task_type: job for job in CATALOGUE}
 
 
-def endpoints_of(task_types: set[str]) -> list[str]:
-    """The endpoints that run tasks of these types (those that have one), sorted."""
-    names = {JOBS[t].name for t in task_types if t in JOBS}
-    if SleepSubprocessExecutor.task_type.name in task_types:
-        names.add(SleepSubprocessExecutor.endpoint)
-    return sorted(names)
+def endpoints_of(executors: Iterable[TaskExecutor], task_types: Collection[str]) -> list[str]:
+    """The endpoints on which these executors run tasks of these types, sorted (an executor
+    that runs its tasks in the engine has none)."""
+    return sorted(
+        {
+            e.endpoint
+            for e in executors
+            if isinstance(e, WebSocketExecutor) and e.task_type.name in task_types
+        }
+    )
 
 
 def payload_model(job: Job) -> type[TaskPayload]:

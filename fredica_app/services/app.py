@@ -157,12 +157,13 @@ class Fredica(Submission):
         awake: AwakeWhileBusy | None = None
         early: asyncio.Task[object] | None = None
         try:
+            engine = self.make_engine(max_workers=max_workers)
             if start_endpoints:
                 # The children of the endpoints the queued work will use start with the
                 # server: the first PROBE and TRANSCODE_MP4 of a run need not start theirs.
-                self.endpoints.warm = jobs.endpoints_of(await self.store.queued_types())
+                queued = await self.store.queued_types()
+                self.endpoints.warm = jobs.endpoints_of(engine.executors.values(), queued)
                 early = asyncio.create_task(self.endpoints.address())
-            engine = self.make_engine(max_workers=max_workers)
             if self.settings.keep_awake:
                 backend = self.awake_backend or keep_awake_for_platform()
                 awake = AwakeWhileBusy(engine.bus, backend)

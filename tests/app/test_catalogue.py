@@ -164,6 +164,10 @@ def test_the_app_values_fill_what_each_row_names(tmp_path: Path) -> None:
 
 
 def test_the_endpoints_of_task_types() -> None:
+    async def nowhere() -> None:
+        return None
+
+    executors = jobs.executors(nowhere)
     types = {"PROBE", "TRANSCODE_MP4", "NOOP", "SLEEP_SUBPROCESS", "UNKNOWN"}
-    assert jobs.endpoints_of(types) == ["probe", "sleep", "transcode_mp4"]
-    assert jobs.endpoints_of(set()) == []
+    assert jobs.endpoints_of(executors, types) == ["probe", "sleep", "transcode_mp4"]
+    assert jobs.endpoints_of(executors, set()) == []
