@@ -675,3 +675,18 @@ async def test_unmet_deps_invariant_holds_after_mixed_operations(
         """,
     )
     assert mismatches == []
+
+
+async def test_queued_types_are_those_of_unfinished_tasks_not_held(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    sleep = {"key": "s", "type": "SLEEP", "payload": {"seconds": 1}}
+    held = {"key": "h", "type": "SLEEP_SUBPROCESS", "payload": {"seconds": 1}}
+    created = await submit(store, registry, [noop("a"), sleep, held])
+    assert await store.queued_types() == {"NOOP", "SLEEP", "SLEEP_SUBPROCESS"}
+    await store.set_paused(created.task_ids["h"], True)
+    [c] = await store.claim("w")  # the first submitted: the NOOP
+    assert c.task.type == "NOOP"
+    assert await store.queued_types() == {"NOOP", "SLEEP"}  # claimed: still to run
+    await store.complete(c.id, c.lease_token, {})
+    assert await store.queued_types() == {"SLEEP"}  # completed, or held: not queued
