@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from python_endpoints.errorcodes import ErrorType
 from python_endpoints.serving import logfile
+from python_endpoints.serving.starting import apply_environment
 
 Pausable = Literal["always", "never", "now", "not_now"]
 
@@ -234,12 +235,31 @@ def release_semaphores() -> None:
 
 
 def _watch_parent(parent_pid: int) -> None:
-    """Exit when the parent dies: a job never outlives its server, nor do its processes."""
+    """Exit when the parent dies: a job never outlives its server, nor do its processes.
+
+    The parent is the server (``parent_pid``), or the fork server that forked this child,
+    which exits when the server dies (:mod:`python_endpoints.serving.starting`)."""
+    parent = os.getppid()
+    if parent != parent_pid and not _alive(parent_pid):  # the server died before we started
+        # (parents differ only where children are forked: never on Windows, whose os.kill
+        # would end the process)
+        os._exit(1)
     while True:
-        if os.getppid() != parent_pid:
+        if os.getppid() != parent:
             kill_tracked_processes()
             os._exit(1)
         time.sleep(0.5)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` exists (POSIX)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, and is not ours to signal
+        return True
+    return True
 
 
 def _child_main(
@@ -252,6 +272,7 @@ def _child_main(
     parent_pid: int,
     log_file: str | None = None,
     reuse: bool = False,
+    environment: dict[str, Any] | None = None,
 ) -> None:
     """A job's child: import the job's module (the slow part of a start) and call its
     ``warm_up(endpoint)`` if it has one, then wait for the job itself. Started ahead of time,
@@ -262,8 +283,11 @@ def _child_main(
     for another job instead of exiting (the server keeps the child for the endpoint's next
     job, or closes ``jobs``: then it exits). After an error it always exits: a job that failed
     may have left its process in any state. So does a child whose job module says it may not
-    be reused now (its ``reusable()``)."""
+    be reused now (its ``reusable()``). ``environment``: the server's environment and
+    working folder, for a child forked by the fork server."""
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    if environment is not None:
+        apply_environment(environment)
     if log_file is not None:
         logfile.log_to_file(Path(log_file))
     else:

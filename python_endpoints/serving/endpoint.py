@@ -5,11 +5,12 @@ Two kinds of job:
 - :class:`LoopEndpoint` — runs in the server's event loop (I/O-bound work). It gets a
   :class:`LoopContext`: ``report_progress``, cooperative ``wait_if_paused``,
   ``request_pause(reason)`` / ``request_resume()``, a cancel signal.
-- :class:`ProcessEndpoint` — runs a top-level function in a child process started with the
-  ``spawn`` method (CPU/GPU-bound work). The child gets a :class:`ChildContext` over a
-  ``status_queue``, a ``cancel_event`` and a ``resume_event``. To ask for a pause itself the
-  child clears ``resume_event``, then puts ``pause_request``, then waits — in that order, so a
-  resume can never be lost between the request and the wait.
+- :class:`ProcessEndpoint` — runs a top-level function in a child process (CPU/GPU-bound
+  work), forked by a fork server or spawned (:mod:`python_endpoints.serving.starting`).
+  The child gets a :class:`ChildContext` over a ``status_queue``, a ``cancel_event`` and a
+  ``resume_event``. To ask for a pause itself the child clears ``resume_event``, then puts
+  ``pause_request``, then waits — in that order, so a resume can never be lost between the
+  request and the wait.
 
 Cancel: set the cancel event and the resume event, wait a grace period, then terminate and kill
 the whole process tree, remove partial outputs, send ``cancelled``. A child that exits with a
@@ -45,7 +46,7 @@ from python_endpoints.protocol import (
     Result,
     ResumeRequest,
 )
-from python_endpoints.serving import logfile, procs
+from python_endpoints.serving import logfile, procs, starting
 from python_endpoints.serving.child import (
     ChildContext,
     ChildTarget,
@@ -201,7 +202,7 @@ class _Child:
 
     @classmethod
     def start(cls, module: str, name: str, reuse: bool = False) -> _Child:
-        mp = multiprocessing.get_context("spawn")
+        mp = starting.context()
         # The child logs to the server's file (safe to share: see python_endpoints.serving.logfile).
         current = logfile.current_file()
         log_file = None if current is None else str(current)
@@ -211,7 +212,18 @@ class _Child:
         resume.set()
         process = mp.Process(
             target=_child_main,
-            args=(module, name, job_reader, writer, cancel, resume, os.getpid(), log_file, reuse),
+            args=(
+                module,
+                name,
+                job_reader,
+                writer,
+                cancel,
+                resume,
+                os.getpid(),
+                log_file,
+                reuse,
+                starting.child_environment() if starting.uses_forkserver() else None,
+            ),
             daemon=True,
             name=f"fredica-{name}",
         )
@@ -256,7 +268,8 @@ def _take_spare(cls: type[ProcessEndpoint]) -> _Child | None:
         idle = _idle.get(cls, [])
         while idle:
             candidate = idle.pop()
-            if candidate.process.is_alive():
+            pid = candidate.process.pid
+            if candidate.process.is_alive() and pid is not None and procs.running(pid):
                 child = candidate
                 break
             dead.append(candidate)
@@ -380,7 +393,7 @@ def validated_params(model: type[BaseModel], name: str, params: dict[str, Any]) 
 
 
 class ProcessEndpoint(TaskEndpoint):
-    """A job run by a top-level function in a child process (spawn)."""
+    """A job run by a top-level function in a child process."""
 
     @staticmethod
     def target(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:

@@ -23,6 +23,17 @@ def tree(pid: int) -> list[psutil.Process]:
         return []
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs: not gone, not a zombie (dead, not yet reaped — which a child
+    forked by a fork server stays until that server gets to it)."""
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
 def suspend_tree(pid: int) -> None:
     import psutil
 

@@ -1,0 +1,136 @@
+"""How children start: on Linux a fork server forks them from a process that imported the
+jobs' modules once. A forked child must still be where a spawned one would be (the server's
+environment and folder at its start), and must still end with its server. Real server, real
+fork server, real children."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from python_endpoints.serving import starting
+from python_endpoints.serving.endpoint import ProcessEndpoint
+from python_endpoints.serving.server import EndpointServer
+from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
+from tests.support.process_table import FORK_SERVER, assert_no_job_process_left
+
+forked_only = pytest.mark.skipif(
+    not starting.uses_forkserver(), reason="children are spawned here, not forked"
+)
+ENV_NAME = "FREDICA_TEST_CHILD_SEES"
+
+
+def where_am_i(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    parent = psutil.Process(os.getppid())
+    return {
+        "env": os.environ.get(ENV_NAME),
+        "cwd": os.getcwd(),
+        "parent": " ".join(parent.cmdline()),
+    }
+
+
+class WhereAmI(ProcessEndpoint):
+    name = "where"
+    target = staticmethod(where_am_i)
+
+
+async def one_job(port: int) -> dict[str, Any]:
+    async with open_task(port, name="where") as ws:
+        await start(ws)
+        frames = await frames_until(ws, "result", "error")
+    assert frames[-1]["type"] == "result", frames[-1]
+    result: dict[str, Any] = frames[-1]["result"]
+    return result
+
+
+@forked_only
+async def test_a_forked_child_has_the_server_s_environment_and_folder_of_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starting.start_early()  # the fork server's environment and folder are those of before
+    monkeypatch.setenv(ENV_NAME, "set after the fork server started")
+    monkeypatch.chdir(tmp_path)
+    srv = EndpointServer({"where": WhereAmI}, TOKEN)
+    port = await srv.start()
+    try:
+        seen = await one_job(port)
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
+    assert seen["env"] == "set after the fork server started"
+    assert seen["cwd"] == str(tmp_path)
+    assert FORK_SERVER in seen["parent"]  # forked, not spawned
+
+
+@forked_only
+def test_the_fork_server_and_its_children_end_with_a_killed_server(tmp_path: Path) -> None:
+    """SIGKILL of the server: the fork server sees its pipe close and exits, and an idle
+    child forked by it sees its parent go, and exits too."""
+    script = textwrap.dedent(
+        """
+        import asyncio, os, sys
+        from python_endpoints.serving import endpoint
+        from python_endpoints.serving.registry import ENDPOINTS
+
+        async def main():
+            endpoint.warm(ENDPOINTS["probe"])
+            while not endpoint.idle_children():
+                await asyncio.sleep(0.05)
+            print("ready", flush=True)
+            await asyncio.sleep(60)
+
+        asyncio.run(main())
+        """
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline().strip() == "ready"
+        tree = psutil.Process(server.pid).children(recursive=True)
+        forked = [p for p in tree if FORK_SERVER in " ".join(p.cmdline())]
+        assert len(forked) == 2  # the fork server and the probe's spare
+        server.kill()
+        server.wait(10)
+        _gone, alive = psutil.wait_procs(forked, timeout=10)
+        assert alive == []
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(10)
+        assert server.stdout is not None
+        server.stdout.close()
+
+
+def test_children_are_spawned_where_they_cannot_be_forked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert not starting.uses_forkserver()
+    monkeypatch.setattr(sys, "frozen", False, raising=False)
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert not starting.uses_forkserver()
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert starting.uses_forkserver()
+
+
+def test_a_child_applies_the_environment_it_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_NAME, "before")
+    sent = starting.child_environment()
+    monkeypatch.setenv(ENV_NAME, "changed in the fork server")
+    monkeypatch.setenv("FREDICA_TEST_ONLY_IN_FORK_SERVER", "1")
+    monkeypatch.chdir(tmp_path)
+    starting.apply_environment(sent)
+    assert os.environ[ENV_NAME] == "before"
+    assert "FREDICA_TEST_ONLY_IN_FORK_SERVER" not in os.environ
+    assert os.getcwd() == sent["cwd"] != str(tmp_path)
