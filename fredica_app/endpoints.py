@@ -20,9 +20,12 @@ import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fredica_app.entry import endpoints_server_argv
-from workers.executors.websocket import EndpointsAddress
+
+if TYPE_CHECKING:
+    from workers.executors.websocket import EndpointsAddress
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +57,44 @@ class EndpointsProcess:
         self.warm: list[str] = []
         self.process: asyncio.subprocess.Process | None = None
         self._address: EndpointsAddress | None = None
+        #: The token of the process started ahead by :meth:`prestart`, which waits for the
+        #: rest of its options on stdin; None otherwise.
+        self._prestarted: str | None = None
         self._lock = asyncio.Lock()
         self.starts = 0
+
+    def configure(
+        self,
+        *,
+        write_roots: Sequence[Path],
+        ffmpeg: Path | None,
+        api_key_envs: Sequence[str],
+        log_file: Path | None,
+    ) -> EndpointsProcess:
+        """Set what its jobs may do (``__init__``'s arguments), for its next start."""
+        self.write_roots = list(write_roots)
+        self.ffmpeg = ffmpeg
+        self.api_key_envs = list(api_key_envs)
+        self.log_file = log_file
+        return self
+
+    async def prestart(self) -> None:
+        """Start the server's process now, before its options are known (the app has not
+        read its settings yet): its interpreter and imports, and its children's fork
+        server, then run beside the app's own start. It waits for the rest of its options
+        (where jobs write, the ffmpeg, ``warm``…), which the first :meth:`address` sends; the
+        log file is set already. :meth:`stop` ends it."""
+        async with self._lock:
+            if self.process is None:
+                self._prestarted = secrets.token_urlsafe(32)
+                self.process = await self._spawn(self._prestarted, ["--options-on-stdin"])
 
     async def address(self) -> EndpointsAddress:
         """The running server's address, starting (or restarting) it when needed."""
         async with self._lock:
-            if self.process is None or self.process.returncode is not None:
+            if self._prestarted is not None and self._running():
+                await self._finish_start()
+            elif self._address is None or not self._running():
                 if self.process is not None:
                     log.warning(
                         "the endpoints server exited (code %s); starting a new one",
@@ -70,9 +104,12 @@ class EndpointsProcess:
             assert self._address is not None
             return self._address
 
+    def _running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
     async def _start(self) -> None:
+        self._prestarted = None
         token = secrets.token_urlsafe(32)
-        env = {**os.environ, TOKEN_ENV: token}
         options: list[str] = []
         for root in self.write_roots:
             root.mkdir(parents=True, exist_ok=True)
@@ -81,25 +118,55 @@ class EndpointsProcess:
             options += ["--ffmpeg", str(self.ffmpeg)]
         for name in self.api_key_envs:
             options += ["--allow-key-env", name]
-        if self.log_file is not None:
-            options += ["--log-file", str(self.log_file)]
         for name in self.warm:
             options += ["--warm", name]
-        self.process = await asyncio.create_subprocess_exec(
+        self.process = await self._spawn(token, options)
+        await self._read_port(token)
+
+    async def _finish_start(self) -> None:
+        """Send the prestarted server the rest of its options, and read its port."""
+        assert self.process is not None and self.process.stdin is not None
+        token, self._prestarted = self._prestarted, None
+        assert token is not None
+        for root in self.write_roots:
+            root.mkdir(parents=True, exist_ok=True)
+        options = {
+            "allow_write": [str(root) for root in self.write_roots],
+            "ffmpeg": None if self.ffmpeg is None else str(self.ffmpeg),
+            "allow_key_env": self.api_key_envs,
+            "warm": self.warm,
+        }
+        try:
+            self.process.stdin.write(json.dumps(options).encode() + b"\n")
+            await self.process.stdin.drain()
+            self.process.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it exited: told below, as the port it did not announce
+        await self._read_port(token)
+
+    async def _spawn(self, token: str, options: list[str]) -> asyncio.subprocess.Process:
+        if self.log_file is not None:
+            options = [*options, "--log-file", str(self.log_file)]
+        return await asyncio.create_subprocess_exec(
             *endpoints_server_argv(),
             "--host",
             self.host,
             *options,
             "--parent-pid",
             str(os.getpid()),
+            stdin=asyncio.subprocess.PIPE if "--options-on-stdin" in options else None,
             stdout=asyncio.subprocess.PIPE,
-            env=env,
+            env={**os.environ, TOKEN_ENV: token},
             # Its own session: a terminal's Ctrl-C signals the whole foreground process group,
             # and what a Ctrl-C does to jobs (pause them) is for the app to decide. Its job
             # children and their ffmpeg are in this session too.
             start_new_session=True,
         )
-        assert self.process.stdout is not None
+
+    async def _read_port(self, token: str) -> None:
+        from workers.executors.websocket import EndpointsAddress  # not needed to start it
+
+        assert self.process is not None and self.process.stdout is not None
         try:
             line = await asyncio.wait_for(self.process.stdout.readline(), self.start_timeout)
             port = int(json.loads(line)["port"])
@@ -113,6 +180,9 @@ class EndpointsProcess:
     async def stop(self) -> None:
         process, self.process = self.process, None
         self._address = None
+        self._prestarted = None
+        if process is not None and process.stdin is not None:
+            process.stdin.close()  # a prestarted server waiting for its options exits at this
         if process is None or process.returncode is not None:
             return
         process.terminate()

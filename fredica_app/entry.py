@@ -15,6 +15,7 @@ dispatch is tested without freezing.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -50,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == [ENDPOINTS_SERVER_ARG]:
         from python_endpoints.__main__ import main as serve_endpoints
 
-        return serve_endpoints(args[1:])
-    from fredica_app.cli import main as fredica
+        code = serve_endpoints(args[1:])
+        gc.freeze()  # a quick exit, as the command's (fredica_app.cli.quick_exit)
+        return code
+    from fredica_app.cli import run as fredica
 
     return fredica(args)

@@ -2,6 +2,6 @@
 
 import sys
 
-from fredica_app.cli import main
+from fredica_app.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -121,6 +121,7 @@ async def cmd_process(app: Fredica, args: argparse.Namespace) -> int:
     if not template.needs_source:
         created = await app.submit({"template": template.name}, priority=args.priority)
         return await _end_of_runs(app, await run_or_follow(app, [created.run_id]), args.json)
+    app.start_endpoints_early({task.type for task in template.tasks})
     items = list(args.items)
     if args.sample:
         items.append(str(await ensure_sample(app)))

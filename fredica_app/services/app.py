@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,10 +55,19 @@ class Fredica(Submission):
     awake_backend: KeepAwake | None = field(default=None, init=False)
 
     @classmethod
-    def open(cls, data_dir: Path | str | None = None, *, thorough: bool = True) -> Fredica:
+    def open(
+        cls,
+        data_dir: Path | str | None = None,
+        *,
+        thorough: bool = True,
+        endpoints: EndpointsProcess | None = None,
+    ) -> Fredica:
         """Open the data directory. ``thorough``: check the whole database file's integrity
-        (when an engine will run on it); without it, only what is cheap is checked."""
+        (when an engine will run on it); without it, only what is cheap is checked.
+        ``endpoints``: the server to use, started ahead (:meth:`EndpointsProcess.prestart`);
+        what its jobs may do is set here, from the settings."""
         paths = resolve_paths(data_dir).ensure()
+        endpoints = endpoints or EndpointsProcess()
         loaded = load_settings(paths.settings_file)
         engine = open_database(
             paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
@@ -75,7 +84,7 @@ class Fredica(Submission):
             LibraryStore(engine),
             # The server runs only this ffmpeg and lets ANALYZE read only this variable:
             # whoever holds its token cannot choose either.
-            EndpointsProcess(
+            endpoints.configure(
                 write_roots=[library_dir, models_dir],
                 ffmpeg=loaded.settings.ffmpeg_path,
                 api_key_envs=[key_env] if key_env else [],
@@ -138,6 +147,19 @@ class Fredica(Submission):
     @property
     def lock(self) -> DataDirLock:
         return DataDirLock(self.paths.engine_lock)
+
+    def start_endpoints_early(self, task_types: Collection[str]) -> None:
+        """Start the endpoints server now, in the background, with a child ready for each
+        endpoint that tasks of ``task_types`` run on: for a command about to submit work and
+        run it (``process``), so that the server and its first children start while the
+        items are imported and submitted, not after. Nothing is started when another
+        process's engine will run the work. :meth:`close` stops the server."""
+        if self.endpoints.process is not None or self.lock.is_held_elsewhere():
+            return
+        self.endpoints.warm = jobs.endpoints_of(jobs.executors(self.endpoints.address), task_types)
+        job = asyncio.create_task(_start_server(self.endpoints))
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
 
     @contextlib.asynccontextmanager
     async def engine_session(
@@ -240,6 +262,13 @@ class Fredica(Submission):
 
     async def restart_log(self) -> list[RestartLogEntry]:
         return await self.store.restart_log()
+
+
+async def _start_server(endpoints: EndpointsProcess) -> None:
+    try:
+        await endpoints.address()
+    except OSError as exc:  # told by the first job that needs the server
+        log.info("the endpoints server did not start ahead: %s", exc)
 
 
 async def _settled(job: asyncio.Task[object]) -> None:

@@ -4,11 +4,18 @@ when the first job asks for it — and is stopped with the session, started or n
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
+from fredica_app.endpoints import EndpointsProcess
 from fredica_app.services import Fredica
+from tests.endpoints.test_endpoints import frames_until, open_task, start
+from tests.support.process_table import job_processes
 
 
 async def _until(check: object, within: float = 60) -> None:
@@ -82,14 +89,67 @@ async def test_the_endpoints_of_queued_work_start_their_child_with_the_server(
             await _until(lambda: app.endpoints.process is not None, within=30)
             assert app.endpoints.process is not None
             server = psutil.Process(app.endpoints.process.pid)
-
-            def spare() -> bool:
-                return any(
-                    "multiprocessing" in " ".join(c.cmdline())
-                    and "resource_tracker" not in " ".join(c.cmdline())
-                    for c in server.children()
-                )
-
-            await _until(spare, within=30)
+            await _until(lambda: job_processes(server), within=30)
     finally:
         await app.close()
+
+
+async def test_a_server_started_before_the_settings_are_read_gets_them_at_its_first_use(
+    tmp_path: Path,
+) -> None:
+    """``prestart`` (what ``process`` and ``worker`` do first): the server starts with no
+    options, waits for them on stdin, and enforces what the settings say once they come."""
+    data = tmp_path / "data"
+    early = EndpointsProcess(log_file=tmp_path / "endpoints.log")
+    await early.prestart()
+    assert early.process is not None and early.process.returncode is None
+    server = psutil.Process(early.process.pid)
+    assert "--allow-write" not in server.cmdline()  # not known yet
+    app = Fredica.open(data, endpoints=early)
+    assert app.endpoints is early
+    media = tmp_path / "in.mkv"
+    media.write_bytes(b"not read: the output is refused first")
+    try:
+        address = await app.endpoints.address()
+        assert app.endpoints.starts == 1 and app.endpoints.process is early.process
+        async with open_task(address.port, "extract_audio", token=address.token) as ws:
+            await start(ws, input=str(media), output=str(tmp_path / "outside.wav"))
+            frames = await frames_until(ws, "result", "error")
+        assert frames[-1]["type"] == "error" and "outside the folders" in frames[-1]["error"]
+        assert not (tmp_path / "outside.wav").exists()
+        assert "serving the task endpoints" in (tmp_path / "endpoints.log").read_text()
+    finally:
+        await app.close()
+    await _until(lambda: not server.is_running() or server.status() == "zombie", within=10)
+
+
+async def test_a_server_started_ahead_and_never_used_goes_with_the_app(tmp_path: Path) -> None:
+    before = _alive_children()
+    early = EndpointsProcess()
+    await early.prestart()
+    app = Fredica.open(tmp_path / "data", endpoints=early)
+    await asyncio.sleep(0.5)  # its imports done, its fork server started: waiting for options
+    await app.close()
+    assert app.endpoints.process is None and app.endpoints.starts == 0
+    await _until(lambda: not (_alive_children() - before), within=10)
+
+
+@pytest.mark.parametrize(
+    ("given", "code", "said"),
+    [
+        ("", 0, ""),  # stdin closed: the parent no longer wants a server
+        ('{"allow_write": 3}\n', 1, "invalid options on stdin"),
+        ('{"unknown": []}\n', 1, "invalid options on stdin"),
+    ],
+)
+def test_the_server_s_options_on_stdin_are_validated(given: str, code: int, said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "python_endpoints", "--options-on-stdin"],
+        input=given,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FREDICA_ENDPOINTS_TOKEN": "t" * 32},
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (code, "")
+    assert said in done.stderr
