@@ -247,6 +247,11 @@ async def _follow(
     )
     bars: dict[str, TaskID] = {}
     seen: dict[str, str] = {}
+    # What each line shows now: a task whose record did not change is not drawn again (the
+    # follower keeps the record of a task that did not change), a batch's lines are not
+    # all drawn again at each change of one of them.
+    shown: dict[str, TaskRecord] = {}
+    shown_widths = (0, 0)
     ended_by = "done"
     # The change stream, not the whole runs every time: a read of a counter when nothing moved.
     follower = Queries(app.store).follower(run_ids)
@@ -255,9 +260,14 @@ async def _follow(
         while True:
             tasks = follower.tasks
             widths = task_columns(t for ts in tasks.values() for t in ts)
+            if widths != shown_widths:
+                shown.clear()
+                shown_widths = widths
             for run_tasks in tasks.values():
                 for t in run_tasks:
-                    _show(display, bars, seen, t, console, widths)
+                    if shown.get(t.id) is not t:
+                        _show(display, bars, seen, t, console, widths)
+                        shown[t.id] = t
             if interrupts.count:
                 ended_by = "paused"
                 break

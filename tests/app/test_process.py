@@ -21,6 +21,7 @@ import av
 import psutil
 import pytest
 
+from fredica_app import process as process_module
 from fredica_app.cli import main
 
 pytestmark = pytest.mark.slow
@@ -92,6 +93,29 @@ def test_process_sample_transcode_completes_and_fills_the_material(
     assert "skipped: its output is already up to date" in lines[row]
     assert lines[row + 1] == f"      → {mp4}"
     assert "skipped" in err and str(mp4) in err  # the line per change of status
+
+
+def test_following_a_run_draws_a_task_again_only_when_it_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's display is not drawn whole at each change of one task: each drawing of a
+    line has a record (or column widths) the line did not show before."""
+    drawn: list[tuple[str, int, tuple[int, int]]] = []
+    real_show = process_module._show
+
+    def show(display: Any, bars: Any, seen: Any, t: Any, console: Any, widths: Any) -> None:
+        drawn.append((t.id, id(t), widths))
+        real_show(display, bars, seen, t, console, widths)
+
+    monkeypatch.setattr(process_module, "_show", show)
+    data = tmp_path / "data"
+    code, _, err = fredica(capsys, data, "process", "--sample", "--template", "transcode_mp4")
+    assert code == 0, err
+    last: dict[str, tuple[int, tuple[int, int]]] = {}
+    for task_id, record, widths in drawn:
+        assert last.get(task_id) != (record, widths), "a line drawn again, unchanged"
+        last[task_id] = (record, widths)
+    assert len(last) == 2  # PROBE and TRANSCODE_MP4, each drawn
 
 
 def test_process_of_a_file_that_is_not_media_fails_clearly(
