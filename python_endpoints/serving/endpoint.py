@@ -81,6 +81,12 @@ class TaskEndpoint:
         """Run the job to its end; return its result. Raise :class:`JobFailed` for an error."""
         raise NotImplementedError
 
+    @classmethod
+    def prepare_early(cls, ffmpeg: str | None) -> None:
+        """Start, in the background, what the server finds for this endpoint's jobs before
+        they start (``ffmpeg``: the binary the server runs, None for the bundled one): a
+        client is about to use the endpoint (``warm``). Nothing by default."""
+
     async def pause(self) -> None:
         raise NotImplementedError
 

@@ -10,6 +10,9 @@ params model, target, pause support and skip rule.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,6 +57,12 @@ class EncoderTestingEndpoint(MediaEndpoint):
     are listed) and hands each job the one that works (``hardware_encoder``), instead of each
     job testing them in its child."""
 
+    @classmethod
+    def prepare_early(cls, ffmpeg: str | None) -> None:
+        # The test takes ~0.3 s: a batch's first job would wait for it.
+        with contextlib.suppress(JobFailed):  # no ffmpeg: the job reports it
+            _hardware_test(ffmpeg_binary({"ffmpeg": ffmpeg}))
+
     async def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["hardware"] and params["hardware_encoder"] is None:
             try:
@@ -61,11 +70,34 @@ class EncoderTestingEndpoint(MediaEndpoint):
             except JobFailed:
                 pass  # the job reports it
             else:
-                found = await asyncio.get_running_loop().run_in_executor(
-                    None, hardware_encoder, binary
-                )
+                found = await asyncio.wrap_future(_hardware_test(binary))
                 params = {**params, "hardware_encoder": found or "none"}
         return params
+
+
+#: The hardware encoder test of each ffmpeg binary, started once for the server's life (by
+#: the first job that needs it, or ahead by ``warm``); jobs that arrive while it runs wait
+#: for the same test.
+_hardware_tests: dict[str, concurrent.futures.Future[str | None]] = {}
+_hardware_lock = threading.Lock()
+
+
+def _hardware_test(binary: str) -> concurrent.futures.Future[str | None]:
+    with _hardware_lock:
+        test = _hardware_tests.get(binary)
+        if test is None:
+            test = _hardware_tests[binary] = concurrent.futures.Future()
+            threading.Thread(
+                target=_run_hardware_test, args=(binary, test), name="hardware test", daemon=True
+            ).start()
+    return test
+
+
+def _run_hardware_test(binary: str, test: concurrent.futures.Future[str | None]) -> None:
+    try:
+        test.set_result(hardware_encoder(binary))
+    except BaseException as exc:  # told to each job that waits for it
+        test.set_exception(exc)
 
 
 class SiteDownloadEndpoint(MediaEndpoint):

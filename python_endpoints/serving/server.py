@@ -101,6 +101,7 @@ class EndpointServer:
         for name in names:
             cls = self.endpoints.get(name)
             if cls is not None and warm_endpoint(cls):
+                cls.prepare_early(self.policy.ffmpeg)
                 warmed.append(name)
             else:
                 log.info("not warmed: %s (unknown, or no child to start)", name)

@@ -24,7 +24,7 @@ from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.sample import make_sample, sample_cues
 from python_endpoints.params import TranscodeParams
 from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
-from python_endpoints.serving import child, outputlocks
+from python_endpoints.serving import child, jobendpoints, outputlocks
 from python_endpoints.serving.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
@@ -225,6 +225,50 @@ async def test_reencode_falls_back_to_libx264_and_reports_progress(
     assert any(t.startswith("transcoding ") and " %" in t for t in texts)
     # The server tested the encoders once and told the child: it did not test them again.
     assert "looking for a hardware encoder" not in texts
+
+
+async def test_warming_transcode_starts_the_encoder_test_that_the_first_jobs_share(
+    samples: SampleCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm`` starts the hardware encoder test before any job; jobs that arrive while it
+    runs wait for that same test (one test per binary for the server's life)."""
+    tested: list[str] = []
+    real_test = jobendpoints.hardware_encoder
+
+    def counted(binary: str) -> str | None:
+        tested.append(binary)
+        time.sleep(0.5)  # a test slower than a job's start: the jobs wait for it
+        return real_test(binary)
+
+    monkeypatch.setattr(jobendpoints, "_hardware_tests", {})
+    monkeypatch.setattr(jobendpoints, "hardware_encoder", counted)
+    srv = EndpointServer(ENDPOINTS, TOKEN)
+    port = await srv.start()
+    try:
+        assert srv.warm(["transcode_mp4"]) == ["transcode_mp4"]
+        for _ in range(100):
+            if tested:
+                break
+            await asyncio.sleep(0.01)
+        assert tested == [media.ffmpeg_binary({})]  # started ahead, before any job
+        clip = str(samples.get("mkv"))
+        results = await asyncio.gather(
+            *(
+                result_of(
+                    port,
+                    "transcode_mp4",
+                    input=clip,
+                    output=str(tmp_path / f"{i}.mp4"),
+                    hardware=True,
+                )
+                for i in range(2)
+            )
+        )
+    finally:
+        await srv.close()
+    assert len(tested) == 1
+    assert {r["video_encoder"] for r in results} == {"copy"}  # h264 fits: the video is copied
+    await assert_no_job_process_left()
 
 
 async def test_a_known_hardware_encoder_is_used_without_testing_and_none_means_the_cpu(
