@@ -104,6 +104,12 @@ class EndpointsProcess:
             assert self._address is not None
             return self._address
 
+    @property
+    def serving(self) -> bool:
+        """Whether the server runs with its options (not started, started ahead and waiting
+        for them, or exited: False)."""
+        return self._address is not None and self._running()
+
     def _running(self) -> bool:
         return self.process is not None and self.process.returncode is None
 

@@ -153,8 +153,10 @@ class Fredica(Submission):
         endpoint that tasks of ``task_types`` run on: for a command about to submit work and
         run it (``process``), so that the server and its first children start while the
         items are imported and submitted, not after. Nothing is started when another
-        process's engine will run the work. :meth:`close` stops the server."""
-        if self.endpoints.process is not None or self.lock.is_held_elsewhere():
+        process's engine will run the work. A server started ahead
+        (:meth:`EndpointsProcess.prestart`) gets its options now. :meth:`close` stops the
+        server."""
+        if self.endpoints.serving or self.lock.is_held_elsewhere():
             return
         self.endpoints.warm = jobs.endpoints_of(jobs.executors(self.endpoints.address), task_types)
         job = asyncio.create_task(_start_server(self.endpoints))

@@ -123,6 +123,26 @@ async def test_a_server_started_before_the_settings_are_read_gets_them_at_its_fi
     await _until(lambda: not server.is_running() or server.status() == "zombie", within=10)
 
 
+async def test_process_s_early_start_sends_a_server_started_ahead_its_options_at_once(
+    tmp_path: Path,
+) -> None:
+    """What ``process`` does once the app is open: the server started ahead gets its options
+    and warms the template's endpoints, before anything is submitted."""
+    early = EndpointsProcess()
+    await early.prestart()
+    app = Fredica.open(tmp_path / "data", endpoints=early)
+    try:
+        app.start_endpoints_early({"PROBE", "TRANSCODE_MP4"})
+        await _until(lambda: app.endpoints.serving, within=60)
+        assert app.endpoints.starts == 1
+        assert app.endpoints.warm == ["probe", "transcode_mp4"]
+        assert early.process is not None
+        server = psutil.Process(early.process.pid)
+        await _until(lambda: len(job_processes(server)) == 2, within=60)  # one spare each
+    finally:
+        await app.close()
+
+
 async def test_a_server_started_ahead_and_never_used_goes_with_the_app(tmp_path: Path) -> None:
     before = _alive_children()
     early = EndpointsProcess()
