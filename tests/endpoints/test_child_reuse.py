@@ -57,6 +57,15 @@ async def gone(pid: int, within: float = 5.0) -> bool:
     return False
 
 
+async def assert_the_next_job_gets_another_child(
+    srv: tuple[EndpointServer, int], first: int
+) -> None:
+    """``first`` (a child's pid) is gone, and the next job runs to its result in another."""
+    assert await gone(first)
+    second, last = await one_job(srv, seconds=0.2)
+    assert second != first and last["type"] == "result"
+
+
 async def test_a_child_whose_job_ended_with_a_result_runs_the_next_job(
     server: tuple[EndpointServer, int],
 ) -> None:
@@ -83,9 +92,7 @@ async def test_after_an_error_the_child_goes_and_the_next_job_gets_another(
 ) -> None:
     first, last = await one_job(server, seconds=0.3, **params)
     assert last["type"] == "error"
-    assert await gone(first)
-    second, last = await one_job(server, seconds=0.2)
-    assert second != first and last["type"] == "result"
+    await assert_the_next_job_gets_another_child(server, first)
 
 
 async def test_a_cancelled_job_s_child_is_not_kept(server: tuple[EndpointServer, int]) -> None:
@@ -96,9 +103,7 @@ async def test_a_cancelled_job_s_child_is_not_kept(server: tuple[EndpointServer,
         assert running_child(server[0]).pid == first  # the kept child took it
         await ws.send(dump(Cancel()))
         assert (await frames_until(ws, "cancelled", "error"))[-1] == {"type": "cancelled"}
-    assert await gone(first)
-    second, last = await one_job(server, seconds=0.2)
-    assert second != first and last["type"] == "result"
+    await assert_the_next_job_gets_another_child(server, first)
 
 
 async def test_a_job_paused_on_the_way_leaves_its_child_to_go(
@@ -113,9 +118,7 @@ async def test_a_job_paused_on_the_way_leaves_its_child_to_go(
         await asyncio.sleep(0.2)
         await ws.send(dump(Resume()))
         assert (await frames_until(ws, "result", "error"))[-1]["type"] == "result"
-    assert await gone(first)
-    second, last = await one_job(server, seconds=0.2)
-    assert second != first and last["type"] == "result"
+    await assert_the_next_job_gets_another_child(server, first)
 
 
 async def test_a_job_module_can_say_its_child_takes_no_other_job(
@@ -125,9 +128,7 @@ async def test_a_job_module_can_say_its_child_takes_no_other_job(
     arrives as usual, then the child exits; the next job gets another."""
     first, last = await one_job(server, seconds=0.2, not_reusable=True)
     assert last == {"type": "result", "result": {"slept": 0.2}}
-    assert await gone(first)
-    second, last = await one_job(server, seconds=0.2)
-    assert second != first and last["type"] == "result"
+    await assert_the_next_job_gets_another_child(server, first)
 
 
 async def test_an_idle_child_that_died_is_replaced_without_an_error(
