@@ -108,3 +108,28 @@ def test_jobs_part_runs_every_endpoint_and_times_its_first_frame(tmp_path: Path)
         assert 0 < e["first_p50_s"] <= e["first_p99_s"], name
         assert e["first_p50_s"] <= e["total_p50_s"], name
     assert text.count("PASS  ") + text.count("FAIL  ") == len(j["endpoints"])
+
+
+def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Path) -> None:
+    """``python -m bench.process_cpu --quick``: both ways of starting a child (the fork
+    server where it is used), and CPU for the app's process, ffmpeg and the server's side."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.process_cpu", "--quick"],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        line.split("|")[0].strip(): line.split("|")[1].strip()
+        for line in done.stdout.splitlines()
+        if "|" in line
+    }
+    assert rows["child start, spawn"].endswith(" ms")
+    if sys.platform.startswith("linux"):
+        assert rows["child start, fork server"].endswith(" ms")
+    for kind in ("the app's process", "ffmpeg", "endpoints server, fork server, job children"):
+        assert float(rows[f"CPU: {kind}"].removesuffix(" s")) > 0, kind
+    assert rows["process DIR, wall"].endswith(" s")

@@ -1,0 +1,142 @@
+"""Where a batch's CPU goes, and what a job's child costs to start.
+
+1. Child start: a child process that imports the media jobs' module and says so, started
+   8 times one after another with ``spawn`` and with the fork server Fredica uses on
+   Linux (``python_endpoints.serving.starting``: its modules preloaded, the fork server
+   started and given a second to import first). Median milliseconds from ``start()`` to the
+   child's word.
+2. CPU per process: one ``fredica --data-dir NEW process DIR --template transcode_mp4`` of the
+   batch bench's remux clips (50 of 5 s; ``--quick``: 2), every process of its tree sampled
+   with psutil every 20 ms; the CPU time (user + system) each had when last seen, summed by
+   kind: the app's process, the endpoints server with its fork server and job children,
+   ffmpeg. A process that ends between two samples loses up to 20 ms of its time; ffmpeg's
+   short runs are undercounted most.
+
+    python -m bench.process_cpu [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench._batch_lanes import FREDICA, ROOT, clips
+from bench.batch import byte_compile
+from bench.engine import table
+from python_endpoints.serving import starting
+
+
+def child_start_ms(method: str) -> float:
+    """Median ms from ``Process.start()`` to the child's first word, with ``method`` (in a
+    process of its own: :mod:`bench._child_start`)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench._child_start", method],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return float(done.stdout.strip())
+
+
+def _kind(process: psutil.Process, root: int) -> str:
+    if process.pid == root:
+        return "the app's process"
+    command = process.cmdline()
+    name = Path(command[0]).name if command else ""
+    if "ffmpeg" in name:
+        return "ffmpeg"
+    if "resource_tracker" in " ".join(command):
+        return "multiprocessing's resource tracker"
+    return "endpoints server, fork server, job children"
+
+
+def cpu_by_kind(count: int) -> tuple[float, dict[str, tuple[float, int]]]:
+    """One ``process DIR`` of ``count`` remux clips: its wall time and, per kind of process,
+    CPU seconds and how many processes."""
+    source = clips("mkv", 5.0, count)[0].parent
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work) / "clips"
+        folder.mkdir()
+        for clip in source.iterdir():
+            (folder / clip.name).symlink_to(clip)
+        data = Path(work) / "data"
+        subprocess.run(
+            [*FREDICA, "--data-dir", str(data), "runs"], check=True, cwd=ROOT, capture_output=True
+        )  # the database made first, untimed
+        t0 = time.perf_counter()
+        command = subprocess.Popen(
+            [
+                *FREDICA,
+                "--data-dir",
+                str(data),
+                "process",
+                str(folder),
+                "--template",
+                "transcode_mp4",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        root = psutil.Process(command.pid)
+        seen: dict[int, tuple[str, float]] = {}
+        while command.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                break
+            for p in tree:
+                try:
+                    cpu = p.cpu_times()
+                    kind = seen[p.pid][0] if p.pid in seen else _kind(p, root.pid)
+                    seen[p.pid] = (kind, cpu.user + cpu.system)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        if command.returncode:
+            raise RuntimeError(f"fredica process exited {command.returncode}")
+    by_kind: dict[str, list[float]] = collections.defaultdict(list)
+    for kind, cpu in seen.values():
+        by_kind[kind].append(cpu)
+    return wall, {k: (sum(v), len(v)) for k, v in by_kind.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.process_cpu", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="2 clips, not 50")
+    args = p.parse_args(argv)
+    byte_compile()
+    rows = [
+        ("child start, spawn", f"{child_start_ms('spawn'):.1f} ms", "median of 8", ""),
+    ]
+    if starting.uses_forkserver():
+        rows.append(
+            (
+                "child start, fork server",
+                f"{child_start_ms('forkserver'):.1f} ms",
+                "median of 8",
+                "",
+            )
+        )
+    count = 2 if args.quick else 50
+    wall, by_kind = cpu_by_kind(count)
+    for kind, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
+        rows.append((f"CPU: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
+    rows.append(("process DIR, wall", f"{wall:.2f} s", f"{count} remux clips of 5 s", ""))
+    print(f"load average {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
