@@ -143,6 +143,27 @@ async def test_process_s_early_start_sends_a_server_started_ahead_its_options_at
         await app.close()
 
 
+async def test_a_server_started_ahead_that_died_is_replaced_at_its_first_use(
+    tmp_path: Path,
+) -> None:
+    early = EndpointsProcess()
+    await early.prestart()
+    assert early.process is not None
+    dead = early.process
+    dead.kill()
+    await dead.wait()
+    app = Fredica.open(tmp_path / "data", endpoints=early)
+    try:
+        address = await app.endpoints.address()
+        assert app.endpoints.process is not None and app.endpoints.process is not dead
+        assert app.endpoints.starts == 1 and app.endpoints.serving
+        async with open_task(address.port, "sleep", token=address.token) as ws:
+            await start(ws, seconds=0)
+            assert (await frames_until(ws, "result", "error"))[-1]["type"] == "result"
+    finally:
+        await app.close()
+
+
 async def test_a_server_started_ahead_and_never_used_goes_with_the_app(tmp_path: Path) -> None:
     before = _alive_children()
     early = EndpointsProcess()
