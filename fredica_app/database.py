@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 import fredica_app
+from fredica_app.dbfile import APPLICATION_ID, SCHEMA_HEAD, SQLITE_MAGIC
 from fredica_app.errors import (
     DatabaseCorrupt,
     DatabaseTooNew,
@@ -36,14 +37,6 @@ from workers.models import Base
 if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
-
-#: The newest schema revision. A database already there opens without loading Alembic at all
-#: (it costs most of a CLI command's start-up); a test keeps this equal to Alembic's head.
-SCHEMA_HEAD = "0006"
-
-#: ``PRAGMA application_id`` of every Fredica database: "FRED".
-APPLICATION_ID = 0x46524544
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 metadata = Base.metadata
 

@@ -35,6 +35,11 @@ class AppPaths:
         return self.config_dir / "settings.json"
 
     @property
+    def queue_flag(self) -> Path:
+        """Present while the queue is paused (``pause-queue``), for every process of the app."""
+        return self.data_dir / "queue.paused"
+
+    @property
     def engine_lock(self) -> Path:
         return self.data_dir / "engine.lock"
 

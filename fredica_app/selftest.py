@@ -198,7 +198,7 @@ def check_database(data_dir: Path, script_location: Path | None = None) -> Check
     applied, the revision the schema's head, a run written and read back."""
 
     def run() -> str:
-        from fredica_app import database
+        from fredica_app import database, dbfile
         from fredica_app.errors import FredicaError
 
         missing = _fix(
@@ -214,10 +214,10 @@ def check_database(data_dir: Path, script_location: Path | None = None) -> Check
         # The store owns the engine from here (closing it disposes of the engine).
         revision, written = asyncio.run(_write_and_read(engine))
         head = _script_head(script_location)
-        if not revision == head == database.SCHEMA_HEAD:
+        if not revision == head == dbfile.SCHEMA_HEAD:
             raise CheckFailed(
                 f"the database is at schema {revision}, the migrations' head is {head}, and "
-                f"this Fredica expects {database.SCHEMA_HEAD}",
+                f"this Fredica expects {dbfile.SCHEMA_HEAD}",
                 _fix(
                     f"the bundle's migrations are not this version's: {REBUILD}",
                     "make SCHEMA_HEAD in fredica_app/database.py and the migrations agree",

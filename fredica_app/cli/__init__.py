@@ -11,7 +11,6 @@ The package: :mod:`.parser` (the command line), one module per group of commands
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import importlib
 import os
@@ -24,7 +23,6 @@ from typing import TYPE_CHECKING
 from fredica_app.errors import FredicaError
 from fredica_app.logs import CommandLogging
 from fredica_app.paths import resolve_paths
-from fredica_app.version import fredica_version
 
 if TYPE_CHECKING:
     from fredica_app.cli.output import Handler
@@ -41,6 +39,10 @@ __all__ = [
 
 #: Commands that run an engine (or check health): they verify the whole database file first.
 ENGINE_COMMANDS = frozenset({"worker", "demo", "doctor", "process", "watch-folders"})
+
+#: Commands answered from a plain read of the database when it can be read so (:mod:`.quick`):
+#: they skip the app's stack, which is most of a command's start-up.
+QUICK_COMMANDS = frozenset({"runs"})
 
 #: Each command's handler, as ``module:function`` under this package: imported when the
 #: command runs, so that a command loads what it needs and no more (``fredica runs`` has no
@@ -119,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     "Exit codes"); an unexpected error's traceback goes to the log file that line names."""
     words = list(sys.argv[1:] if argv is None else argv)
     if words == ["--version"]:  # what the parser would print, without building it
+        from fredica_app.version import fredica_version
+
         print(f"fredica {fredica_version()}")
         return 0
     from fredica_app.cli.parser import gui_shorthand
@@ -207,6 +211,14 @@ def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
             args.json,
             paths.data_dir,
         )
+    if args.command in QUICK_COMMANDS:
+        from fredica_app.cli.quick import run_quick
+
+        code = run_quick(args, paths)
+        if code is not None:
+            return code
+    import asyncio  # here: the quick commands do without it
+
     return asyncio.run(_main(args))
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from fredica_app.cli.output import Handler, print_json
-from fredica_app.cli.shapes import control_json
+from fredica_app.cli.output import Handler
+from fredica_app.cli.shapes import control_json, print_json
 from fredica_app.services import Action, Fredica
 
 

@@ -8,8 +8,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from fredica_app.cli.output import print_json, print_run
-from fredica_app.cli.shapes import created_json, material_json, run_json
+from fredica_app.cli.output import print_run
+from fredica_app.cli.shapes import created_json, material_json, print_json, run_json
 from fredica_app.display import duration, table
 from fredica_app.errors import FredicaError, MediaImportError, SpecError
 from fredica_app.jobs import JOBS

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fredica_app.display import run_lines
 from fredica_app.services import Fredica
@@ -15,10 +13,6 @@ from workers.records import RunRecord, TaskRecord
 
 #: A command: the open application and the parsed arguments in, the exit code out.
 Handler = Callable[[Fredica, argparse.Namespace], Awaitable[int]]
-
-
-def print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, sort_keys=False))
 
 
 async def print_run(

@@ -7,10 +7,9 @@ import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fredica_app.desktop.power import WhenDone
-from fredica_app.templates import BUILTIN
-from fredica_app.version import fredica_version
 
 JSON_HELP = "print JSON instead (stable fields: docs/cli.md)"
 PRIORITY_HELP = "0 or more; higher runs first (default 0)"
@@ -37,11 +36,43 @@ def gui_shorthand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[
     return args
 
 
+class _Version(argparse.Action):
+    """``--version``: the version is looked up when asked for, not at every command."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, argparse.SUPPRESS, nargs=0, help="show the version and exit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from fredica_app.version import fredica_version
+
+        print(f"fredica {fredica_version()}")
+        parser.exit()
+
+
+class _TemplatesHelp(argparse.HelpFormatter):
+    """Help that names the built-in templates, loaded only when the help is shown (they
+    cost a command that does not show it ~0.1 s of imports)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text is None or "{" not in text:
+            return text
+        from fredica_app.templates import BUILTIN
+
+        return text.format(
+            all_templates=", ".join(BUILTIN),
+            media_templates=", ".join(n for n, t in BUILTIN.items() if t.needs_source),
+            file_templates=", ".join(n for n, t in BUILTIN.items() if t.source == "file"),
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fredica", description="Fredica: durable media workflows, headless."
     )
-    p.add_argument("--version", action="version", version=f"fredica {fredica_version()}")
+    p.add_argument("--version", action=_Version)
     p.add_argument(
         "--selftest",
         action="store_true",
@@ -223,8 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
     ty = sub.add_parser("types", help="list the task types a workflow spec may name")
     ty.add_argument("--json", action="store_true", help=JSON_HELP)
 
-    media_templates = ", ".join(n for n, tm in BUILTIN.items() if tm.needs_source)
-    a = sub.add_parser("add", help="import files, folders or URLs and submit a template for each")
+    a = sub.add_parser(
+        "add",
+        help="import files, folders or URLs and submit a template for each",
+        formatter_class=_TemplatesHelp,
+    )
     a.add_argument(
         "items", nargs="+", metavar="PATH|URL", help="media files, folders, http(s) URLs"
     )
@@ -232,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--template",
         required=True,
         metavar="NAME",
-        help=f"the template to run on each: {media_templates} (see `fredica templates`)",
+        help="the template to run on each: {media_templates} (see `fredica templates`)",
     )
     a.add_argument("--priority", type=int, default=0, metavar="N", help=PRIORITY_HELP)
     a.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -240,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser(
         "process",
         help="import, submit and run (or follow) until the run ends, with live progress",
+        formatter_class=_TemplatesHelp,
     )
     pr.add_argument(
         "items",
@@ -251,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--template",
         required=True,
         metavar="NAME",
-        help=f"the template to run: {', '.join(BUILTIN)} (see `fredica templates`)",
+        help="the template to run: {all_templates} (see `fredica templates`)",
     )
     pr.add_argument(
         "--sample", action="store_true", help="process a generated sample clip (see `sample`)"
@@ -298,11 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
         help='one JSON object per line: {"kind": "run"|"task"|"deleted", "seq", "record"}',
     )
 
-    file_templates = ", ".join(n for n, tm in BUILTIN.items() if tm.source == "file")
     wf = sub.add_parser(
         "watch-folders",
         help="submit each new media file of the watch folders (the settings', or DIR) once it "
         "has settled, and run the engine",
+        formatter_class=_TemplatesHelp,
     )
     wf.add_argument(
         "dir",
@@ -314,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     wf.add_argument(
         "--template",
         metavar="NAME",
-        help=f"with DIR: the template each file is submitted to: {file_templates} (default "
+        help="with DIR: the template each file is submitted to: {file_templates} (default "
         "transcode_mp4)",
     )
     wf.add_argument(

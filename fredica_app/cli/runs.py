@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 
-from fredica_app.cli.output import print_json, print_run
-from fredica_app.cli.shapes import created_json, restart_entry_json, run_json
-from fredica_app.display import restart_log_lines, runs_lines
+from fredica_app.cli.output import print_run
+from fredica_app.cli.quick import show_runs
+from fredica_app.cli.shapes import created_json, print_json, restart_entry_json, run_json
+from fredica_app.display import restart_log_lines
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica, load_spec_file
 from workers.retention import RetentionPolicy
@@ -30,15 +30,15 @@ async def cmd_submit(app: Fredica, args: argparse.Namespace) -> int:
 
 
 async def cmd_runs(app: Fredica, args: argparse.Namespace) -> int:
+    """The usual way of ``fredica runs``, when :func:`.quick.run_quick` cannot read the file
+    plainly (a new data directory, an upgrade)."""
     runs = await app.store.list_runs()
-    if args.json:
-        print_json([run_json(r) for r in runs])
-        return 0
-    progress = await app.store.run_progress([r.id for r in runs])
-    ids = {r.material_id for r in runs if r.material_id}
-    titles = await asyncio.to_thread(app.library.titles, ids)
-    lines = runs_lines(runs, progress, titles, time.time(), queue_paused=app.queue_flag.exists())
-    print("\n".join(lines))
+    progress, titles = {}, {}
+    if not args.json:
+        progress = await app.store.run_progress([r.id for r in runs])
+        ids = {r.material_id for r in runs if r.material_id}
+        titles = await asyncio.to_thread(app.library.titles, ids)
+    show_runs(runs, progress, titles, app.queue_flag.exists(), as_json=args.json)
     return 0
 
 

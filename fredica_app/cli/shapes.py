@@ -3,11 +3,17 @@ data out. Scripts rely on these fields; add to them, never rename or drop one.""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any
 
-from fredica_app.library.store import MaterialRecord
-from fredica_app.services import ControlResult
-from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
+if TYPE_CHECKING:  # shapes only: a quick command imports this module, not the app's stack
+    from fredica_app.library.store import MaterialRecord
+    from fredica_app.services import ControlResult
+    from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=False))
 
 
 def task_json(task: TaskRecord, waiting: str | None = None) -> dict[str, Any]:

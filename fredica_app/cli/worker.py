@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 
-from fredica_app.cli.output import print_json
+from fredica_app.cli.shapes import print_json
 from fredica_app.desktop import power
 from fredica_app.desktop.power import CommandRunner, WhenDone
 from fredica_app.display import finished_run_line, worker_summary

@@ -217,7 +217,7 @@ class Fredica(Submission):
 
     @property
     def queue_flag(self) -> Path:
-        return self.paths.data_dir / "queue.paused"
+        return self.paths.queue_flag
 
     def set_queue_paused(self, paused: bool) -> None:
         """``pause-queue``: the engine on this data dir stops claiming (running work goes on)

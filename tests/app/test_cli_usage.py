@@ -73,12 +73,13 @@ def test_every_option_has_help_and_template_lists_the_names(
     ]
     assert missing == []
     subs = _subparsers(parser)
-    for command in ("add", "process"):
-        (template,) = [a for a in subs[command]._actions if "--template" in a.option_strings]
-        assert template.help is not None
+    for command in ("add", "process", "watch-folders"):
+        shown = " ".join(subs[command].format_help().split())  # the help as printed
         for name, t in BUILTIN.items():
-            if t.needs_source or command == "process":
-                assert name in template.help, (command, name)
+            wanted = t.needs_source if command == "add" else True
+            if command == "watch-folders":
+                wanted = t.source == "file"
+            assert (f"{name}," in shown or f"{name} (" in shown) == wanted, (command, name)
     assert "remove" in subs
     # An unknown name: one line with the known ones.
     code, _, err = fredica(capsys, tmp_path / "d", "process", "--template", "nope", "--sample")

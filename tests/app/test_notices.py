@@ -10,27 +10,14 @@ import pytest
 
 from fredica_app.services import Fredica
 from fredica_app.services.notices import take_run_notices
+from tests.support.apps import opened_app, submit_chain
 from workers.states import ErrorType
 
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[Fredica]:
-    app = Fredica.open(tmp_path / "data", thorough=False)
-    try:
+    async with opened_app(tmp_path / "data") as app:
         yield app
-    finally:
-        await app.close()
-
-
-async def submit(app: Fredica, material_id: str | None, *keys: str) -> str:
-    spec = {
-        "material_id": material_id,
-        "tasks": [
-            {"key": k, "type": "NOOP", "depends_on": [keys[i - 1]] if i else []}
-            for i, k in enumerate(keys)
-        ],
-    }
-    return (await app.submit(spec)).run_id
 
 
 async def test_a_completed_and_a_failed_run_are_told_once_with_names_and_what_failed(
@@ -39,8 +26,8 @@ async def test_a_completed_and_a_failed_run_are_told_once_with_names_and_what_fa
     material = app.library.add(
         source="/media/Interview.mkv", title="Interview", local_path=None, kind="video"
     )
-    done = await submit(app, material.id, "a")
-    broken = await submit(app, None, "probe", "convert")
+    done = await submit_chain(app, material.id, "a")
+    broken = await submit_chain(app, None, "probe", "convert")
     store = app.store
     while claimed := await store.claim("w", limit=1):
         [c] = claimed
@@ -67,8 +54,8 @@ async def test_a_completed_and_a_failed_run_are_told_once_with_names_and_what_fa
 
 
 async def test_a_notice_of_a_run_removed_before_it_was_shown_is_dropped(app: Fredica) -> None:
-    gone = await submit(app, None, "a")
-    kept = await submit(app, None, "b")
+    gone = await submit_chain(app, None, "a")
+    kept = await submit_chain(app, None, "b")
     while claimed := await app.store.claim("w", limit=1):
         await app.store.complete(claimed[0].id, claimed[0].lease_token)
     await app.store.delete_run(gone)

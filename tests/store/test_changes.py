@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from fredica_app.database import APPLICATION_ID, SCHEMA_HEAD, alembic_config, open_database
+from fredica_app.database import alembic_config, open_database
+from fredica_app.dbfile import APPLICATION_ID, SCHEMA_HEAD
 from fredica_app.services.queries import Queries
 from workers.changes import Change, ChangeSet, RunFilter, TaskFilter, Tombstone, run_ended
 from workers.db import create_sqlite_engine

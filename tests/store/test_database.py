@@ -13,13 +13,13 @@ import pytest
 import sqlalchemy as sa
 
 from fredica_app.database import (
-    APPLICATION_ID,
     check_database,
     current_revision,
     metadata,
     migrations_dir,
     open_database,
 )
+from fredica_app.dbfile import APPLICATION_ID
 from fredica_app.errors import (
     DatabaseCorrupt,
     DatabaseTooNew,
@@ -272,7 +272,8 @@ def downgrade():
 def test_schema_head_constant_is_alembics_head() -> None:
     from alembic.script import ScriptDirectory
 
-    from fredica_app.database import SCHEMA_HEAD, alembic_config
+    from fredica_app.database import alembic_config
+    from fredica_app.dbfile import SCHEMA_HEAD
 
     assert ScriptDirectory.from_config(alembic_config()).get_heads() == [SCHEMA_HEAD]
 
@@ -294,7 +295,8 @@ def test_upgrade_from_the_first_schema_keeps_the_data(tmp_path: Path) -> None:
     """A database written at revision 0001 upgrades in place, its rows intact."""
     from alembic import command
 
-    from fredica_app.database import SCHEMA_HEAD, alembic_config
+    from fredica_app.database import alembic_config
+    from fredica_app.dbfile import SCHEMA_HEAD
 
     path = tmp_path / "old.db"
     engine = create_sqlite_engine(path)

@@ -16,29 +16,30 @@ Every visible change of a task or a run is numbered by SQLite itself (triggers, 
 
 A run keeps a count of its tasks in each status, updated in the same transaction as every task
 change, so its status is derived in O(1) (:func:`workers.states.derive_run_status`).
+
+The package loads the store (and SQLAlchemy) when :class:`TaskStore` is first asked for:
+:mod:`workers.store.quick`, the read-only look of the commands that must answer at once, has
+no use for either.
 """
 
 from __future__ import annotations
 
-from workers.store._attempts import AttemptsMixin
-from workers.store._base import StoreBase
-from workers.store._changes import ChangesMixin
-from workers.store._control import ControlMixin
-from workers.store._notices import NoticesMixin
-from workers.store._reads import ReadsMixin
-from workers.store._recovery import RecoveryMixin
-from workers.store._retention import RetentionMixin
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workers.store._base import StoreBase as StoreBase
+    from workers.store._store import TaskStore as TaskStore
 
 __all__ = ["StoreBase", "TaskStore"]
 
 
-class TaskStore(
-    AttemptsMixin,
-    ControlMixin,
-    RecoveryMixin,
-    RetentionMixin,
-    ReadsMixin,
-    ChangesMixin,
-    NoticesMixin,
-):
-    """Async access to the queue's tables on an already-migrated database."""
+def __getattr__(name: str) -> Any:
+    if name == "TaskStore":
+        from workers.store._store import TaskStore
+
+        return TaskStore
+    if name == "StoreBase":
+        from workers.store._base import StoreBase
+
+        return StoreBase
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

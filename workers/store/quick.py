@@ -1,0 +1,70 @@
+"""The queue's reads for a command that must answer at once (``fredica runs``), on a plain
+``sqlite3`` connection: no SQLAlchemy, no store threads. The same records as
+:meth:`TaskStore.list_runs` and :meth:`TaskStore.run_progress` give (a test holds the two
+equal on the same file); SQLite only, read only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Iterator
+from dataclasses import fields
+
+from workers import states
+from workers.records import RunProgress, RunRecord
+from workers.states import RunStatus, TaskStatus
+
+__all__ = ["list_runs", "run_progress"]
+
+#: The run record's fields are the table's columns.
+_RUN_COLUMNS = tuple(f.name for f in fields(RunRecord))
+LIST_RUNS_SQL = f"SELECT {', '.join(_RUN_COLUMNS)} FROM workflow_run ORDER BY created_at DESC"
+
+
+def _quoted(statuses: Collection[TaskStatus]) -> str:
+    return ", ".join(f"'{s.value}'" for s in sorted(statuses))
+
+
+_LIVE = f"status NOT IN ({_quoted((TaskStatus.FAILED, TaskStatus.CANCELLED))})"
+RUN_PROGRESS_SQL = (
+    "SELECT workflow_run_id, MIN(started_at), "
+    f"SUM(CASE WHEN {_LIVE} THEN 1 ELSE 0 END), "
+    f"SUM(CASE WHEN status = '{TaskStatus.COMPLETED.value}' THEN 100.0 "
+    f"WHEN {_LIVE} THEN progress ELSE 0.0 END), "
+    f"SUM(CASE WHEN status IN ({_quoted(states.ACTIVE)}) AND is_paused THEN 1 ELSE 0 END) "
+    "FROM task WHERE workflow_run_id IN ({marks}) GROUP BY workflow_run_id"
+)
+
+#: Ids bound per statement: well under SQLite's limit on variables.
+_CHUNK = 500
+
+
+def list_runs(conn: sqlite3.Connection, limit: int | None = 1000) -> list[RunRecord]:
+    """Runs, newest first (``limit`` None: all)."""
+    sql, params = LIST_RUNS_SQL, []
+    if limit is not None:
+        sql, params = f"{sql} LIMIT ?", [limit]
+    out = []
+    for row in conn.execute(sql, params):
+        data = dict(zip(_RUN_COLUMNS, row, strict=True))
+        data["status"] = RunStatus(data["status"])
+        out.append(RunRecord.from_row(data))
+    return out
+
+
+def run_progress(conn: sqlite3.Connection, run_ids: Collection[str]) -> dict[str, RunProgress]:
+    """For each of these runs that has tasks: when its first task started, how far its tasks
+    are, how many are held."""
+    out = {}
+    for chunk in _chunks(sorted(set(run_ids))):
+        sql = RUN_PROGRESS_SQL.format(marks=", ".join("?" * len(chunk)))
+        for run_id, started, live, progress, held in conn.execute(sql, chunk):
+            out[run_id] = RunProgress(
+                started, int(live or 0), float(progress or 0.0), int(held or 0)
+            )
+    return out
+
+
+def _chunks(ids: list[str]) -> Iterator[list[str]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i : i + _CHUNK]
