@@ -85,6 +85,43 @@ async def test_happy_path(
     )
 
 
+async def test_a_proxy_in_the_environment_is_not_used_for_the_servers_own_connections(
+    store: TaskStore,
+    registry: TaskTypeRegistry,
+    address: Callable[[], Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user with a proxy set (an office network): the app's connections to its own
+    server on this machine go straight to it; through the proxy (port 9: nothing listens)
+    every task failed with "cannot reach the endpoints server"."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    task_id = await submit(store, registry, seconds=0.1)
+    await asyncio.wait_for(engine(store, address).run(until_idle=True), 30)
+    task = await store.get_task(task_id)
+    assert (task.status, task.error) == (TaskStatus.COMPLETED, None)
+
+
+@pytest.mark.parametrize(
+    ("host", "proxy"),
+    [
+        ("127.0.0.1", None),
+        ("127.0.0.2", None),
+        ("::1", None),
+        ("[::1]", None),
+        ("localhost", None),
+        ("192.168.1.20", True),
+        ("gpu-box.example", True),
+    ],
+)
+def test_only_another_host_is_reached_through_the_environments_proxy(
+    host: str, proxy: bool | None
+) -> None:
+    assert EndpointsAddress(host, 1, TOKEN).proxy is proxy
+
+
 async def test_cancel_while_running(
     store: TaskStore, registry: TaskTypeRegistry, address: Callable[[], Any]
 ) -> None:

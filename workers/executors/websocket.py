@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
@@ -72,6 +73,20 @@ class EndpointsAddress:
     def url(self, endpoint: str) -> str:
         scheme = "wss" if self.ssl is not None else "ws"
         return f"{scheme}://{self.host}:{self.port}/tasks/{endpoint}"
+
+    @property
+    def proxy(self) -> Literal[True] | None:
+        """The proxy to connect through: none to this machine's own server (a proxy set in
+        the environment, ``http_proxy`` or ``all_proxy``, cannot reach it, and looking it up
+        scans the whole environment at every connection); the environment's to another
+        host, as other clients do (``no_proxy`` included)."""
+        host = self.host.strip("[]")
+        if host == "localhost":
+            return None
+        try:
+            return None if ipaddress.ip_address(host).is_loopback else True
+        except ValueError:  # a name
+            return True
 
 
 def skipped_upstream(upstream: Mapping[str, dict[str, Any] | None]) -> str | None:
@@ -122,6 +137,7 @@ class WebSocketExecutor(BaseExecutor):
                 address.url(self.endpoint),
                 additional_headers={"Authorization": f"Bearer {address.token}"},
                 ssl=address.ssl,
+                proxy=address.proxy,
                 max_size=MAX_FRAME_BYTES,
                 open_timeout=self.connect_timeout,
             )
