@@ -11,6 +11,13 @@
    kind: the app's process, the endpoints server with its fork server and job children,
    ffmpeg. A process that ends between two samples loses up to 20 ms of its time; ffmpeg's
    short runs are undercounted most.
+3. CPU per job: the app's endpoints server (started once, untimed), three jobs of each kind
+   to warm it, then 50 (``--quick``: 3) PROBE jobs and 50 remux TRANSCODE_MP4 jobs of the
+   batch bench's clips, one at a time, each on its own connection as the engine sends them;
+   milliseconds of CPU per job of the server's process, of its job children (their own
+   time), of the ffmpeg they ran (reaped: exact), and of this client (a connection, its
+   frames); wall milliseconds per job. What a job costs beside its ffmpeg, without a batch's
+   contention.
 
     python -m bench.process_cpu [--quick]
 """
@@ -18,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import subprocess
 import sys
@@ -27,9 +35,11 @@ from pathlib import Path
 
 import psutil
 
+from bench._batch_jobs import one_job
 from bench._batch_lanes import FREDICA, ROOT, clips
 from bench.batch import byte_compile
 from bench.engine import table
+from fredica_app.endpoints import EndpointsProcess
 from python_endpoints.serving import starting
 
 
@@ -111,6 +121,64 @@ def cpu_by_kind(count: int) -> tuple[float, dict[str, tuple[float, int]]]:
     return wall, {k: (sum(v), len(v)) for k, v in by_kind.items()}
 
 
+def _server_cpu(server: psutil.Process) -> dict[str, float]:
+    """CPU seconds so far: the server's own, its children's own (not ffmpeg), and what the
+    children reaped (their ffmpeg runs)."""
+    out = {"server": 0.0, "children": 0.0, "ffmpeg": 0.0}
+    for p in [server, *server.children(recursive=True)]:
+        try:
+            cpu = p.cpu_times()
+            command = p.cmdline()
+        except psutil.NoSuchProcess:
+            continue
+        if p.pid == server.pid:
+            out["server"] += cpu.user + cpu.system
+        elif not (command and "ffmpeg" in Path(command[0]).name):
+            out["children"] += cpu.user + cpu.system
+            out["ffmpeg"] += cpu.children_user + cpu.children_system
+    return out
+
+
+async def _cpu_per_job(count: int) -> dict[str, dict[str, float]]:
+    sources = clips("mkv", 5.0, 50)
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work) / "out"
+        folder.mkdir()
+        server = EndpointsProcess(write_roots=[folder])
+        try:
+            address = await server.address()
+            assert server.process is not None
+            tree = psutil.Process(server.process.pid)
+            jobs = {
+                "PROBE": ("probe", lambda i: {"input": str(sources[i % len(sources)])}),
+                "TRANSCODE_MP4 remux": (
+                    "transcode_mp4",
+                    lambda i: {
+                        "input": str(sources[i % len(sources)]),
+                        "output": str(folder / f"r{i}.mp4"),
+                        "mode": "auto",
+                    },
+                ),
+            }
+            for name, (endpoint, params) in jobs.items():
+                url = address.url(endpoint)
+                for i in range(3):  # warm: the endpoint's child started, its modules loaded
+                    await one_job(url, address.token, params(i))
+                before, mine, t0 = _server_cpu(tree), time.process_time(), time.perf_counter()
+                for i in range(count):
+                    done = await one_job(url, address.token, params(3 + i))
+                    if done["end"] != "result":
+                        raise RuntimeError(f"{name}: {done['end']}: {done['error']}")
+                wall, mine = time.perf_counter() - t0, time.process_time() - mine
+                after = _server_cpu(tree)
+                out[name] = {k: (after[k] - before[k]) * 1000 / count for k in after}
+                out[name] |= {"client": mine * 1000 / count, "wall": wall * 1000 / count}
+        finally:
+            await server.stop()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.process_cpu", description=__doc__)
     p.add_argument("--quick", action="store_true", help="2 clips, not 50")
@@ -133,6 +201,23 @@ def main(argv: list[str] | None = None) -> int:
     for kind, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         rows.append((f"CPU: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
     rows.append(("process DIR, wall", f"{wall:.2f} s", f"{count} remux clips of 5 s", ""))
+    jobs = 3 if args.quick else 50
+    for name, ms in asyncio.run(_cpu_per_job(jobs)).items():
+        for key, what in (
+            ("server", "the server's process"),
+            ("children", "its job children"),
+            ("ffmpeg", "ffmpeg"),
+            ("client", "the client"),
+            ("wall", "wall"),
+        ):
+            rows.append(
+                (
+                    f"per {name} job: {what}",
+                    f"{ms[key]:.1f} ms",
+                    f"mean of {jobs}, one at a time",
+                    "",
+                )
+            )
     print(f"load average {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
     print(table(rows))
     return 0

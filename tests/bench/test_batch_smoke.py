@@ -133,3 +133,15 @@ def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Pa
     for kind in ("the app's process", "ffmpeg", "endpoints server, fork server, job children"):
         assert float(rows[f"CPU: {kind}"].removesuffix(" s")) > 0, kind
     assert rows["process DIR, wall"].endswith(" s")
+    ms = {k: float(v.removesuffix(" ms")) for k, v in rows.items() if k.startswith("per ")}
+    for job in ("PROBE", "TRANSCODE_MP4 remux"):
+        # CPU clocks tick by 10 ms: three jobs may show none of a part's few milliseconds.
+        for part in ("the server's process", "its job children", "the client"):
+            assert ms[f"per {job} job: {part}"] >= 0, (job, part)
+        assert ms[f"per {job} job: wall"] > 0, job
+    # The remux's ffmpeg is counted apart from the child that ran it; a probe runs none.
+    assert (
+        ms["per TRANSCODE_MP4 remux job: ffmpeg"]
+        > ms["per TRANSCODE_MP4 remux job: its job children"]
+    )
+    assert ms["per PROBE job: ffmpeg"] == 0
