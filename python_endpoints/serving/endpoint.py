@@ -256,8 +256,11 @@ _idle: dict[type[ProcessEndpoint], list[_Child]] = {}
 _idle_lock = threading.Lock()
 _preparing: set[asyncio.Future[None]] = set()
 #: Most children an endpoint class keeps idle: enough for a batch to run one job per core
-#: without a start between jobs.
-MAX_IDLE = max(2, os.cpu_count() or 2)
+#: it may use (its affinity: a container's or a ``taskset``'s limit) without a start between
+#: jobs.
+MAX_IDLE = max(
+    2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+)
 #: A child idle this long goes, but the last one of its class (the warm spare): a batch's
 #: extra children do not stay in memory for hours (seconds).
 IDLE_TTL = 30.0

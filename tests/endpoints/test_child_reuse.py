@@ -6,8 +6,10 @@ looked at after each test."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,7 +17,7 @@ import psutil
 import pytest
 
 from python_endpoints.protocol import Cancel, Pause, Resume, dump
-from python_endpoints.serving import endpoint
+from python_endpoints.serving import child, endpoint
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, running_child, start
@@ -187,3 +189,29 @@ async def test_warm_starts_a_child_for_an_endpoint_before_its_first_job(
     [spare] = job_processes()
     pid, last = await one_job(server, seconds=0.2)
     assert pid == spare.pid and last["type"] == "result"
+
+
+def _jobs_module(reusable: Any = None) -> types.ModuleType:
+    module = types.ModuleType("some_jobs")
+    if reusable is not None:
+        module.reusable = reusable  # type: ignore[attr-defined]
+    return module
+
+
+def test_a_child_stays_only_when_its_jobs_module_says_it_may(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``reusable()`` of the job's module decides; a module without one stays; one whose
+    ``reusable()`` fails lets its child go (a process in a state nobody knows takes no other
+    job), with a warning in the log."""
+    assert child._stays(_jobs_module()) is True
+    assert child._stays(_jobs_module(lambda: True)) is True
+    assert child._stays(_jobs_module(lambda: False)) is False
+
+    def broken() -> bool:
+        raise RuntimeError("the card's state cannot be read")
+
+    with caplog.at_level(logging.WARNING):
+        assert child._stays(_jobs_module(broken)) is False
+    assert "reusable() of some_jobs failed" in caplog.text
+    assert "the card's state cannot be read" in caplog.text
