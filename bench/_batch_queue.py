@@ -33,17 +33,23 @@ DRAIN_WORKERS = 2
 # --- the drain --------------------------------------------------------------------------------
 
 
-def fredica_drain(work: Path, n: int, task_type: str, tag: str) -> dict[str, Any]:
+def fredica_drain(
+    work: Path, n: int, task_type: str, tag: str, synchronous: str | None = None
+) -> dict[str, Any]:
     """``n`` tasks of ``task_type`` in one run, submitted with ``fredica submit SPEC``
     (untimed), drained by ``fredica worker --until-idle --max-workers 2``; the figure is the
-    task table's first ``claimed_at`` to last ``completed_at``."""
-    data_dir = work / f"drain-{task_type}-{tag}"
+    task table's first ``claimed_at`` to last ``completed_at``. ``synchronous``: the
+    setting ``sqlite_synchronous`` of the data directory (default: the default, FULL)."""
+    data_dir = work / f"drain-{task_type}-{synchronous or 'default'}-{tag}"
     spec = work / f"drain-{task_type}.json"
     payload = DRAIN_TYPES[task_type]
     tasks = [{"key": f"t{i}", "type": task_type, "payload": payload(i)} for i in range(n)]
     spec.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
     problems = []
     try:
+        if synchronous is not None:
+            setting = ("settings", "set", "sqlite_synchronous", synchronous)
+            run(fredica(data_dir, *setting), "fredica settings set")
         t0 = time.perf_counter()
         run(fredica(data_dir, "submit", str(spec)), "fredica submit")
         submit_s = time.perf_counter() - t0
@@ -114,7 +120,10 @@ def huey_drain(work: Path, n: int, tag: str) -> dict[str, Any]:
     return {"tasks": n, "span_s": span, "tasks_per_s": n / span, "problems": problems}
 
 
-DRAIN_LANES = ("NOOP", "SLEEP", "huey")
+#: The lanes: Fredica's NOOP and SLEEP (default settings); SLEEP with ``sqlite_synchronous``
+#: NORMAL (a setting: no fsync at each commit, as Huey's SQLite runs), to show what the fsync
+#: costs; Huey.
+DRAIN_LANES = ("NOOP", "SLEEP", "SLEEP_NORMAL", "huey")
 
 
 def measure_drain(work: Path, n: int, rounds: int, rng: random.Random) -> dict[str, Any]:
@@ -126,6 +135,8 @@ def measure_drain(work: Path, n: int, rounds: int, rng: random.Random) -> dict[s
         for lane in order:
             if lane == "huey":
                 rows[lane].append(huey_drain(work, n, str(r)))
+            elif lane == "SLEEP_NORMAL":
+                rows[lane].append(fredica_drain(work, n, "SLEEP", str(r), "NORMAL"))
             else:
                 rows[lane].append(fredica_drain(work, n, lane, str(r)))
         print(f"# drain: round {r + 1}/{rounds}", file=sys.stderr)
@@ -140,7 +151,7 @@ def measure_drain(work: Path, n: int, rounds: int, rng: random.Random) -> dict[s
         "load_average": load,
         "tasks_per_s": rates,
         "rounds_tasks_per_s": {lane: [x["tasks_per_s"] for x in rows[lane]] for lane in rows},
-        "ratio": {t: rates[t] / rates["huey"] for t in ("NOOP", "SLEEP")},
+        "ratio": {t: rates[t] / rates["huey"] for t in ("NOOP", "SLEEP", "SLEEP_NORMAL")},
         "submit_s": fredica_median("submit_s"),
         "worker_wall_s": fredica_median("worker_wall_s"),
         "start_to_first_claim_s": fredica_median("start_to_first_claim_s"),

@@ -56,13 +56,15 @@ server for DOWNLOAD. Target: p50 < 50 ms, p99 < 200 ms, each.
 
 Part ``drain``: 5,000 tasks in one run, submitted with ``fredica submit SPEC.json``
 (untimed), drained by ``fredica worker --until-idle --max-workers 2`` (a real process); the
-figure is tasks / (the task table's first ``claimed_at`` -> last ``completed_at``). Twice: NOOP
-(inline: claimed, run and completed inside the engine's transaction) and SLEEP with
+figure is tasks / (the task table's first ``claimed_at`` -> last ``completed_at``). NOOP
+(inline: claimed, run and completed inside the engine's transaction), SLEEP with
 ``seconds: 0`` (the usual path: an asyncio task per attempt, its first progress report, its
-outcome in a later commit). Against ``bench/engine.py``'s Huey lane (SqliteHuey, a Consumer
-with 2 worker threads, results stored; imported, its round made as long as this one), timed
-from ``consumer.start()`` (so including the consumer's start, which Fredica's figure leaves
-out) to the last completion. Target: ≥ 1.0x Huey, both.
+outcome in a later commit), and SLEEP once more with the setting ``sqlite_synchronous``
+NORMAL (no fsync at each commit; not a target: what the fsync costs). Against
+``bench/engine.py``'s Huey lane (SqliteHuey, a Consumer with 2 worker threads, results
+stored; imported, its round made as long as this one), timed from ``consumer.start()`` (so
+including the consumer's start, which Fredica's figure leaves out) to the last completion.
+Target: ≥ 1.0x Huey, NOOP and SLEEP.
 
 Part ``startup``: ``python -c pass`` (the interpreter's floor), ``fredica --version``,
 ``fredica --data-dir D runs`` (D holds 3 finished runs) and ``fredica --data-dir D process
@@ -230,6 +232,7 @@ def drain_report(d: dict[str, Any]) -> tuple[list[Row], list[Check], list[str]]:
     names = {
         "NOOP": "Fredica worker, NOOP (inline)",
         "SLEEP": "Fredica worker, SLEEP 0 s (usual path)",
+        "SLEEP_NORMAL": "the same, sqlite_synchronous NORMAL",
         "huey": "Huey SqliteHuey, Consumer 2 threads",
     }
     rows: list[Row] = [
@@ -239,12 +242,20 @@ def drain_report(d: dict[str, Any]) -> tuple[list[Row], list[Check], list[str]]:
             "rounds " + ", ".join(f"{v:.0f}" for v in each[k]),
             "",
         )
-        for k in ("NOOP", "SLEEP", "huey")
+        for k in ("NOOP", "SLEEP", "SLEEP_NORMAL", "huey")
     ]
     rows += [
         (f"{t} / Huey", f"{d['ratio'][t]:.2f}x", "medians", f">= {DRAIN_RATIO:.2f}x")
         for t in ("NOOP", "SLEEP")
     ]
+    rows.append(
+        (
+            "SLEEP, NORMAL / Huey",
+            f"{d['ratio']['SLEEP_NORMAL']:.2f}x",
+            "medians; what the fsync of each commit costs",
+            "",
+        )
+    )
     where = [
         "the worker process around the drain (medians; not in the figure):",
         *(

@@ -145,3 +145,18 @@ def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Pa
         > ms["per TRANSCODE_MP4 remux job: its job children"]
     )
     assert ms["per PROBE job: ffmpeg"] == 0
+
+
+def test_drain_part_drains_every_lane(tmp_path: Path) -> None:
+    """NOOP and SLEEP through real ``fredica worker`` processes, SLEEP again with the
+    setting ``sqlite_synchronous`` NORMAL, and Huey: every task of every lane completed."""
+    text, out = _bench(tmp_path, "drain")
+    d = out["drain"]
+    assert set(d["tasks_per_s"]) == {"NOOP", "SLEEP", "SLEEP_NORMAL", "huey"}
+    assert all(rate > 0 for rate in d["tasks_per_s"].values())
+    assert set(d["ratio"]) == {"NOOP", "SLEEP", "SLEEP_NORMAL"}
+    assert d["problems"] == []
+    assert "the same, sqlite_synchronous NORMAL" in text
+    names = {c["name"]: c["ok"] for c in out["checks"]}
+    assert names["drain: every task completed"] is True
+    assert text.count("PASS  ") + text.count("FAIL  ") == 3
