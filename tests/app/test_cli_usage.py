@@ -87,6 +87,21 @@ def test_every_option_has_help_and_template_lists_the_names(
     assert "unknown template 'nope'" in err and all(name in err for name in BUILTIN)
 
 
+def test_version_among_other_options_is_looked_up_when_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--version`` after other options goes through the parser (the bare ``fredica
+    --version`` does not build it): the same line, exit 0, nothing made."""
+    from fredica_app.version import fredica_version
+
+    with pytest.raises(SystemExit) as ended:
+        main(["--data-dir", str(tmp_path / "d"), "--version"])
+    assert ended.value.code in (0, None)
+    assert capsys.readouterr().out == f"fredica {fredica_version()}\n"
+    assert not (tmp_path / "d").exists()
+    assert "show the version and exit" in build_parser().format_help()
+
+
 # --- sources a template cannot take ----------------------------------------------------------
 
 
