@@ -220,7 +220,7 @@ def check_database(data_dir: Path, script_location: Path | None = None) -> Check
                 f"this Fredica expects {dbfile.SCHEMA_HEAD}",
                 _fix(
                     f"the bundle's migrations are not this version's: {REBUILD}",
-                    "make SCHEMA_HEAD in fredica_app/database.py and the migrations agree",
+                    "make SCHEMA_HEAD in fredica_app/dbfile.py and the migrations agree",
                 ),
             )
         return f"schema {revision} (the head), migrations from {location}; {written}"

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from fredica_app.cli.shapes import print_json, run_json
 from fredica_app.dbfile import open_current
 from fredica_app.display import runs_lines
-from fredica_app.library import quick as library
+from fredica_app.library import quick as library_reads
 from fredica_app.paths import AppPaths
 from workers.records import RunProgress, RunRecord
-from workers.store import quick as queue
+from workers.store import quick as queue_reads
 
 __all__ = ["run_quick", "show_runs"]
 
@@ -33,11 +33,11 @@ def run_quick(args: argparse.Namespace, paths: AppPaths) -> int | None:
         if conn is None:
             return None
         try:
-            runs = queue.list_runs(conn)
+            runs = queue_reads.list_runs(conn)
             progress, titles = {}, {}
             if not args.json:
-                progress = queue.run_progress(conn, [r.id for r in runs])
-                titles = library.titles(conn, {r.material_id for r in runs if r.material_id})
+                progress = queue_reads.run_progress(conn, [r.id for r in runs])
+                titles = library_reads.titles(conn, {r.material_id for r in runs if r.material_id})
         except sqlite3.Error:  # damage the usual way reports
             return None
     show_runs(runs, progress, titles, paths.queue_flag.exists(), as_json=args.json)
