@@ -18,6 +18,7 @@ import pytest
 
 from fredica_app.errors import InvalidState, NotFound
 from fredica_app.services import Control, ControlResult, Fredica
+from tests.support.apps import opened_app
 from workers.engine import WorkerEngine
 from workers.events import Event, TaskChanged
 
@@ -80,20 +81,11 @@ async def engine_here(app: Fredica) -> AsyncIterator[WorkerEngine]:
             await runner
 
 
-@contextlib.asynccontextmanager
-async def opened(data: Path) -> AsyncIterator[Fredica]:
-    app = Fredica.open(data, thorough=False)
-    try:
-        yield app
-    finally:
-        await app.close()
-
-
 # --- the engine in this process ---------------------------------------------------------------
 
 
 async def test_in_process_every_verb_reaches_the_executor_at_once(tmp_path: Path) -> None:
-    async with opened(tmp_path / "data") as app:
+    async with opened_app(tmp_path / "data") as app:
         created = await app.submit(SPEC)
         run_id, sleep, after = created.run_id, created.task_ids["sleep"], created.task_ids["after"]
         both = {sleep, after}
@@ -158,7 +150,7 @@ async def test_in_process_every_verb_reaches_the_executor_at_once(tmp_path: Path
 
 
 async def test_in_process_queue_pause_stops_claims_at_once(tmp_path: Path) -> None:
-    async with opened(tmp_path / "data") as app, engine_here(app) as engine:
+    async with opened_app(tmp_path / "data") as app, engine_here(app) as engine:
         control = app.control
         await control.pause_queue()
         assert engine.queue_paused and control.queue_paused and app.queue_flag.exists()
@@ -182,7 +174,7 @@ async def test_in_process_queue_pause_stops_claims_at_once(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("where", ["engine here", "no engine"])
 async def test_errors_and_no_ops_are_the_same_either_way(tmp_path: Path, where: str) -> None:
-    async with opened(tmp_path / "data") as app:
+    async with opened_app(tmp_path / "data") as app:
         finished = await app.submit({"tasks": [{"key": "n", "type": "NOOP"}]})
         async with app.engine_session() as engine:
             await engine.run(until_idle=True)
@@ -263,7 +255,7 @@ async def fredica_cli(data: Path, *args: str) -> tuple[int, str]:
 @pytest.mark.slow
 async def test_a_worker_in_another_process_follows_the_front_door(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    async with opened(data) as app:
+    async with opened_app(data) as app:
         finished = await app.submit({"tasks": [{"key": "n", "type": "NOOP"}]})
         created = await app.submit(SPEC)
         run_id, sleep, after = created.run_id, created.task_ids["sleep"], created.task_ids["after"]
