@@ -57,8 +57,8 @@ class EndpointsProcess:
         self.warm: list[str] = []
         self.process: asyncio.subprocess.Process | None = None
         self._address: EndpointsAddress | None = None
-        #: The token of the process started ahead by :meth:`prestart`, which waits for the
-        #: rest of its options on stdin; None otherwise.
+        #: The token of a process started that waits for its options on stdin (started
+        #: ahead by :meth:`prestart`, or being started); None otherwise.
         self._prestarted: str | None = None
         self._lock = asyncio.Lock()
         self.starts = 0
@@ -86,8 +86,7 @@ class EndpointsProcess:
         log file is set already. :meth:`stop` ends it."""
         async with self._lock:
             if self.process is None:
-                self._prestarted = secrets.token_urlsafe(32)
-                self.process = await self._spawn(self._prestarted, ["--options-on-stdin"])
+                await self._spawn()
 
     async def address(self) -> EndpointsAddress:
         """The running server's address, starting (or restarting) it when needed."""
@@ -114,23 +113,12 @@ class EndpointsProcess:
         return self.process is not None and self.process.returncode is None
 
     async def _start(self) -> None:
-        self._prestarted = None
-        token = secrets.token_urlsafe(32)
-        options: list[str] = []
-        for root in self.write_roots:
-            root.mkdir(parents=True, exist_ok=True)
-            options += ["--allow-write", str(root)]
-        if self.ffmpeg is not None:
-            options += ["--ffmpeg", str(self.ffmpeg)]
-        for name in self.api_key_envs:
-            options += ["--allow-key-env", name]
-        for name in self.warm:
-            options += ["--warm", name]
-        self.process = await self._spawn(token, options)
-        await self._read_port(token)
+        """Start the server and give it its options at once."""
+        await self._spawn()
+        await self._finish_start()
 
     async def _finish_start(self) -> None:
-        """Send the prestarted server the rest of its options, and read its port."""
+        """Send the waiting server the rest of its options, and read its port."""
         assert self.process is not None and self.process.stdin is not None
         token, self._prestarted = self._prestarted, None
         assert token is not None
@@ -150,17 +138,21 @@ class EndpointsProcess:
             pass  # it exited: told below, as the port it did not announce
         await self._read_port(token)
 
-    async def _spawn(self, token: str, options: list[str]) -> asyncio.subprocess.Process:
+    async def _spawn(self) -> None:
+        """Start the server's process with a new token; it waits for its options on stdin
+        (``--options-on-stdin``): one way to pass them, whether they are known yet or not."""
+        self._prestarted = token = secrets.token_urlsafe(32)
+        options = ["--options-on-stdin"]
         if self.log_file is not None:
-            options = [*options, "--log-file", str(self.log_file)]
-        return await asyncio.create_subprocess_exec(
+            options += ["--log-file", str(self.log_file)]
+        self.process = await asyncio.create_subprocess_exec(
             *endpoints_server_argv(),
             "--host",
             self.host,
             *options,
             "--parent-pid",
             str(os.getpid()),
-            stdin=asyncio.subprocess.PIPE if "--options-on-stdin" in options else None,
+            stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, TOKEN_ENV: token},
             # Its own session: a terminal's Ctrl-C signals the whole foreground process group,

@@ -210,7 +210,7 @@ def descendants(proc: subprocess.Popen[str]) -> list[psutil.Process]:
 
 def assert_gone(procs: list[psutil.Process], data: Path, within: float = 10.0) -> None:
     """Every process in ``procs``, and any mentioning ``data`` (the endpoints server is started
-    with ``--allow-write DATA/library``), has exited."""
+    with ``--log-file DATA/logs/endpoints.log``), has exited."""
 
     def alive() -> list[psutil.Process]:
         found = [p for p in procs if p.is_running()]

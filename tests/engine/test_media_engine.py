@@ -63,8 +63,12 @@ def test_kill_9_mid_download_resumes_from_the_bytes_on_disk(tmp_path: Path) -> N
         }
         submitted = submit(data, spec)
         worker = fredica(data, "worker")
+        # The endpoints server names its log file, under the data directory, on its command
+        # line (its other options come on stdin).
+        server_log = str(data / "logs" / "endpoints.log")
         try:
             wait_for(lambda: bytes_done(data) > 500_000, within=60)
+            assert processes_mentioning(server_log)
         finally:
             worker.send_signal(signal.SIGKILL)
             worker.communicate(timeout=10)
@@ -72,8 +76,7 @@ def test_kill_9_mid_download_resumes_from_the_bytes_on_disk(tmp_path: Path) -> N
         part = output.with_name(output.name + ".part")
         assert part.stat().st_size >= saved > 0
         assert not output.exists()
-        # The endpoints server (started with --allow-write <data>/library) died with its parent.
-        wait_gone(str(data / "library"))
+        wait_gone(server_log)  # the endpoints server died with its parent
 
         http.routes["/clip.bin"].rate = None
         code, _, err = run_cli(data, "worker", "--until-idle")
