@@ -9,9 +9,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class SleepParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Params(BaseModel):
+    """Params of one endpoint: unknown fields refused. Each model is built at its first use,
+    not at import: a process uses a few of them, and building them all took ~10 ms of every
+    start of the app and of the server."""
 
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class SleepParams(_Params):
     seconds: float = Field(ge=0, le=24 * 3600)
     #: After this many seconds of sleep, ask for a pause (reason "requested").
     pause_after: float | None = Field(default=None, ge=0)
@@ -54,9 +60,7 @@ def _http_url(url: str) -> str:
     return url
 
 
-class _MediaParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _MediaParams(_Params):
     #: The ffmpeg binary (settings); None: the one bundled with imageio-ffmpeg.
     ffmpeg: str | None = None
     #: Refuse to start (``NO_SPACE``) unless the output's estimated size still leaves this
@@ -64,9 +68,7 @@ class _MediaParams(BaseModel):
     keep_free_bytes: int = Field(default=256 << 20, ge=0)
 
 
-class ProbeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ProbeParams(_Params):
     input: str = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -165,19 +167,15 @@ class ExtractSubtitlesParams(_MediaParams):
         return self
 
 
-class DownloadResume(BaseModel):
+class DownloadResume(_Params):
     """What a download saved to resume with ``Range``: the bytes on disk and the validator."""
-
-    model_config = ConfigDict(extra="forbid")
 
     bytes_done: int = Field(default=0, ge=0)
     etag: str | None = None
     last_modified: str | None = None
 
 
-class DownloadParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DownloadParams(_Params):
     url: str = Field(min_length=1, max_length=8192)
     #: The final path; the body is streamed to ``<output>.part`` first.
     output: str = Field(min_length=1)
@@ -250,11 +248,9 @@ class ThumbnailParams(_MediaParams):
 MODEL_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
 
-class TranscribeResume(BaseModel):
+class TranscribeResume(_Params):
     """What a transcription saved (the task's checkpoint: what the job sent last in a progress
     frame's ``extras.checkpoint``): the merged segments so far and how far decoding got."""
-
-    model_config = ConfigDict(extra="forbid")
 
     #: Merged, final segments (``start``, ``end``, ``text`` and the decoder's extras), in order.
     segments: list[dict[str, Any]] = Field(default_factory=list)
@@ -266,9 +262,7 @@ class TranscribeResume(BaseModel):
     unheard: list[tuple[float, float]] = Field(default_factory=list)
 
 
-class TranscribeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TranscribeParams(_Params):
     #: The audio (or any media with audio) to transcribe: EXTRACT_AUDIO's 16 kHz WAV.
     input: str = Field(min_length=1)
     #: The merged transcript, JSON (``<stem>.transcript.json``), written atomically at the end.
@@ -321,9 +315,7 @@ def _all_transcript_formats() -> list[TranscriptFormat]:
     return ["srt", "vtt", "txt", "json"]
 
 
-class ExportSubtitlesParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ExportSubtitlesParams(_Params):
     #: TRANSCRIBE's transcript JSON.
     transcript: str = Field(min_length=1)
     #: Files are written as ``<output_dir>/<stem>.<format>`` (``.transcript.txt`` for text…).
@@ -347,10 +339,8 @@ class ExportSubtitlesParams(BaseModel):
         return self
 
 
-class LLMParams(BaseModel):
+class LLMParams(_Params):
     """An OpenAI-compatible chat endpoint (e.g. a local Ollama: ``http://127.0.0.1:11434/v1``)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     base_url: str = Field(min_length=1, max_length=2048)
     model: str = Field(min_length=1, max_length=256)
@@ -366,9 +356,7 @@ class LLMParams(BaseModel):
         return self
 
 
-class AnalyzeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AnalyzeParams(_Params):
     transcript: str = Field(min_length=1)
     #: The analysis, JSON (``<stem>.analysis.json``).
     output: str = Field(min_length=1)
@@ -387,10 +375,8 @@ class AnalyzeParams(BaseModel):
         return self
 
 
-class ModelDownloadParams(BaseModel):
+class ModelDownloadParams(_Params):
     """A Whisper model in CTranslate2 format, fetched by name into ``models_dir/<name>``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=MODEL_NAME_PATTERN)
     models_dir: str = Field(min_length=1)

@@ -11,13 +11,14 @@ The package: :mod:`.parser` (the command line), one module per group of commands
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import os
 import select
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from fredica_app.errors import FredicaError
@@ -114,6 +115,24 @@ def quick_exit() -> None:
     exit still runs (``atexit``, the standard streams' flush). Only for a process about to
     end: the objects frozen are never collected."""
     gc.freeze()
+
+
+@contextlib.contextmanager
+def imports_without_collection() -> Iterator[None]:
+    """Import the app's modules with the garbage collector off, then freeze what they made.
+
+    An import makes many objects (classes, functions, SQLAlchemy's and pydantic's tables of
+    them) and almost no garbage; the collections their allocations set off only walk them,
+    ~10 % of the imports' time here. Frozen afterwards, they are left out of every later
+    collection too (they live as long as the process anyway)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -299,7 +318,8 @@ async def _main(args: argparse.Namespace) -> int:
 
         endpoints = EndpointsProcess(log_file=resolve_paths(args.data_dir).endpoints_log_file)
         await endpoints.prestart()
-    from fredica_app.services import Fredica
+    with imports_without_collection():
+        from fredica_app.services import Fredica
 
     try:
         run = handler(args.command)
