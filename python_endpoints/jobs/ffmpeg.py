@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -729,6 +729,28 @@ def parse_encoders(text: str) -> dict[str, str]:
 def hardware_candidates(encoders: dict[str, str]) -> list[str]:
     """The hardware H.264 encoders this ffmpeg was built with, best first (not yet tested)."""
     return [e for e in HARDWARE_H264_ENCODERS if encoders.get(e) == "V"]
+
+
+#: The device files a hardware encoder's driver opens on Linux; it can work only where one of
+#: them exists: NVIDIA's control device (or WSL 2's GPU), else a DRM device for the others.
+#: Most servers and virtual machines have none, and are spared the test encodes.
+LINUX_DEVICES: dict[str, tuple[str, ...]] = {
+    "h264_nvenc": ("/dev/nvidiactl", "/dev/dxg"),
+    "h264_qsv": ("/dev/dri",),
+    "h264_amf": ("/dev/dri",),
+    "h264_vaapi": ("/dev/dri",),
+}
+
+
+def could_work(encoder: str, platform: str, present: Collection[str]) -> bool:
+    """Whether a hardware encoder could work on this system (``sys.platform``), where these
+    of :data:`LINUX_DEVICES`' files exist: VideoToolbox only on macOS; on Linux, only with
+    one of its devices; elsewhere, only a test encode tells."""
+    if encoder == "h264_videotoolbox":
+        return platform == "darwin"
+    if platform.startswith("linux"):
+        return any(device in present for device in LINUX_DEVICES.get(encoder, ()))
+    return True
 
 
 # --- -progress --------------------------------------------------------------------------------

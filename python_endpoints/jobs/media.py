@@ -25,16 +25,19 @@ things of a material ask for that, so that a silent video still gets its MP4.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import queue
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -229,11 +232,27 @@ _hardware: dict[str, str | None] = {}
 
 def hardware_encoder(binary: str) -> str | None:
     """The best hardware H.264 encoder that works here, or None; tested once per binary for
-    the life of this process."""
+    the life of this process. An encoder that cannot work on this system (no device for its
+    driver: :func:`ffmpeg.could_work`) is not tested; with none that could, nothing runs."""
     if binary not in _hardware:
-        candidates = ff.hardware_candidates(list_encoders(binary))
-        _hardware[binary] = next((e for e in candidates if encoder_works(binary, e)), None)
+        present = [d for d in {*chain(*ff.LINUX_DEVICES.values())} if os.path.exists(d)]
+        candidates: list[str] = []
+        if any(ff.could_work(e, sys.platform, present) for e in ff.HARDWARE_H264_ENCODERS):
+            listed = ff.hardware_candidates(list_encoders(binary))
+            candidates = [e for e in listed if ff.could_work(e, sys.platform, present)]
+        _hardware[binary] = first_working(candidates, lambda e: encoder_works(binary, e))
     return _hardware[binary]
+
+
+def first_working(candidates: list[str], works: Callable[[str], bool]) -> str | None:
+    """The first of ``candidates`` (best first) that ``works``, all tested side by side: a
+    test mostly waits for its driver to start, and one after another their waits would add
+    up in front of a batch's first transcodes."""
+    if not candidates:
+        return None
+    with concurrent.futures.ThreadPoolExecutor(len(candidates)) as pool:
+        results = list(pool.map(works, candidates))
+    return next((e for e, ok in zip(candidates, results, strict=True) if ok), None)
 
 
 def warm_up(endpoint: str) -> None:

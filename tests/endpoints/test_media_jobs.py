@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 
 from python_endpoints.catalogue import CATALOGUE
+from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.sample import make_sample, sample_cues
 from python_endpoints.params import TranscodeParams
@@ -701,6 +703,33 @@ def test_encoders_are_verified_with_a_one_frame_encode() -> None:
     assert found is None or media.encoder_works(binary, found)
     assert media._hardware[binary] == found  # cached for the life of the process
     assert not media.encoder_works(binary, "no_such_encoder")
+
+
+def test_the_hardware_encoders_are_tested_side_by_side_and_the_best_working_one_wins() -> None:
+    candidates = ["h264_nvenc", "h264_qsv", "h264_amf", "h264_vaapi"]
+    together = threading.Barrier(len(candidates), timeout=10)  # broken unless all run at once
+
+    def works(encoder: str) -> bool:  # a fake: no GPU here to test a real encoder on
+        together.wait()
+        return encoder in ("h264_amf", "h264_qsv")
+
+    assert media.first_working(candidates, works) == "h264_qsv"
+    assert media.first_working(candidates, lambda e: False) is None
+    assert media.first_working([], works) is None
+
+
+def test_no_encoder_is_tested_where_no_driver_has_a_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    if any(Path(d).exists() for ds in ff.LINUX_DEVICES.values() for d in ds):
+        pytest.skip("this machine has a GPU's device")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the devices are Linux's")
+
+    def no_listing(binary: str) -> dict[str, str]:
+        raise AssertionError("ffmpeg was asked for its encoders")
+
+    monkeypatch.setattr(media, "list_encoders", no_listing)
+    monkeypatch.setattr(media, "_hardware", {})
+    assert media.hardware_encoder(media.ffmpeg_binary({})) is None
 
 
 def test_probe_reads_what_make_sample_wrote(samples: SampleCache) -> None:

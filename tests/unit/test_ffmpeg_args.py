@@ -270,6 +270,30 @@ def test_parse_encoders_and_the_hardware_candidates_best_first() -> None:
     assert ff.parse_encoders("") == {} and ff.hardware_candidates({}) == []
 
 
+def test_a_hardware_encoder_is_tested_only_where_its_driver_has_a_device() -> None:
+    def possible(platform: str, present: list[str]) -> list[str]:
+        return [e for e in ff.HARDWARE_H264_ENCODERS if ff.could_work(e, platform, present)]
+
+    assert possible("linux", []) == []  # a server or a virtual machine: no test encode at all
+    assert possible("linux", ["/dev/dri"]) == ["h264_qsv", "h264_amf", "h264_vaapi"]
+    assert possible("linux", ["/dev/nvidiactl"]) == ["h264_nvenc"]
+    assert possible("linux", ["/dev/dxg", "/dev/dri"]) == [  # WSL 2
+        "h264_nvenc",
+        "h264_qsv",
+        "h264_amf",
+        "h264_vaapi",
+    ]
+    assert possible("darwin", []) == [
+        "h264_nvenc",
+        "h264_qsv",
+        "h264_videotoolbox",
+        "h264_amf",
+        "h264_vaapi",
+    ]
+    assert "h264_videotoolbox" not in possible("win32", [])
+    assert possible("win32", []) == ["h264_nvenc", "h264_qsv", "h264_amf", "h264_vaapi"]
+
+
 # --- -progress --------------------------------------------------------------------------------
 
 
