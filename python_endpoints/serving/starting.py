@@ -30,9 +30,10 @@ from typing import Any, TypeAlias
 
 __all__ = ["FORKSERVER_PRELOAD", "child_environment", "context", "start_early", "uses_forkserver"]
 
-#: What the fork server imports once for all its children: the child's side, and the job
-#: modules that are light to import and start no thread (not the speech model's libraries,
-#: which start thread pools; not yt-dlp, whose jobs never reuse a process).
+#: What the fork server imports once for all its children: the child's side, the job modules
+#: that are light to import and start no thread (not the speech model's libraries, which start
+#: thread pools; not yt-dlp, whose jobs never reuse a process), then what each child would
+#: otherwise do at its start (:mod:`.preload`).
 FORKSERVER_PRELOAD = [
     "python_endpoints.serving.child",
     "python_endpoints.jobs.media",
@@ -41,6 +42,7 @@ FORKSERVER_PRELOAD = [
     "python_endpoints.jobs.analyze",
     "python_endpoints.jobs.sleep",
     "av",
+    "python_endpoints.serving.preload",
 ]
 
 if sys.platform == "win32":

@@ -69,6 +69,36 @@ async def test_a_forked_child_has_the_server_s_environment_and_folder_of_now(
     assert FORK_SERVER in seen["parent"]  # forked, not spawned
 
 
+def ffmpeg_looked_up(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    from imageio_ffmpeg import _utils  # the cache of its lookup: private, pinned version
+
+    return {"cached": _utils._get_ffmpeg_exe.cache_info().currsize}
+
+
+class FfmpegLookedUp(ProcessEndpoint):
+    name = "looked_up"
+    target = staticmethod(ffmpeg_looked_up)
+
+
+@forked_only
+async def test_a_forked_child_finds_the_bundled_ffmpeg_looked_up_already() -> None:
+    """The fork server looks the bundled ffmpeg up once (imageio-ffmpeg runs ``ffmpeg
+    -version`` to check it); a child forked from it does not run that again."""
+    if os.environ.get("IMAGEIO_FFMPEG_EXE"):
+        pytest.skip("the ffmpeg is named by the environment: nothing is looked up")
+    assert "python_endpoints.serving.preload" in starting.FORKSERVER_PRELOAD
+    srv = EndpointServer({"looked_up": FfmpegLookedUp}, TOKEN)
+    port = await srv.start()
+    try:
+        async with open_task(port, name="looked_up") as ws:
+            await start(ws)
+            frames = await frames_until(ws, "result", "error")
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
+    assert frames[-1] == {**frames[-1], "type": "result", "result": {"cached": 1}}
+
+
 @forked_only
 def test_the_fork_server_and_its_children_end_with_a_killed_server(tmp_path: Path) -> None:
     """SIGKILL of the server: the fork server sees its pipe close and exits, and an idle
