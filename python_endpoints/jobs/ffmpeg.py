@@ -731,11 +731,12 @@ def hardware_candidates(encoders: dict[str, str]) -> list[str]:
     return [e for e in HARDWARE_H264_ENCODERS if encoders.get(e) == "V"]
 
 
-#: The device files a hardware encoder's driver opens on Linux; it can work only where one of
-#: them exists: NVIDIA's control device (or WSL 2's GPU), else a DRM device for the others.
-#: Most servers and virtual machines have none, and are spared the test encodes.
+#: The files that show a hardware encoder's driver on Linux; it can work only where one of
+#: them exists: NVIDIA's control device or its loaded kernel module (whose device files
+#: ``nvidia-modprobe`` may make only at the first use), WSL 2's GPU, else a DRM device for
+#: the others. Most servers and virtual machines have none, and are spared the test encodes.
 LINUX_DEVICES: dict[str, tuple[str, ...]] = {
-    "h264_nvenc": ("/dev/nvidiactl", "/dev/dxg"),
+    "h264_nvenc": ("/dev/nvidiactl", "/proc/driver/nvidia", "/dev/dxg"),
     "h264_qsv": ("/dev/dri",),
     "h264_amf": ("/dev/dri",),
     "h264_vaapi": ("/dev/dri",),

@@ -277,6 +277,7 @@ def test_a_hardware_encoder_is_tested_only_where_its_driver_has_a_device() -> No
     assert possible("linux", []) == []  # a server or a virtual machine: no test encode at all
     assert possible("linux", ["/dev/dri"]) == ["h264_qsv", "h264_amf", "h264_vaapi"]
     assert possible("linux", ["/dev/nvidiactl"]) == ["h264_nvenc"]
+    assert possible("linux", ["/proc/driver/nvidia"]) == ["h264_nvenc"]  # no device file yet
     assert possible("linux", ["/dev/dxg", "/dev/dri"]) == [  # WSL 2
         "h264_nvenc",
         "h264_qsv",
