@@ -18,6 +18,10 @@
    time), of the ffmpeg they ran (reaped: exact), and of this client (a connection, its
    frames); wall milliseconds per job. What a job costs beside its ffmpeg, without a batch's
    contention.
+4. Inside a remux job (:mod:`bench._job_phases`): the job function run in this process on 20
+   (``--quick``: 2) clips, its CPU beside its ffmpeg and the share of its phases; and what
+   starting a process costs a job's child with and without the hook that makes it die with
+   the child.
 
     python -m bench.process_cpu [--quick]
 """
@@ -37,6 +41,7 @@ import psutil
 
 from bench._batch_jobs import one_job
 from bench._batch_lanes import FREDICA, ROOT, clips
+from bench._job_phases import job_phases, spawn_ms
 from bench.batch import byte_compile
 from bench.engine import table
 from fredica_app.endpoints import EndpointsProcess
@@ -215,6 +220,20 @@ def main(argv: list[str] | None = None) -> int:
                     f"per {name} job: {what}",
                     f"{ms[key]:.1f} ms",
                     f"mean of {jobs}, one at a time",
+                    "",
+                )
+            )
+    phases = 2 if args.quick else 20
+    for name, ms in job_phases(phases).items():
+        rows.append((f"inside a remux job: {name}", f"{ms:.1f} ms", f"per job, {phases} jobs", ""))
+    if sys.platform.startswith("linux"):
+        for hook in (True, False):
+            rows.append(
+                (
+                    f"start a process from a job's child, {'with' if hook else 'without'} the "
+                    "die-with-it hook",
+                    f"{spawn_ms(hook):.2f} ms",
+                    "median of 40",
                     "",
                 )
             )

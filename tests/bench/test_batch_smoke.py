@@ -145,6 +145,17 @@ def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Pa
         > ms["per TRANSCODE_MP4 remux job: its job children"]
     )
     assert ms["per PROBE job: ffmpeg"] == 0
+    inside = {
+        k.removeprefix("inside a remux job: "): float(v.removesuffix(" ms"))
+        for k, v in rows.items()
+        if k.startswith("inside a remux job: ")
+    }
+    assert inside["wall"] > 0 and inside["ffmpeg CPU"] > 0
+    for phase in ("probe the input (PyAV)", "start ffmpeg", "read the output back (PyAV)"):
+        assert 0 < inside[phase] < inside["wall"], phase  # each phase ran, within the job
+    if sys.platform.startswith("linux"):
+        starts = [v for k, v in rows.items() if k.startswith("start a process from a job's")]
+        assert len(starts) == 2 and all(v.endswith(" ms") for v in starts)
 
 
 def test_drain_part_drains_every_lane(tmp_path: Path) -> None:
