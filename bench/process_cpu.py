@@ -66,7 +66,7 @@ def _kind(process: psutil.Process, root: int) -> str:
     if process.pid == root:
         return "the app's process"
     command = process.cmdline()
-    name = Path(command[0]).name if command else ""
+    name = Path(command[0]).name if command else process.name()  # none as it ends
     if "ffmpeg" in name:
         return "ffmpeg"
     if "resource_tracker" in " ".join(command):
@@ -112,7 +112,12 @@ def cpu_by_kind(count: int) -> tuple[float, dict[str, tuple[float, int]]]:
             for p in tree:
                 try:
                     cpu = p.cpu_times()
-                    kind = seen[p.pid][0] if p.pid in seen else _kind(p, root.pid)
+                    # Asked until it says ffmpeg: a child forked to run ffmpeg has its
+                    # parent's command line until its exec, and an ffmpeg that is ending has
+                    # none; either would count as a Python process.
+                    kind = seen[p.pid][0] if p.pid in seen else ""
+                    if kind != "ffmpeg":
+                        kind = _kind(p, root.pid)
                     seen[p.pid] = (kind, cpu.user + cpu.system)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
