@@ -97,6 +97,20 @@ def job_phases(count: int) -> dict[str, float]:
     return out
 
 
+def fork_ms(times: int = 40) -> float:
+    """Median milliseconds of ``os.fork()`` in this process, the child exiting at once, until
+    it is reaped: what the hook's way of starting a process costs before any of its work."""
+    taken = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        taken.append(time.perf_counter() - t0)
+    return statistics.median(taken) * 1000
+
+
 def spawn_ms(with_hook: bool, times: int = 40) -> float:
     """Median milliseconds of ``Popen`` of ``true`` (until it returns), in this process (with
     PyAV and the media jobs loaded, as a job's child has them)."""

@@ -6,7 +6,8 @@
    started and given a second to import first). Median milliseconds from ``start()`` to the
    child's word.
 2. CPU per process: one ``fredica --data-dir NEW process DIR --template transcode_mp4`` of the
-   batch bench's remux clips (50 of 5 s; ``--quick``: 2), every process of its tree sampled
+   batch bench's remux clips (50 of 5 s; ``--batch reencode``: its 8 re-encode clips of
+   30 s; ``--quick``: 2), every process of its tree sampled
    with psutil every 20 ms; the CPU time (user + system) each had when last seen, summed by
    kind: the app's process, the endpoints server with its fork server and job children,
    ffmpeg. A process that ends between two samples loses up to 20 ms of its time; ffmpeg's
@@ -21,9 +22,9 @@
 4. Inside a remux job (:mod:`bench._job_phases`): the job function run in this process on 20
    (``--quick``: 2) clips, its CPU beside its ffmpeg and the share of its phases; and what
    starting a process costs a job's child with and without the hook that makes it die with
-   the child.
+   the child, and what a fork of this process costs by itself.
 
-    python -m bench.process_cpu [--quick]
+    python -m bench.process_cpu [--quick] [--batch reencode]
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import psutil
 
 from bench._batch_jobs import one_job
 from bench._batch_lanes import FREDICA, ROOT, clips
-from bench._job_phases import job_phases, spawn_ms
+from bench._job_phases import fork_ms, job_phases, spawn_ms
 from bench.batch import byte_compile
 from bench.engine import table
 from fredica_app.endpoints import EndpointsProcess
@@ -74,10 +75,12 @@ def _kind(process: psutil.Process, root: int) -> str:
     return "endpoints server, fork server, job children"
 
 
-def cpu_by_kind(count: int) -> tuple[float, dict[str, tuple[float, int]]]:
-    """One ``process DIR`` of ``count`` remux clips: its wall time and, per kind of process,
-    CPU seconds and how many processes."""
-    source = clips("mkv", 5.0, count)[0].parent
+def cpu_by_kind(count: int, batch: str = "remux") -> tuple[float, dict[str, tuple[float, int]]]:
+    """One ``process DIR`` of ``count`` clips of the batch bench's part ``batch`` (remux: 5 s
+    mkv; reencode: 30 s legacy): its wall time and, per kind of process, CPU seconds and how
+    many processes."""
+    kind, seconds = ("mkv", 5.0) if batch == "remux" else ("legacy", 30.0)
+    source = clips(kind, seconds, count)[0].parent
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work) / "clips"
         folder.mkdir()
@@ -191,7 +194,13 @@ async def _cpu_per_job(count: int) -> dict[str, dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.process_cpu", description=__doc__)
-    p.add_argument("--quick", action="store_true", help="2 clips, not 50")
+    p.add_argument("--quick", action="store_true", help="2 clips, not 50 (or 8)")
+    p.add_argument(
+        "--batch",
+        choices=("remux", "reencode"),
+        default="remux",
+        help="the clips of part 2: the batch bench's remux (50 of 5 s) or reencode (8 of 30 s)",
+    )
     args = p.parse_args(argv)
     byte_compile()
     rows = [
@@ -206,11 +215,12 @@ def main(argv: list[str] | None = None) -> int:
                 "",
             )
         )
-    count = 2 if args.quick else 50
-    wall, by_kind = cpu_by_kind(count)
+    count = 2 if args.quick else 50 if args.batch == "remux" else 8
+    wall, by_kind = cpu_by_kind(count, args.batch)
     for kind, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         rows.append((f"CPU: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
-    rows.append(("process DIR, wall", f"{wall:.2f} s", f"{count} remux clips of 5 s", ""))
+    what = "remux clips of 5 s" if args.batch == "remux" else "re-encode clips of 30 s"
+    rows.append(("process DIR, wall", f"{wall:.2f} s", f"{count} {what}", ""))
     jobs = 3 if args.quick else 50
     for name, ms in asyncio.run(_cpu_per_job(jobs)).items():
         for key, what in (
@@ -232,6 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, ms in job_phases(phases).items():
         rows.append((f"inside a remux job: {name}", f"{ms:.1f} ms", f"per job, {phases} jobs", ""))
     if sys.platform.startswith("linux"):
+        rows.append(
+            (
+                "fork this process (its child exits at once)",
+                f"{fork_ms():.2f} ms",
+                "median of 40",
+                "",
+            )
+        )
         for hook in (True, False):
             rows.append(
                 (
