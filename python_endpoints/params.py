@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Params(BaseModel):
-    """Params of one endpoint: unknown fields refused. Each model is built at its first use,
-    not at import: a process uses a few of them, and building them all took ~10 ms of every
-    start of the app and of the server."""
+    """An endpoint's params, or a part of them (a checkpoint): unknown fields refused. Each
+    model is built at its first use, not at import: a process uses a few of them, and
+    building them all took ~10 ms of every start of the app and of the server."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
