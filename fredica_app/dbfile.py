@@ -48,12 +48,10 @@ def open_current(path: Path) -> Iterator[sqlite3.Connection | None]:
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("BEGIN")
-            current = conn.execute("PRAGMA application_id").fetchone()[
-                0
-            ] == APPLICATION_ID and conn.execute(
-                "SELECT version_num FROM alembic_version"
-            ).fetchall() == [(SCHEMA_HEAD,)]
-        except sqlite3.Error:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            revisions = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+            current = app_id == APPLICATION_ID and revisions == [(SCHEMA_HEAD,)]
+        except sqlite3.Error:  # no alembic_version (a foreign file), or damage
             current = False
         yield conn if current else None
     finally:

@@ -5,19 +5,17 @@ gives, without SQLAlchemy. SQLite only, read only."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection
+
+from workers.store.quick import id_chunks
 
 __all__ = ["titles"]
 
-_CHUNK = 500
 
-
-def titles(conn: sqlite3.Connection, material_ids: Iterable[str]) -> dict[str, str]:
+def titles(conn: sqlite3.Connection, material_ids: Collection[str]) -> dict[str, str]:
     """The titles of these materials, by id (those that exist)."""
-    ids = sorted(set(material_ids))
     out: dict[str, str] = {}
-    for i in range(0, len(ids), _CHUNK):
-        chunk = ids[i : i + _CHUNK]
+    for chunk in id_chunks(material_ids):
         marks = ", ".join("?" * len(chunk))
         out.update(conn.execute(f"SELECT id, title FROM material WHERE id IN ({marks})", chunk))
     return out

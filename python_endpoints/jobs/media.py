@@ -236,10 +236,9 @@ def hardware_encoder(binary: str) -> str | None:
     driver: :func:`ffmpeg.could_work`) is not tested; with none that could, nothing runs."""
     if binary not in _hardware:
         present = [d for d in {*chain(*ff.LINUX_DEVICES.values())} if os.path.exists(d)]
-        candidates: list[str] = []
-        if any(ff.could_work(e, sys.platform, present) for e in ff.HARDWARE_H264_ENCODERS):
-            listed = ff.hardware_candidates(list_encoders(binary))
-            candidates = [e for e in listed if ff.could_work(e, sys.platform, present)]
+        possible = [e for e in ff.HARDWARE_H264_ENCODERS if ff.could_work(e, sys.platform, present)]
+        listed = ff.hardware_candidates(list_encoders(binary)) if possible else []
+        candidates = [e for e in listed if e in possible]
         _hardware[binary] = first_working(candidates, lambda e: encoder_works(binary, e))
     return _hardware[binary]
 

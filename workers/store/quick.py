@@ -14,7 +14,7 @@ from workers import states
 from workers.records import RunProgress, RunRecord
 from workers.states import RunStatus, TaskStatus
 
-__all__ = ["list_runs", "run_progress"]
+__all__ = ["id_chunks", "list_runs", "run_progress"]
 
 #: The run record's fields are the table's columns.
 _RUN_COLUMNS = tuple(f.name for f in fields(RunRecord))
@@ -56,7 +56,7 @@ def run_progress(conn: sqlite3.Connection, run_ids: Collection[str]) -> dict[str
     """For each of these runs that has tasks: when its first task started, how far its tasks
     are, how many are held."""
     out = {}
-    for chunk in _chunks(sorted(set(run_ids))):
+    for chunk in id_chunks(run_ids):
         sql = RUN_PROGRESS_SQL.format(marks=", ".join("?" * len(chunk)))
         for run_id, started, live, progress, held in conn.execute(sql, chunk):
             out[run_id] = RunProgress(
@@ -65,6 +65,8 @@ def run_progress(conn: sqlite3.Connection, run_ids: Collection[str]) -> dict[str
     return out
 
 
-def _chunks(ids: list[str]) -> Iterator[list[str]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i : i + _CHUNK]
+def id_chunks(ids: Collection[str]) -> Iterator[list[str]]:
+    """These ids, each once and sorted, in lists short enough to bind in one ``IN (…)``."""
+    unique = sorted(set(ids))
+    for i in range(0, len(unique), _CHUNK):
+        yield unique[i : i + _CHUNK]
