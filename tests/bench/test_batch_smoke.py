@@ -171,3 +171,38 @@ def test_drain_part_drains_every_lane(tmp_path: Path) -> None:
     names = {c["name"]: c["ok"] for c in out["checks"]}
     assert names["drain: every task completed"] is True
     assert text.count("PASS  ") + text.count("FAIL  ") == 3
+
+
+def test_start_pieces_times_each_piece_against_what_it_replaced(tmp_path: Path) -> None:
+    """``python -m bench.start_pieces --rounds 1 --against HEAD``: the imports both ways, the
+    encoder tests both ways, and ``process`` from a checkout of HEAD and from this one."""
+
+    def worktrees() -> list[str]:
+        listed = subprocess.run(
+            ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        return listed.stdout.splitlines()
+
+    before = worktrees()
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.start_pieces", "--rounds", "1", "--against", "HEAD"],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        line.split("|")[0].strip(): line.split("|")[1].strip()
+        for line in done.stdout.splitlines()
+        if "|" in line
+    }
+    for way in ("on", "off"):
+        assert float(rows[f"import fredica_app.services, collector {way}"].removesuffix(" s")) > 0
+    assert sum(k.startswith("hardware encoder tests, ") for k in rows) == 2
+    for tree in ("HEAD", "this checkout"):
+        first = float(rows[f"process CLIP, {tree}: start -> first task"].removesuffix(" s"))
+        whole = float(rows[f"process CLIP, {tree}: whole run"].removesuffix(" s"))
+        assert 0 < first < whole, tree
+    assert worktrees() == before  # the checkout it made is gone
