@@ -16,6 +16,25 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _table(tmp_path: Path, *command: str) -> dict[str, str]:
+    """Run ``python -m`` ``command`` (a bench that prints a table); its rows, measure ->
+    value. Temporary files go under ``tmp_path``."""
+    done = subprocess.run(
+        [sys.executable, "-m", *command],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {
+        line.split("|")[0].strip(): line.split("|")[1].strip()
+        for line in done.stdout.splitlines()
+        if "|" in line
+    }
+
+
 def _bench(tmp_path: Path, part: str) -> tuple[str, dict[str, Any]]:
     """Run one quick part; its text and its JSON. Temporary files (the clip cache, the work
     folder) go under ``tmp_path``."""
@@ -113,20 +132,7 @@ def test_jobs_part_runs_every_endpoint_and_times_its_first_frame(tmp_path: Path)
 def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Path) -> None:
     """``python -m bench.process_cpu --quick``: both ways of starting a child (the fork
     server where it is used), and CPU for the app's process, ffmpeg and the server's side."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.process_cpu", "--quick"],
-        cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {
-        line.split("|")[0].strip(): line.split("|")[1].strip()
-        for line in done.stdout.splitlines()
-        if "|" in line
-    }
+    rows = _table(tmp_path, "bench.process_cpu", "--quick")
     assert rows["child start, spawn"].endswith(" ms")
     if sys.platform.startswith("linux"):
         assert rows["child start, fork server"].endswith(" ms")
@@ -184,20 +190,7 @@ def test_start_pieces_times_each_piece_against_what_it_replaced(tmp_path: Path) 
         return listed.stdout.splitlines()
 
     before = worktrees()
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.start_pieces", "--rounds", "1", "--against", "HEAD"],
-        cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {
-        line.split("|")[0].strip(): line.split("|")[1].strip()
-        for line in done.stdout.splitlines()
-        if "|" in line
-    }
+    rows = _table(tmp_path, "bench.start_pieces", "--rounds", "1", "--against", "HEAD")
     for way in ("on", "off"):
         assert float(rows[f"import fredica_app.services, collector {way}"].removesuffix(" s")) > 0
     assert sum(k.startswith("hardware encoder tests, ") for k in rows) == 2
