@@ -21,6 +21,9 @@ at the end:
    H.264/AAC MP4, and PyAV reads both streams back.
 6. ``speech`` — the embedded Whisper model, loaded and fed as TRANSCRIBE does, hears "hello"
    in the first seconds of the bundled speech clip, offline.
+7. ``licences`` — the licence report the bundle carries names what runs: this Python, its
+   OpenSSL and SQLite, the Qt, the ffmpeg, the distributions' versions, the parts it places in
+   the bundle (:mod:`fredica_app.bundled_report`). From source there is no bundle report.
 
 The self-test cannot know the user's settings (it does not read them): the ffmpeg is the one
 that ships, or ``IMAGEIO_FFMPEG_EXE`` (which imageio-ffmpeg, hence every job, honours), and
@@ -52,11 +55,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from fredica_app import bundled_report
 from fredica_app.entry import is_frozen
 from fredica_app.version import fredica_version
 
 #: Every check, in the order they run.
-CHECKS = ("python", "qt", "database", "endpoints", "ffmpeg", "speech")
+CHECKS = ("python", "qt", "database", "endpoints", "ffmpeg", "speech", "licences")
 #: The whole run's budget: a check that would start later is skipped.
 BUDGET_SECONDS = 110.0
 #: How long the endpoints check gives the engine's SLEEP_SUBPROCESS, and the time to stop it.
@@ -491,6 +495,55 @@ def _speech(model: str | None) -> str:
     )
 
 
+def check_licences(bundle: bundled_report.Bundle | None = None) -> CheckResult:
+    """The licence report of ``bundle`` (default: the running one; none from source) against
+    what runs."""
+
+    def run() -> str:
+        if bundle is None and not is_frozen():
+            return (
+                "from source: no bundle, so no bundle's licence report (packaging/build.py "
+                "writes one into each)"
+            )
+        layout = bundle or bundled_report.this_bundle()
+        fix = f"the bundle's licence report does not describe this bundle: {REBUILD}"
+        try:
+            stated, text = bundled_report.read_stated(layout)
+        except bundled_report.ReportUnreadable as exc:
+            raise CheckFailed(str(exc), fix) from exc
+        now = bundled_report.running(_qt_version(), _jobs_ffmpeg())
+        wrong = bundled_report.disagreements(stated, text, layout, now)
+        if wrong:
+            more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+            raise CheckFailed(f"the licence report is wrong: {'; '.join(wrong[:3])}{more}", fix)
+        return bundled_report.confirmed(stated, now)
+
+    return measure("licences", run)
+
+
+def _qt_version() -> str | None:
+    """The Qt this Fredica loads, or None when Qt cannot be imported (the qt check says why)."""
+    try:
+        from fredica_app.gui.selftest_qt import qt_version
+    except ImportError:
+        return None
+    return qt_version()
+
+
+def _jobs_ffmpeg() -> Path | None:
+    """The ffmpeg the jobs run, unless ``IMAGEIO_FFMPEG_EXE`` chose another (then None: the
+    report speaks of the bundled one only)."""
+    from python_endpoints.jobs.media import ffmpeg_binary
+    from python_endpoints.serving.child import JobFailed
+
+    if os.environ.get("IMAGEIO_FFMPEG_EXE"):
+        return None
+    try:
+        return Path(ffmpeg_binary({}))
+    except JobFailed:
+        return None  # the ffmpeg check says what is wrong with it
+
+
 # --- running them ---------------------------------------------------------------------------
 
 
@@ -522,6 +575,7 @@ def plan(work: Path) -> list[Step]:
         ),
         Step("ffmpeg", lambda: check_ffmpeg(work / "ffmpeg"), 30.0),
         Step("speech", check_speech, 60.0),
+        Step("licences", check_licences, 30.0),
     ]
 
 

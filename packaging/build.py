@@ -119,17 +119,18 @@ def run_pyinstaller(out: Path, work: Path, icons: Path) -> None:
         raise SystemExit("PyInstaller failed; the end of its log:\n" + "\n".join(tail))
 
 
-def add_licences(bundle: Path) -> None:
-    """The third-party report, every licence file the bundled wheels ship, and the GPL and
-    LGPL texts (which Qt's wheels and the ffmpeg binary do not carry) into the bundle's
-    ``licenses/``."""
+def add_licences(bundle: Path) -> Path:
+    """The bundle's own third-party report (built from the bundle and the environment it was
+    built from, checked against the bundle's files), every licence file the bundled wheels
+    ship, and the GPL and LGPL texts (which Qt's wheels and the ffmpeg binary do not carry),
+    into the bundle's ``licenses/``. The report's path."""
     import licenses
 
-    target = bundle / "Contents" / "Resources" if sys.platform == "darwin" else bundle
-    target /= "licenses"
-    licenses.copy_licence_texts(target, HERE / "THIRD_PARTY.md")
+    written = licenses.write_bundle_report(bundle)
+    target = written[0].parent
     for text in sorted((HERE / "licence-texts").glob("*.txt")):
         shutil.copyfile(text, target / text.name)
+    return written[0]
 
 
 def _unstripped(part: str) -> bool:
@@ -179,7 +180,6 @@ def make_installer(report: Report, args: argparse.Namespace, icons: dict[str, Pa
             report.version,
             desktop_file=HERE / "linux" / "fredica.desktop",
             hicolor=icons["hicolor"],
-            third_party=HERE / "THIRD_PARTY.md",
         )
         print(f"Depends: {', '.join(made.depends)}")
         if made.unresolved:
@@ -224,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     sys.path.insert(1, str(ROOT))
     import icons as icon_files
+    import lockfile
+    from licence_text import ReportError
+
+    licence_errors = (ReportError, lockfile.LockError)
 
     report = Report(dist_version("fredica"), sys.platform)
     with report.step("icons"):
@@ -236,7 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     if saved:
         report.notes.append(f"stripped symbol tables: {saved / 1e6:,.1f} MB saved")
     with report.step("licences"):
-        add_licences(bundle)
+        try:
+            add_licences(bundle)
+        except licence_errors as exc:
+            raise SystemExit(f"the licence report: {exc}") from exc
     report.bundle_bytes = tree_bytes(bundle)
     report.space = space_report(bundle)
     if not args.no_installer:

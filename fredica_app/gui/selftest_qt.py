@@ -41,6 +41,11 @@ ENGLISH_LIBRARY = "Library"
 DEFERRED_DELETE = QEvent.Type.DeferredDelete.value
 
 
+def qt_version() -> str:
+    """The version of the Qt libraries loaded (the licence report names it)."""
+    return str(qVersion())
+
+
 def show_main_window(data_dir: Path) -> str:
     """Create the QApplication (as the app does), check that the zh_CN translation loads,
     show the main window in it on ``data_dir``, close it. Returns the check's detail; raises

@@ -142,6 +142,7 @@ def test_selftest_json_passes_every_check_and_touches_nothing_of_the_user(
     assert "127.0.0.1:" in by_name["endpoints"] and "child process" in by_name["endpoints"]
     assert "H.264/AAC" in by_name["ffmpeg"] and "1.0" in by_name["ffmpeg"]
     assert "hello" in by_name["speech"].lower()
+    assert by_name["licences"].startswith("from source: no bundle")
     # Nothing left: no process, no temporary folder, nothing in the user's folders.
     assert_no_process_left(watched, server_pid(by_name["endpoints"]))
     no_selftest_folder_left(tmp_path)
@@ -180,7 +181,7 @@ def test_broken_ffmpeg_and_missing_speech_model_fail_with_fixes_and_the_rest_run
     assert lines[0].startswith("Fredica self-test (fredica ") and "from source" in lines[0]
     rows = {line.split()[0]: line for line in lines if re.match(r"  [a-z]+ ", line)}
     assert list(rows) == list(CHECKS)  # the table names every check, in order
-    for name in ("python", "qt", "database", "endpoints"):
+    for name in ("python", "qt", "database", "endpoints", "licences"):
         assert re.match(rf"  {name} +ok +\d+\.\ds  \S", rows[name]), rows[name]
     assert re.match(r"  ffmpeg +FAILED ", rows["ffmpeg"])
     assert str(not_ffmpeg) in rows["ffmpeg"]
@@ -193,7 +194,7 @@ def test_broken_ffmpeg_and_missing_speech_model_fail_with_fixes_and_the_rest_run
     ]
     after = lines.index(rows["ffmpeg"])
     assert lines[after + 1].strip().startswith("fix: IMAGEIO_FFMPEG_EXE")
-    assert re.fullmatch(r"2 of 6 checks did not pass \(ffmpeg, speech\) in \d+\.\d s", lines[-1])
+    assert re.fullmatch(r"2 of 7 checks did not pass \(ffmpeg, speech\) in \d+\.\d s", lines[-1])
     assert_no_process_left(watched)
     no_selftest_folder_left(tmp_path)
 

@@ -12,7 +12,10 @@ is skipped and says why; the build and the package's contents are checked still.
 from __future__ import annotations
 
 import json
+import os
+import platform
 import shutil
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -124,6 +127,38 @@ def test_the_bundle_carries_no_unused_qt_or_test_tools(built: Built) -> None:
     assert (licences / "THIRD_PARTY.md").is_file() and (licences / "LGPL-3.0.txt").is_file()
 
 
+def test_the_bundle_carries_its_own_licence_report_which_its_selftest_checks(
+    built: Built, tmp_path: Path
+) -> None:
+    """The report in the bundle is made from the bundle and the Python it was built with (not
+    the committed one), the .deb ships that one, and the frozen self-test finds that it
+    describes what runs."""
+    bundle = built.out / "fredica"
+    text = (bundle / "licenses" / "THIRD_PARTY.md").read_text(encoding="utf-8")
+    assert f"Python {platform.python_version()}: the interpreter" in text
+    assert f"SQLite {sqlite3.sqlite_version} (in `sqlite3`" in text
+    assert text != (ROOT / "packaging" / "THIRD_PARTY.md").read_text(encoding="utf-8")
+    doc = "./usr/share/doc/fredica/THIRD_PARTY.md"
+    tar = subprocess.run(
+        ["dpkg-deb", "--fsys-tarfile", str(built.deb)], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path), doc], input=tar, check=True)
+    assert (tmp_path / doc).read_text(encoding="utf-8") == text
+
+    done = subprocess.run(
+        [str(bundle / "fredica"), "--selftest", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    licences = checks["licences"]
+    assert licences["ok"], licences
+    assert f"Python {platform.python_version()}" in licences["detail"]
+    assert "ffmpeg n" in licences["detail"], licences["detail"]
+
+
 def test_the_deb_installs_the_bundle_a_launcher_the_desktop_entry_and_the_icons(
     built: Built,
 ) -> None:
@@ -169,7 +204,7 @@ def test_installed_into_a_clean_debian_root_it_works_and_purges_cleanly(
     finally:
         check_deb.remove_root(root)
     assert outcome.version == f"fredica {built.report['version']}"
-    for part in ("qt", "database", "endpoints", "ffmpeg", "speech"):
+    for part in ("qt", "database", "endpoints", "ffmpeg", "speech", "licences"):
         assert part in outcome.selftest
     assert "-->" in outcome.subtitles and "hello" in outcome.subtitles.lower()
     assert "/opt/fredica/fredica" in outcome.files and "/usr/bin/fredica" in outcome.files
