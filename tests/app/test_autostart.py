@@ -6,9 +6,7 @@ a fake registry: the real one exists only there."""
 
 from __future__ import annotations
 
-import os
 import plistlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +26,7 @@ from fredica_app.desktop.autostart import (
     start_at_login_enabled,
 )
 from fredica_app.errors import FredicaError
+from tests.support.host import as_another_user, folder_for_another_user, need_tool
 
 AWKWARD = [
     '/opt/My Apps/Fredica\'s "build"/fredica',
@@ -149,9 +148,14 @@ def test_linux_writes_an_autostart_entry_that_runs_the_same_argv(tmp_path: Path)
     assert split_exec(keys["Exec"]) == AWKWARD
     assert start_at_login_enabled(platform="linux", home=tmp_path)
     assert not [p for p in path.parent.iterdir() if p != path]  # no temporary file left
-    if shutil.which("desktop-file-validate"):
-        check = subprocess.run(["desktop-file-validate", str(path)], capture_output=True, text=True)
-        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_linux_autostart_entry_passes_desktop_file_validate(tmp_path: Path) -> None:
+    validate = need_tool("desktop-file-validate", "desktop-file-utils")
+    path = set_start_at_login(True, platform="linux", home=tmp_path, command=AWKWARD)
+    assert isinstance(path, Path)
+    check = subprocess.run([validate, str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_linux_enable_and_disable_are_idempotent(tmp_path: Path) -> None:
@@ -188,17 +192,20 @@ def test_an_entry_switched_off_in_its_file_is_not_enabled(tmp_path: Path) -> Non
     assert not start_at_login_enabled(platform="linux", home=tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_an_unwritable_folder_is_a_clear_error(tmp_path: Path) -> None:
-    autostart_dir = tmp_path / ".config" / "autostart"
-    autostart_dir.mkdir(parents=True)
-    autostart_dir.chmod(0o500)
-    try:
-        with pytest.raises(FredicaError, match=r"could not write the start-at-login entry"):
-            set_start_at_login(True, platform="linux", home=tmp_path, command=["/a/fredica"])
-        assert list(autostart_dir.iterdir()) == []
-    finally:
-        autostart_dir.chmod(0o700)
+def test_an_unwritable_folder_is_a_clear_error() -> None:
+    """As an unprivileged user (dropped to from root: root writes into read-only folders)."""
+    with folder_for_another_user() as home:
+
+        def check() -> None:
+            autostart_dir = home / ".config" / "autostart"
+            autostart_dir.mkdir(parents=True)
+            autostart_dir.chmod(0o500)
+            with pytest.raises(FredicaError, match=r"could not write the start-at-login entry"):
+                set_start_at_login(True, platform="linux", home=home, command=["/a/fredica"])
+            assert list(autostart_dir.iterdir()) == []
+            autostart_dir.chmod(0o700)
+
+        as_another_user(check)
 
 
 def test_a_file_in_the_way_of_the_folder_is_a_clear_error(tmp_path: Path) -> None:
@@ -403,14 +410,18 @@ def test_the_packaged_desktop_entry_opens_files_with_fredica() -> None:
     assert split_exec(keys["Exec"]) == ["fredica", "%F"]  # files: `fredica FILE…`
     assert keys["Terminal"] == "false" and keys["Icon"] == "fredica"
     assert keys["Categories"].split(";")[:2] == ["AudioVideo", "Video"]
-    if shutil.which("desktop-file-validate"):
-        check = subprocess.run(
-            ["desktop-file-validate", str(PACKAGED_ENTRY)], capture_output=True, text=True
-        )
-        assert check.returncode == 0 and not check.stdout.strip(), check.stdout
 
 
-@pytest.mark.skipif(not SHARED_MIME_GLOBS.is_file(), reason="no shared-mime-info database")
+def test_the_packaged_desktop_entry_passes_desktop_file_validate() -> None:
+    validate = need_tool("desktop-file-validate", "desktop-file-utils")
+    check = subprocess.run([validate, str(PACKAGED_ENTRY)], capture_output=True, text=True)
+    assert check.returncode == 0 and not check.stdout.strip(), check.stdout
+
+
+@pytest.mark.skipif(
+    not SHARED_MIME_GLOBS.is_file(),
+    reason="no shared-mime-info database (apt install shared-mime-info)",
+)
 def test_the_packaged_entry_names_a_type_of_every_media_extension() -> None:
     """Each extension Fredica imports has a MIME type (as this system's shared-mime-info
     names it) in the entry: a file manager offers Fredica for it."""

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+import trustme
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -387,41 +389,16 @@ async def test_cancel_kills_the_whole_process_tree() -> None:
 
 
 @pytest.fixture
-def self_signed(tmp_path: Any) -> tuple[Any, Any]:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key
+def authority() -> trustme.CA:
+    """A certificate authority of the test's own (trustme: no ``openssl`` command needed)."""
+    return trustme.CA()
 
 
-async def test_tls_for_remote_use(self_signed: tuple[Any, Any]) -> None:
-    import ssl
-
-    cert, key = self_signed
+async def test_tls_for_remote_use(authority: trustme.CA) -> None:
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_ctx.load_cert_chain(cert, key)
-    client_ctx = ssl.create_default_context(cafile=str(cert))
+    authority.issue_cert("127.0.0.1", "localhost").configure_cert(server_ctx)
+    client_ctx = ssl.create_default_context()
+    authority.configure_trust(client_ctx)
     srv = EndpointServer(ENDPOINTS, TOKEN)
     port = await srv.start(ssl_context=server_ctx)
     try:

@@ -1,11 +1,19 @@
 """Qt runs offscreen here: CI has no display. The variable must be set before the first
-QApplication exists (pytest-qt creates it in its ``qapp`` fixture, after this import)."""
+QApplication exists (pytest-qt creates it in its ``qapp`` fixture, after this import).
+
+The tests read the window in English: the app follows the system's language when its setting
+is "auto", and Qt takes that from ``LC_ALL``, ``LC_MESSAGES``, ``LANG`` and ``LANGUAGE``, so a
+machine set up in Chinese would show the tests another window. They are set to the neutral
+C locale here, before Qt reads them; a test of another language asks for it by its setting."""
 
 from __future__ import annotations
 
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+for _variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
+    os.environ[_variable] = "C.UTF-8"
+os.environ.pop("LANGUAGE", None)
 
 
 from collections.abc import Iterator

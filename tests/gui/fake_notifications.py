@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,10 +45,6 @@ BUS_CONFIG = """
   </policy>
 </busconfig>
 """
-
-
-def have_dbus_daemon() -> bool:
-    return shutil.which("dbus-daemon") is not None
 
 
 @contextmanager

@@ -23,13 +23,13 @@ from fredica_app.gui.toast import DARK, LIGHT, MAX_TOASTS, Toast
 from tests.gui.fake_notifications import (
     call_fake,
     fake_server,
-    have_dbus_daemon,
     private_bus,
     received,
 )
+from tests.support.host import tool_mark
 
 WAIT = 20_000
-needs_dbus = pytest.mark.skipif(not have_dbus_daemon(), reason="dbus-daemon is not installed")
+needs_dbus = tool_mark("dbus-daemon", "dbus")
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ and no process left behind. Skipped where Xvfb is not installed (CI installs it)
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,9 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support.host import tool_mark
+
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+    tool_mark("Xvfb", "xvfb"),
 ]
 
 # Run in a child process on the X display: open the window as `fredica gui` does, wait until
