@@ -7,7 +7,7 @@ What its jobs may do is the app's to decide, from its settings: where they write
 and models folders), the ffmpeg they run, and the environment variable ANALYZE may read an API
 key from.
 If it dies, the next task that needs it starts a new one: the tasks that were running on it
-lost their connection and failed with the retryable ``CONNECTION_LOST``.
+were interrupted (``SERVER_STOPPED``), not failed, and are queued again using no retry.
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ class ErrorType(StrEnum):
     SUBPROCESS_CRASHED = "SUBPROCESS_CRASHED"
     #: The engine cannot reach the endpoints server, or lost the connection to it. Retried.
     CONNECTION_LOST = "CONNECTION_LOST"
+    #: The task's endpoints server stopped, not the job: it is queued again. Not retried.
+    SERVER_STOPPED = "SERVER_STOPPED"
     #: A malformed or unexpected frame (the server answers it and goes on). Retried.
     PROTOCOL_ERROR = "PROTOCOL_ERROR"
     #: A network read failed: refused, reset, timed out, a 5xx or a 429. Retried.

@@ -153,9 +153,11 @@ class WorkerEngine(ControlChannels):
         )
         if recover:
             resumable = [name for name, e in self.executors.items() if e.resumable]
+            in_process = [name for name, e in self.executors.items() if e.in_process]
             self.recovery = await self.store.recover(
                 self.session_id,
                 resumable,
+                in_process_types=in_process,
                 max_interruptions=self.max_interruptions,
                 hold=self.hold_interrupted,
             )

@@ -51,6 +51,9 @@ class TaskExecutor(Protocol):
     resumable: bool
     #: Seconds without any progress report after which the attempt counts as stalled.
     stall_timeout: float
+    #: Whether the task's work runs in the engine's own process (so that it could take the
+    #: engine down with it): only then is a crash of the engine charged to it.
+    in_process: bool
 
     @property
     def resource(self) -> str: ...
@@ -70,6 +73,7 @@ class BaseExecutor:
     task_type: TaskType
     resumable = False
     stall_timeout = 3600.0
+    in_process = True
     #: The executor's work is instantaneous and has nothing to report: the engine may run it
     #: inline (:meth:`execute_inline`, on the store's thread) inside the transaction that
     #: claims the task, and complete it in the same commit.

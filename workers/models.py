@@ -176,10 +176,17 @@ class Task(Base):
     resource: Mapped[str] = mapped_column(sa.String(16), server_default="cpu")
     status_text: Mapped[str | None] = mapped_column(sa.String(512))
     checkpoint: Mapped[dict[str, Any] | None]
-    #: Times the app stopped while this task ran (not failures: they use no retry).
+    #: Times the app (or the endpoints server running it) stopped while this task ran, by a
+    #: crash: not failures, they use no retry. Past a ceiling the task is held for review.
     interruptions: Mapped[int] = mapped_column(server_default="0")
     #: Where the task's last visible change stands in the change stream (set by a trigger).
     change_seq: Mapped[int] = mapped_column(server_default="0", index=True)
+    #: Of the interruptions, those charged to the task (``max_interruptions`` limits them): its
+    #: work ran in the engine's process, and it saved no checkpoint since its previous one.
+    charged_interruptions: Mapped[int] = mapped_column(server_default="0")
+    #: Checkpoints saved so far, and how many there were at its last interruption.
+    checkpoint_seq: Mapped[int] = mapped_column(server_default="0")
+    checkpoint_seq_at_interruption: Mapped[int | None]
 
 
 class TaskDependency(Base):

@@ -57,6 +57,7 @@ class TaskRecord(_FromRow):
     unmet_deps: int
     attempt: int
     interruptions: int
+    charged_interruptions: int
     lease_token: str | None
     worker_id: str | None
     lease_until: float | None
@@ -292,6 +293,12 @@ class RecoveryReport:
         return ", ".join(parts)
 
 
+#: How the restart log's detail of a crash begins when it was charged to its task ("crash:
+#: charged: 2 of 5 (interruption 3 in all)…"), and when it was not (recovery writes them).
+CHARGED = "crash: charged: "
+NOT_CHARGED = "crash: interrupted, not charged"
+
+
 @dataclass(frozen=True, slots=True)
 class RestartLogEntry(_FromRow):
     id: int
@@ -307,6 +314,22 @@ class RestartLogEntry(_FromRow):
     detail: str | None
     created_at: float
     updated_at: float
+
+    @property
+    def charged(self) -> tuple[int, int] | None:
+        """``(n, limit)`` when the crash was charged to the task (its ``n``-th charged one of
+        at most ``limit``); None when it was not, or no crash is told of."""
+        detail = self.detail or ""
+        if not detail.startswith(CHARGED):
+            return None
+        n, _, rest = detail.removeprefix(CHARGED).partition(" of ")
+        limit = rest.split(" ", 1)[0]
+        return (int(n), int(limit)) if n.isdigit() and limit.isdigit() else None
+
+    @property
+    def not_charged(self) -> bool:
+        """The crash interrupted the task without being charged to it."""
+        return (self.detail or "").startswith(NOT_CHARGED)
 
 
 @dataclass(frozen=True, slots=True)

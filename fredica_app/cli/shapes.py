@@ -34,6 +34,7 @@ def task_json(task: TaskRecord, waiting: str | None = None) -> dict[str, Any]:
         "max_retries": task.max_retries,
         "attempt": task.attempt,
         "interruptions": task.interruptions,
+        "charged_interruptions": task.charged_interruptions,
         "priority": task.priority,
         "resource": task.resource,
         "depends_on": task.depends_on,

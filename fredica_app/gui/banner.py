@@ -316,6 +316,17 @@ class RestartBanner(QFrame):
         }
         return names.get(action, action)
 
+    def charge_note(self, entry: RestartLogEntry) -> str:
+        """Whether the crash counted against the task's limit: " · charged 2 of 5", " · not
+        charged" (its work runs elsewhere, or it was getting on), or nothing (no crash)."""
+        charged = entry.charged
+        if charged is not None:
+            n, limit = charged
+            return " · " + self.tr("charged %1 of %2").replace("%1", str(n)).replace(
+                "%2", str(limit)
+            )
+        return " · " + self.tr("not charged") if entry.not_charged else ""
+
     def task_now(self, task: TaskRecord | None) -> str:
         """How an entry's task is now, in a word or two."""
         if task is None:
@@ -351,7 +362,7 @@ class RestartBanner(QFrame):
                     self.tr("%1 at %2 %")
                     .replace("%1", entry.status_at_restart)
                     .replace("%2", f"{entry.progress:.0f}"),
-                    self.action_name(entry.action),
+                    self.action_name(entry.action) + self.charge_note(entry),
                     self.task_now(task),
                     "",
                 ]

@@ -383,6 +383,7 @@ class TaskPanel(QWidget):
             "paused": self.tr("paused"),
             "resumed": self.tr("resumed"),
             "recovered": self.tr("recovered after a restart"),
+            "interrupted": self.tr("interrupted (not charged)"),
         }
 
 

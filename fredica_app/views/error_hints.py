@@ -40,6 +40,7 @@ TITLES: Mapping[str, str] = {
     ErrorType.EXECUTOR_ERROR: QT_TRANSLATE_NOOP("ErrorHints", "The job failed"),
     ErrorType.SUBPROCESS_CRASHED: QT_TRANSLATE_NOOP("ErrorHints", "The job crashed"),
     ErrorType.CONNECTION_LOST: QT_TRANSLATE_NOOP("ErrorHints", "Lost touch with the job server"),
+    ErrorType.SERVER_STOPPED: QT_TRANSLATE_NOOP("ErrorHints", "The job server stopped"),
     ErrorType.PROTOCOL_ERROR: QT_TRANSLATE_NOOP("ErrorHints", "Garbled message"),
     ErrorType.NETWORK_ERROR: QT_TRANSLATE_NOOP("ErrorHints", "Network problem"),
     ErrorType.IO_ERROR: QT_TRANSLATE_NOOP("ErrorHints", "File access failed"),
@@ -118,6 +119,12 @@ HINTS: Mapping[str, str] = {
         "ErrorHints",
         "Fredica lost its connection to the local job server while the task ran. It retries "
         "on its own; if this keeps happening, restart Fredica.",
+    ),
+    ErrorType.SERVER_STOPPED: QT_TRANSLATE_NOOP(
+        "ErrorHints",
+        "The local job server stopped while the task ran (it was killed or crashed). That is "
+        "not the task's fault: Fredica starts a new server and runs the task again, using "
+        "none of its retries.",
     ),
     ErrorType.PROTOCOL_ERROR: QT_TRANSLATE_NOOP(
         "ErrorHints",

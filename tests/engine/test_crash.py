@@ -141,7 +141,14 @@ def test_kill_9_mid_run_then_restart(tmp_path: Path) -> None:
     log = json.loads(out)
     assert {e["task_id"] for e in log} == {tasks[f"s{i}"]["id"] for i in range(3)}
     assert all(e["action"] == "resumed" and e["status_at_restart"] == "running" for e in log)
-    assert all(e["detail"].startswith("crash: interruption 1 of at most 5") for e in log)
+    # They had saved checkpoints: interrupted, not charged against their limit.
+    assert all(
+        e["detail"].startswith(
+            "crash: interrupted, not charged (it saved progress since its last interruption); "
+            "charged so far: 0 of 5, 1 in all"
+        )
+        for e in log
+    )
 
 
 @pytest.mark.parametrize("point", ["after_claim", "before_commit", "after_commit"])
@@ -285,7 +292,7 @@ def test_sigterm_three_times_during_one_long_sleep_uses_no_retry(tmp_path: Path)
     code, out, _ = run_cli(data, "restart-log", "--json")
     log = json.loads(out)
     assert [e["action"] for e in log] == ["resumed"] * 3
-    assert all(e["detail"].startswith("graceful stop, not counted: 0") for e in log)
+    assert all(e["detail"].startswith("graceful stop, not counted; charged so far: 0") for e in log)
 
 
 def test_on_restart_hold_keeps_interrupted_work_for_review(tmp_path: Path) -> None:
@@ -406,4 +413,97 @@ def test_soak_20_kill_9_at_random_moments_then_every_task_completes_once(
     }, actions
     # The kills came while the run was under way, most of them with work left to do.
     assert sum(1 for n in unfinished_at_kill if n > 0) >= 12, unfinished_at_kill
+    assert_gone([], data)
+
+
+def running_keys(data: Path, pid: int) -> set[str]:
+    """The keys of the tasks the worker ``pid`` runs now."""
+    rows = query(
+        data,
+        "SELECT key FROM task WHERE status = 'running' AND instr(worker_id, ?) > 0",
+        f":{pid}:",
+    )
+    return {r[0] for r in rows}
+
+
+def runs_all(data: Path, pid: int, keys: set[str]) -> bool:
+    return running_keys(data, pid) == keys
+
+
+def test_repeated_crashes_are_charged_only_to_a_task_that_could_cause_them(
+    tmp_path: Path,
+) -> None:
+    """The limit at 1 (``max_interruptions``): a second charged crash fails a task. The worker
+    is killed three times while two SLEEP_SUBPROCESS (their work in a child of the endpoints
+    server: nothing of theirs can take the worker down) and a SLEEP that checkpoints as it
+    goes run. None of these crashes is charged: the last worker finishes every task, none
+    failed ``INTERRUPTED`` (before the rule, every one did at the second crash)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    code, _, err = run_cli(data, "settings", "set", "max_interruptions", "1")
+    assert code == 0, err
+    spec = {
+        "tasks": [
+            {"key": "child1", "type": "SLEEP_SUBPROCESS", "payload": {"seconds": 4}},
+            {"key": "child2", "type": "SLEEP_SUBPROCESS", "payload": {"seconds": 4}},
+            {"key": "here", "type": "SLEEP", "payload": {"seconds": 6}},
+        ]
+    }
+    run_id = submit(data, spec)["run_id"]
+    everyone = {"child1", "child2", "here"}
+    for _ in range(3):
+        worker = fredica(data, "worker", "--max-workers", "3")
+        try:
+            wait_for(functools.partial(runs_all, data, worker.pid, everyone), within=60)
+            time.sleep(1.2)  # past the SLEEP's first checkpoint write (every 0.5 s)
+            children = descendants(worker)
+        finally:
+            worker.send_signal(signal.SIGKILL)
+            worker.communicate(timeout=10)
+        assert_gone(children, data)
+    code, _, err = run_cli(data, "worker", "--until-idle", "--max-workers", "3", timeout=180)
+    assert code == 0, err
+    tasks = assert_exactly_once(data, run_id)
+    assert {k: (t["interruptions"], t["retry_count"]) for k, t in tasks.items()} == {
+        k: (3, 0) for k in everyone
+    }
+    details = [d for (d,) in query(data, "SELECT detail FROM restart_task_log")]
+    assert len(details) == 9
+    assert all(d.startswith("crash: interrupted, not charged (") for d in details), details
+
+
+def test_a_killed_endpoints_server_interrupts_its_tasks_without_using_a_retry(
+    tmp_path: Path,
+) -> None:
+    """``kill -9`` of the endpoints server (not of a job's child) while two SLEEP_SUBPROCESS
+    without retries run: they are queued again, not failed; the worker starts a new server
+    and finishes them."""
+    data = tmp_path / "data"
+    spec = {
+        "tasks": [
+            {"key": "a", "type": "SLEEP_SUBPROCESS", "payload": {"seconds": 3}},
+            {"key": "b", "type": "SLEEP_SUBPROCESS", "payload": {"seconds": 3}},
+        ]
+    }
+    run_id = submit(data, spec)["run_id"]
+    worker = fredica(data, "worker", "--until-idle", "--max-workers", "2")
+    try:
+        wait_for(functools.partial(runs_all, data, worker.pid, {"a", "b"}), within=60)
+        time.sleep(0.5)
+        [server] = [
+            p for p in descendants(worker) if any("endpoints.log" in part for part in p.cmdline())
+        ]
+        server.send_signal(signal.SIGKILL)
+        _, err = worker.communicate(timeout=120)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
+    tasks = assert_exactly_once(data, run_id)
+    assert {k: (t["interruptions"], t["retry_count"]) for k, t in tasks.items()} == {
+        "a": (1, 0),
+        "b": (1, 0),
+    }
+    kinds = [k for (k,) in query(data, "SELECT kind FROM task_event WHERE kind = 'interrupted'")]
+    assert kinds == ["interrupted", "interrupted"]
     assert_gone([], data)

@@ -42,9 +42,13 @@ def task(key: str, type_: str, *deps: str, **kw: Any) -> dict[str, Any]:
     }
 
 
-def set_interruptions(store: TaskStore, task_id: str, n: int) -> None:
+def set_interruptions(store: TaskStore, task_id: str, n: int, charged: int | None = None) -> None:
+    """``n`` interruptions in all, ``charged`` of them (default: all) charged."""
     with store.engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE task SET interruptions = ? WHERE id = ?", (n, task_id))
+        conn.exec_driver_sql(
+            "UPDATE task SET interruptions = ?, charged_interruptions = ? WHERE id = ?",
+            (n, n if charged is None else charged, task_id),
+        )
 
 
 async def test_recovery_of_each_kind_of_unfinished_task(
@@ -90,7 +94,7 @@ async def test_recovery_of_each_kind_of_unfinished_task(
     released = [(ids[k], held[k].lease_token) for k in ("released", "worn_released")]
     assert await store.release_for_shutdown(released) == 2
 
-    report = await store.recover("session-2", resumable_types=["SLEEP"])
+    report = await store.recover("session-2", resumable_types=["SLEEP"], in_process_types=["SLEEP"])
     assert (report.resumed, report.restarted, report.requeued, report.held) == (3, 1, 1, 0)
     assert (report.kept_paused, report.failed, report.orphaned, report.total) == (1, 1, 0, 7)
     assert report.failed_ids == (ids["worn"],)
@@ -160,12 +164,20 @@ async def test_recovery_of_each_kind_of_unfinished_task(
     entry = log[ids["resumable"]]
     assert (entry.progress, entry.disposition) == (40.0, "pending_review")
     assert entry.detail is not None
-    assert entry.detail.startswith("crash: interruption 1 of at most 5")
-    assert (log[ids["worn"]].detail or "").startswith("crash: interruption 6 of at most 5")
-    assert (log[ids["worn_released"]].detail or "").startswith(
-        "graceful stop, not counted: 5 interruption(s) of at most 5"
+    # It saved a checkpoint in the attempt the crash cut off: it was getting on, not charged.
+    assert entry.detail.startswith(
+        "crash: interrupted, not charged (it saved progress since its last interruption); "
+        "charged so far: 0 of 5, 1 in all"
     )
-    assert (log[ids["claimed"]].detail or "").startswith("crash, not counted: 0")
+    assert (log[ids["not_resumable"]].detail or "").startswith(
+        "crash: interrupted, not charged (its work runs in another process); "
+        "charged so far: 0 of 5, 1 in all"
+    )
+    assert (log[ids["worn"]].detail or "").startswith("crash: charged: 6 of 5 (interruption 6")
+    assert (log[ids["worn_released"]].detail or "").startswith(
+        "graceful stop, not counted; charged so far: 5 of 5"
+    )
+    assert (log[ids["claimed"]].detail or "").startswith("crash, not counted; charged so far: 0")
     assert "recovered" in [e.kind for e in await store.events(ids["resumable"])]
 
     # A second recovery finds nothing to do.
@@ -183,30 +195,125 @@ async def test_recovery_of_each_kind_of_unfinished_task(
 async def test_the_interruption_limit_counts_crashes_only(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:
+    """A task whose work runs in the engine's process and that saves nothing: every crash
+    while it runs is charged to it, a graceful stop never."""
     created = await submit(store, registry, [sleep("s", 10), sleep("after", 1, "s")])
     ids = created.task_ids
     seen = []
     for n, graceful in enumerate([False, True, True, False, False]):
         [held] = await store.claim("dead", start=True)
         assert held.id == ids["s"]
-        await store.report_progress(held.id, held.lease_token, checkpoint={"slept": n + 1.0})
+        await store.report_progress(held.id, held.lease_token, progress=10.0 * n)
         if graceful:
             assert await store.release_for_shutdown([(held.id, held.lease_token)]) == 1
-        report = await store.recover(f"session-{n}", ["SLEEP"], max_interruptions=2)
+        report = await store.recover(
+            f"session-{n}", ["SLEEP"], in_process_types=["SLEEP"], max_interruptions=2
+        )
         task = await store.get_task(ids["s"])
-        seen.append((report.resumed, report.failed, task.status, task.interruptions))
+        seen.append((report.resumed, report.failed, task.status, task.charged_interruptions))
     P, F = TaskStatus.PENDING, TaskStatus.FAILED
     # Crash, stop, stop, crash: 2 interruptions, the limit. The next crash is one too many.
     assert seen == [(1, 0, P, 1), (1, 0, P, 1), (1, 0, P, 1), (1, 0, P, 2), (0, 1, F, 3)]
     task = await store.get_task(ids["s"])
-    assert (task.error_type, task.retry_count, task.checkpoint) == (
+    assert (task.error_type, task.retry_count, task.interruptions) == (
         ErrorType.INTERRUPTED,
         0,
-        {"slept": 5.0},
+        3,
     )
     assert (task.error or "").startswith("Fredica stopped 3 times while this task ran")
     after = await store.get_task(ids["after"])
     assert (after.status, after.error_type) == (TaskStatus.CANCELLED, ErrorType.DEPENDENCY_FAILED)
+
+
+async def test_an_interruption_is_charged_only_to_a_task_that_could_have_caused_it(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """Three tasks live through the same crashes, six of them, with a limit of 2: one whose
+    work runs in the engine's process and that saves nothing (charged, failed at the third),
+    one in the engine's process that saves a checkpoint between crashes (never charged), one
+    whose work runs in another process (never charged). The last two go on."""
+    created = await submit(
+        store,
+        registry,
+        [sleep("stuck", 10), sleep("getting_on", 10), task("elsewhere", "SLEEP_SUBPROCESS")],
+    )
+    ids = created.task_ids
+    for n in range(6):
+        claims = {c.task.key: c for c in await store.claim("dead", limit=3, start=True)}
+        if "getting_on" in claims:
+            c = claims["getting_on"]
+            await store.report_progress(c.id, c.lease_token, checkpoint={"slept": n + 1.0})
+        await store.recover(
+            f"session-{n}", ["SLEEP"], in_process_types=["SLEEP"], max_interruptions=2
+        )
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    summary = {
+        k: (t.status, t.interruptions, t.charged_interruptions, t.retry_count)
+        for k, t in tasks.items()
+    }
+    P, F = TaskStatus.PENDING, TaskStatus.FAILED
+    assert summary == {
+        "stuck": (F, 3, 3, 0),
+        "getting_on": (P, 6, 0, 0),
+        "elsewhere": (P, 6, 0, 0),
+    }
+    assert tasks["getting_on"].checkpoint == {"slept": 6.0}
+    details = [e.detail or "" for e in await store.restart_log() if e.task_id == ids["stuck"]]
+    assert [d.split(" (")[0] for d in details] == [
+        "crash: charged: 1 of 2",
+        "crash: charged: 2 of 2",
+        "crash: charged: 3 of 2",
+    ]
+    later = [e.detail or "" for e in await store.restart_log() if e.task_id == ids["elsewhere"]]
+    assert later[-1].startswith(
+        "crash: interrupted, not charged (its work runs in another process); "
+        "charged so far: 0 of 2, 6 in all"
+    )
+
+
+async def test_a_task_saving_progress_is_charged_again_once_it_stops_saving(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [sleep("s", 10)])
+    charged = []
+    for n, saves in enumerate([True, False, True, False, False]):
+        [held] = await store.claim("dead", start=True)
+        if saves:
+            await store.report_progress(held.id, held.lease_token, checkpoint={"slept": n})
+        await store.recover(f"s{n}", ["SLEEP"], in_process_types=["SLEEP"], max_interruptions=5)
+        charged.append((await store.get_task(created.task_ids["s"])).charged_interruptions)
+    assert charged == [0, 1, 1, 2, 3]
+
+
+async def test_uncharged_interruptions_have_a_ceiling_where_the_task_is_held(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    created = await submit(store, registry, [task("elsewhere", "SLEEP_SUBPROCESS")])
+    task_id = created.task_ids["elsewhere"]
+    set_interruptions(store, task_id, 98, charged=0)
+    for n, action in enumerate(["resumed", "held"]):
+        await store.set_paused(task_id, False)
+        assert [c.id for c in await store.claim("dead", start=True)] == [task_id]
+        report = await store.recover(
+            f"s{n}", ["SLEEP_SUBPROCESS"], in_process_types=["SLEEP"], max_total_interruptions=100
+        )
+        assert (report.resumed, report.held, report.failed) == (
+            (1, 0, 0) if action == "resumed" else (0, 1, 0)
+        )
+    held_task = await store.get_task(task_id)
+    assert (held_task.status, held_task.is_paused, held_task.interruptions) == (
+        TaskStatus.PENDING,
+        True,
+        100,
+    )
+    assert held_task.status_text == "held: interrupted 100 times in all; resume it to try again"
+    entry = [e for e in await store.restart_log() if e.task_id == task_id][-1]
+    assert entry.action == "held"
+    assert "; held: interrupted 100 times in all" in (entry.detail or "")
+    assert held_task.error_type is None  # held for review, never failed
+    # Resumed by the user, it runs again.
+    await store.set_paused(task_id, False)
+    assert [c.id for c in await store.claim("w")] == [task_id]
 
 
 async def test_on_restart_hold_holds_interrupted_work_for_review(
@@ -221,11 +328,12 @@ async def test_on_restart_hold_holds_interrupted_work_for_review(
     held = {c.task.key: c for c in await store.claim("dead", limit=4)}
     for key in ("crashed", "released", "worn"):
         await store.mark_running(held[key].id, held[key].lease_token)
+    for key in ("crashed", "released"):  # "worn" saves nothing: its crash is charged
         await store.report_progress(ids[key], held[key].lease_token, checkpoint={"slept": 0.5})
     await store.release_for_shutdown([(ids["released"], held["released"].lease_token)])
     set_interruptions(store, ids["worn"], 5)
 
-    report = await store.recover("s2", ["SLEEP"], hold=True)
+    report = await store.recover("s2", ["SLEEP"], in_process_types=["SLEEP"], hold=True)
     assert (report.held, report.requeued, report.failed, report.resumed) == (2, 1, 1, 0)
     tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
     for key in ("crashed", "released"):
@@ -273,12 +381,12 @@ async def test_release_for_shutdown_is_fenced_by_the_lease(
     assert (await store.get_task(c.id)).status is TaskStatus.COMPLETED
     assert await store.release_for_shutdown([]) == 0
 
-    await store.recover("s2", ["SLEEP"])
+    await store.recover("s2", ["SLEEP"], in_process_types=["SLEEP"])
     ta, tb = await store.get_task(a.id), await store.get_task(b.id)
     assert (ta.interruptions, tb.interruptions) == (0, 1)
     log = {e.task_id: e.detail or "" for e in await store.restart_log()}
     assert log[ids["a"]].startswith("graceful stop")
-    assert log[ids["b"]].startswith("crash: interruption 1")
+    assert log[ids["b"]].startswith("crash: charged: 1 of 5")
 
 
 async def test_orphans_fail(store: TaskStore, registry: TaskTypeRegistry) -> None:

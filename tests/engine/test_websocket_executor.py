@@ -239,12 +239,13 @@ async def test_wrong_token_is_not_retried(
     assert task.retry_count == 0
 
 
-async def test_app_server_killed_mid_job_the_task_is_retried_and_completes(
+async def test_app_server_killed_mid_job_the_task_is_interrupted_and_completes(
     store: TaskStore, registry: TaskTypeRegistry
 ) -> None:
+    """The server, not the job, died: an interruption (queued again at once, no retry used:
+    the task has none), not a failed attempt."""
     endpoints = EndpointsProcess()
-    store.backoff = BackoffPolicy(base=0.05, cap=0.1)
-    task_id = await submit(store, registry, seconds=1.5, max_retries=2)
+    task_id = await submit(store, registry, seconds=1.5, max_retries=0)
     eng = engine(store, endpoints.address)
     runner = asyncio.create_task(eng.run(until_idle=True))
     try:
@@ -257,9 +258,14 @@ async def test_app_server_killed_mid_job_the_task_is_retried_and_completes(
         await asyncio.wait_for(runner, 60)
         task = await store.get_task(task_id)
         assert task.status is TaskStatus.COMPLETED and task.attempt == 2
-        kinds = [e.kind for e in await store.events(task_id)]
-        assert "retry_scheduled" in kinds
-        assert endpoints.starts == 2  # started again for the retry
+        assert (task.retry_count, task.interruptions, task.charged_interruptions) == (0, 1, 0)
+        events = await store.events(task_id)
+        kinds = [e.kind for e in events]
+        assert "retry_scheduled" not in kinds and kinds.count("interrupted") == 1
+        interrupted = next(e for e in events if e.kind == "interrupted")
+        assert interrupted.detail is not None
+        assert interrupted.detail["error"] == "the endpoints server stopped while the task ran"
+        assert endpoints.starts == 2  # started again for the next attempt
         # The killed server's job child went with it: no orphan.
         for _ in range(100):
             if not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
@@ -296,7 +302,8 @@ def attempt_of(payload: dict[str, Any], checkpoint: dict[str, Any] | None) -> Ex
         error=None, error_type=None, idempotency_key=None, retry_count=2, max_retries=5,
         progress=0.0, is_paused=False, is_pausable=True, created_at=now, claimed_at=now,
         started_at=now, completed_at=None, heartbeat_at=now, unmet_deps=0, attempt=3,
-        interruptions=0, lease_token=None, worker_id=None, lease_until=None, next_run_at=None,
+        interruptions=0, charged_interruptions=0, lease_token=None, worker_id=None,
+        lease_until=None, next_run_at=None,
         resource="io", status_text=None, checkpoint=checkpoint,
     )  # fmt: skip
 

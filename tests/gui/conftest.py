@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-for _variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
-    os.environ[_variable] = "C.UTF-8"
-os.environ.pop("LANGUAGE", None)
+os.environ["LC_ALL"] = "C.UTF-8"
+os.environ["LC_MESSAGES"] = "C.UTF-8"
+os.environ["LANG"] = "C.UTF-8"
+os.environ["LANGUAGE"] = ""
 
 
 from collections.abc import Iterator

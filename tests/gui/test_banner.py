@@ -166,9 +166,13 @@ def test_review_lists_the_entries_with_a_retry_and_a_dismiss_each(
         row = banner.list.topLevelItem(0)
         assert row.text(banner.TASK).startswith("SLEEP · ")
         assert row.text(banner.STOPPED).startswith("running at ")
-        assert row.text(banner.RECOVERY) == "held for review"
-        assert row.text(banner.NOW) == "held"
         first, second = pending(host)
+        # The crash was charged to the task unless it had saved a checkpoint already (each
+        # SLEEP saves one every half second): the row says which.
+        note = " · not charged" if first.not_charged else " · charged 1 of 5"
+        assert first.charged == (1, 5) or first.not_charged
+        assert row.text(banner.RECOVERY) == "held for review" + note
+        assert row.text(banner.NOW) == "held"
         retry = banner.list.findChild(QPushButton, f"retry-{first.id}")
         assert retry is not None and retry.isEnabled()
         retry.click()
@@ -190,7 +194,10 @@ def test_a_task_that_failed_interrupted_is_retried(
     qtbot: Any, crashed: Path, tmp_path: Path
 ) -> None:
     # As if it had lived through 5 crashes already: this one is over the limit.
-    bump = "UPDATE task SET interruptions = 5 WHERE key = 'a'"
+    bump = (
+        "UPDATE task SET interruptions = 5, charged_interruptions = 5, checkpoint_seq = 0, "
+        "checkpoint = NULL WHERE key = 'a'"
+    )
     with opened(qtbot, crashed, tmp_path, sql=bump, on_restart="hold") as (host, banner):
         qtbot.waitUntil(lambda: not banner.isHidden(), timeout=WAIT)
         assert "1 held for review, 1 failed." in banner.message.text()
@@ -206,10 +213,9 @@ def test_a_task_that_failed_interrupted_is_retried(
         assert (again.retry_count, again.error_type) == (0, None)
 
 
-def test_after_a_graceful_stop_it_does_not_say_crash(qtbot: Any, tmp_path: Path) -> None:
-    banner = RestartBanner(AppHost(tmp_path))
-    qtbot.addWidget(banner)
-    entry = RestartLogEntry(
+def log_entry(detail: str) -> RestartLogEntry:
+    """A restart-log entry of a SLEEP that recovery resumed, with ``detail``."""
+    return RestartLogEntry(
         id=1,
         session_id="s",
         task_id="t",
@@ -220,17 +226,36 @@ def test_after_a_graceful_stop_it_does_not_say_crash(qtbot: Any, tmp_path: Path)
         progress=40.0,
         action="resumed",
         disposition="pending_review",
-        detail="graceful stop, not counted: 0 interruption(s) of at most 5",
+        detail=detail,
         created_at=0.0,
         updated_at=0.0,
     )
+
+
+def test_the_review_list_tells_a_charged_crash_from_one_not_charged(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    banner = RestartBanner(AppHost(tmp_path))
+    qtbot.addWidget(banner)
+    entry = log_entry("crash: charged: 2 of 5 (interruption 4 in all)")
+    assert banner.charge_note(entry) == " · charged 2 of 5"
+    elsewhere = "crash: interrupted, not charged (its work runs in another process); …"
+    assert banner.charge_note(replace(entry, detail=elsewhere)) == " · not charged"
+    assert banner.charge_note(replace(entry, detail="graceful stop, not counted; …")) == ""
+    assert banner.charge_note(replace(entry, detail=None)) == ""
+
+
+def test_after_a_graceful_stop_it_does_not_say_crash(qtbot: Any, tmp_path: Path) -> None:
+    banner = RestartBanner(AppHost(tmp_path))
+    qtbot.addWidget(banner)
+    entry = log_entry("graceful stop, not counted; charged so far: 0 of 5")
     assert banner.headline([entry]) == "Fredica was closed while 1 task(s) ran — 1 resumed."
     # A task the user's quitting left, and that simply resumed, is nobody's concern: no
     # banner for it; one held or failed by that recovery, or left by a crash, is.
     assert not needs_review(entry)
     assert needs_review(replace(entry, action="held"))
     assert needs_review(replace(entry, action="failed"))
-    assert needs_review(replace(entry, detail="crash: interruption 1 of at most 5"))
+    assert needs_review(replace(entry, detail="crash: charged: 1 of 5 (interruption 1 in all)"))
     odd = replace(entry, action="migrated", detail="crash")
     assert banner.headline([entry, odd]) == (
         "Fredica stopped unexpectedly: 2 task(s) were interrupted — 1 resumed, 1 migrated."

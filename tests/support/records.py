@@ -31,6 +31,7 @@ def task_record(**fields: Any) -> TaskRecord:
         unmet_deps=0,
         attempt=0,
         interruptions=0,
+        charged_interruptions=0,
         resource="cpu",
     )
     base.update(fields)

@@ -10,7 +10,9 @@ A progress frame's ``extras.checkpoint`` becomes the task's checkpoint (what the
 resumes from): opaque here, its format is the job's own. A payload's ``check_skip`` is sent
 with ``init_param_and_run``: whether the output is already there is for the endpoints server
 to tell, where the files are. A connection that cannot be made or is lost is a retryable
-failure (``CONNECTION_LOST``).
+failure (``CONNECTION_LOST``) — except this machine's server vanishing mid-task (killed or
+crashed: the connection ends with no close frame), which is an interruption of the task, not
+a failure of it (``SERVER_STOPPED``: the store queues it again, using no retry).
 
 A task one of whose dependencies was skipped *for a reason* — its input had nothing for it
 (``{"skipped": true, "reason": "no audio"}``: EXTRACT_AUDIO of a silent video) — has nothing
@@ -75,6 +77,11 @@ class EndpointsAddress:
         return f"{scheme}://{self.host}:{self.port}/tasks/{endpoint}"
 
     @property
+    def remote(self) -> bool:
+        """Another host's server: a lost connection there may be the network's doing."""
+        return self.proxy is not None
+
+    @property
     def proxy(self) -> Literal[True] | None:
         """The proxy to connect through: none to this machine's own server (a proxy set in
         the environment, ``http_proxy`` or ``all_proxy``, cannot reach it, and looking it up
@@ -108,6 +115,9 @@ class WebSocketExecutor(BaseExecutor):
 
     #: The endpoint's name: ``/tasks/<endpoint>``.
     endpoint: str
+    #: The job runs in the endpoints server (its event loop or a child of it): nothing it does
+    #: can take the engine down.
+    in_process = False
     connect_timeout: ClassVar[float] = 10.0
     #: How often the task's pause/cancel channels are looked at.
     control_interval: ClassVar[float] = 0.05
@@ -158,7 +168,15 @@ class WebSocketExecutor(BaseExecutor):
             control = asyncio.create_task(self._forward_control(ws, ctx))
             try:
                 return await self._receive(ws, ctx)
-            except ConnectionClosed:
+            except ConnectionClosed as exc:
+                if exc.rcvd is None and not address.remote:
+                    # This machine's server went without a word (killed, crashed): it ran
+                    # the job, the job did not take it down (a job's own crash comes as an
+                    # error frame), so the task is interrupted, not failed.
+                    return ExecuteResult(
+                        error="the endpoints server stopped while the task ran",
+                        error_type=ErrorType.SERVER_STOPPED,
+                    )
                 return _lost("the connection to the endpoints server was lost")
             finally:
                 control.cancel()

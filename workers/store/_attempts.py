@@ -28,6 +28,7 @@ from workers.store import _hot
 from workers.store._base import (
     HELD,
     MARK_RUNNING_STMT,
+    MAX_TOTAL_INTERRUPTIONS,
     S,
     StoreBase,
     _event,
@@ -35,6 +36,23 @@ from workers.store._base import (
     run_t,
     task_t,
 )
+
+#: How long a task whose endpoints server stopped waits before it is claimed again: the next
+#: attempt starts a new server (a moment), and a server that dies at once is not hammered.
+INTERRUPTED_REQUEUE_DELAY = 1.0
+
+
+def _held_row(
+    conn: sa.Connection, task_id: str, lease_token: str, *columns: sa.Column[Any]
+) -> sa.Row[Any] | None:
+    """The task's status, run and ``columns`` while the attempt ``lease_token`` holds it."""
+    return conn.execute(
+        sa.select(task_t.c.status, task_t.c.workflow_run_id, *columns).where(
+            task_t.c.id == task_id,
+            task_t.c.lease_token == lease_token,
+            task_t.c.status.in_(HELD),
+        )
+    ).first()
 
 
 def _bad_result(c: Completion, error: str) -> Failure:
@@ -338,6 +356,8 @@ class AttemptsMixin(StoreBase):
         self, conn: sa.Connection, task_id: str, lease_token: str, values: dict[str, Any]
     ) -> bool:
         values["heartbeat_at"] = self.now()
+        if "checkpoint" in values:  # each checkpoint saved counts (recovery compares counts)
+            values["checkpoint_seq"] = task_t.c.checkpoint_seq + 1
         result = conn.execute(
             sa.update(task_t)
             .where(
@@ -511,19 +531,10 @@ class AttemptsMixin(StoreBase):
         error_type: str,
         retryable: bool,
     ) -> FailOutcome:
+        if error_type == ErrorType.SERVER_STOPPED:
+            return self._interrupt_tx(conn, task_id, lease_token, error)
         now = self.now()
-        cur = conn.execute(
-            sa.select(
-                task_t.c.status,
-                task_t.c.retry_count,
-                task_t.c.max_retries,
-                task_t.c.workflow_run_id,
-            ).where(
-                task_t.c.id == task_id,
-                task_t.c.lease_token == lease_token,
-                task_t.c.status.in_(HELD),
-            )
-        ).first()
+        cur = _held_row(conn, task_id, lease_token, task_t.c.retry_count, task_t.c.max_retries)
         if cur is None:
             return FailOutcome(applied=False)
         max_retries = cur.max_retries if retryable else 0
@@ -583,3 +594,44 @@ class AttemptsMixin(StoreBase):
             self._apply_run_delta(conn, run_id, delta, now)
         self._insert_events(conn, events)
         return FailOutcome(applied=True, retried=False, cascaded=tuple(cascaded))
+
+    def _interrupt_tx(
+        self, conn: sa.Connection, task_id: str, lease_token: str, error: str
+    ) -> FailOutcome:
+        """An attempt interrupted by what ran it (the endpoints server stopped), not failed:
+        the task is queued again (from its checkpoint, which it keeps) using no retry and no
+        charged interruption — no job's code runs in the server. It counts in the task's
+        interruptions in all; at :data:`MAX_TOTAL_INTERRUPTIONS` it is held for review."""
+        now = self.now()
+        row = _held_row(conn, task_id, lease_token, task_t.c.interruptions)
+        if row is None:
+            return FailOutcome(applied=False)
+        total = row.interruptions + 1
+        held = total >= MAX_TOTAL_INTERRUPTIONS
+        next_run_at = now + INTERRUPTED_REQUEUE_DELAY
+        status_text = (
+            f"held: interrupted {total} times in all; resume it to try again"
+            if held
+            else "interrupted (the job server stopped): queued again"
+        )
+        conn.execute(
+            sa.update(task_t)
+            .where(task_t.c.id == task_id)
+            .values(
+                status=S.PENDING,
+                interruptions=total,
+                checkpoint_seq_at_interruption=task_t.c.checkpoint_seq,
+                is_paused=task_t.c.is_paused | held,
+                next_run_at=next_run_at,
+                lease_token=None,
+                lease_until=None,
+                worker_id=None,
+                status_text=status_text,
+            )
+        )
+        run_id = row.workflow_run_id
+        if run_id:
+            self._apply_run_delta(conn, run_id, Counter({row.status: -1, S.PENDING: 1}), now)
+        detail = {"error": error[:500], "interruptions": total, "charged": False, "held": held}
+        self._insert_events(conn, [_event_row(task_id, run_id, "interrupted", now, detail)])
+        return FailOutcome(applied=True, retried=True, next_run_at=next_run_at)

@@ -39,6 +39,10 @@ log_t = cast(sa.Table, RestartTaskLog.__table__)
 
 S = TaskStatus
 HELD = (S.CLAIMED, S.RUNNING)
+#: Interruptions of a task in all, charged or not (crashes of the engine, stops of the
+#: endpoints server), at which it is held for review instead of being started again: nothing
+#: loops for ever.
+MAX_TOTAL_INTERRUPTIONS = 100
 #: The ends of a run that leave a notice (a cancel is the user's own doing: none), by kind.
 NOTICED = {RunStatus.COMPLETED: "run_completed", RunStatus.FAILED: "run_failed"}
 

@@ -334,6 +334,8 @@ class ControlMixin(StoreBase):
                 status=S.PENDING,
                 retry_count=0,
                 interruptions=0,
+                charged_interruptions=0,
+                checkpoint_seq_at_interruption=None,
                 error=None,
                 error_type=None,
                 result=None,

@@ -152,6 +152,8 @@ def write_progress(
     sql = _progress_sql.get(columns)
     if sql is None:
         sets = "".join(f"{c} = :{c}, " for c in columns)
+        if "checkpoint" in columns:  # each checkpoint saved counts (recovery compares counts)
+            sets += "checkpoint_seq = checkpoint_seq + 1, "
         sql = _progress_sql[columns] = (
             f"UPDATE task SET {sets}heartbeat_at = :now "
             "WHERE id = :task_id AND lease_token = :token AND status IN ('claimed', 'running')"

@@ -6,12 +6,18 @@ statement; then the runs' counters are recounted from their tasks and their stat
 
 An interruption is not a failure: a task that was running when the app stopped goes back to
 ``pending`` (from its checkpoint when its executor is resumable, from the start otherwise) and
-uses none of its retries. A crash while it ran adds one to ``task.interruptions``; past the
-limit the task fails ``INTERRUPTED`` (it may be what takes the app down). A graceful stop does
-not count: the engine marks the attempts it stops with :meth:`RecoveryMixin.release_for_shutdown`
-— the task stays ``running`` (so recovery takes it over and the restart log lists it) with
-``lease_until`` set to NULL. A claim or a heartbeat always sets ``lease_until``, so a held task
-without one was released by its engine, and one with one was cut off by a crash.
+uses none of its retries. A crash while it ran adds one to ``task.interruptions``; it is
+*charged* to the task (``task.charged_interruptions``) only when the task could have caused it:
+its work runs in the engine's own process, and it saved no checkpoint since its previous
+interruption. Past ``max_interruptions`` charged ones the task fails ``INTERRUPTED`` (it may be
+what takes the app down). Uncharged ones have a ceiling too (:data:`MAX_TOTAL_INTERRUPTIONS`
+in all), so that nothing loops for ever: there the task is held for review, never failed.
+
+A graceful stop does not count: the engine marks the attempts it stops with
+:meth:`RecoveryMixin.release_for_shutdown` — the task stays ``running`` (so recovery takes it
+over and the restart log lists it) with ``lease_until`` set to NULL. A claim or a heartbeat
+always sets ``lease_until``, so a held task without one was released by its engine, and one
+with one was cut off by a crash.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ import sqlalchemy as sa
 
 from workers import states
 from workers.errors import NotFound
-from workers.records import RecoveryReport, RestartLogEntry
+from workers.records import CHARGED, NOT_CHARGED, RecoveryReport, RestartLogEntry
 from workers.states import RunStatus, TaskStatus
 from workers.store import _hot
 from workers.store._base import (
     HELD,
+    MAX_TOTAL_INTERRUPTIONS,
     StoreBase,
     log_t,
     run_t,
@@ -81,7 +88,9 @@ class RecoveryMixin(StoreBase):
         session_id: str,
         resumable_types: Collection[str],
         *,
+        in_process_types: Collection[str] = (),
         max_interruptions: int = 5,
+        max_total_interruptions: int = MAX_TOTAL_INTERRUPTIONS,
         hold: bool = False,
     ) -> RecoveryReport:
         """Take over what a previous session left unfinished.
@@ -90,14 +99,24 @@ class RecoveryMixin(StoreBase):
         checkpoint when its type is in ``resumable_types`` (``resumed``), else from the start
         with its checkpoint and progress cleared (``restarted``); with ``hold``, held
         (``is_paused``) for the user's review instead (``held``). A crash (not a graceful stop,
-        see :meth:`release_for_shutdown`) while it ran counts an interruption; a task whose
-        count would exceed ``max_interruptions`` fails ``INTERRUPTED`` and its downstream is
-        cancelled (``failed``). A paused task stays paused (``kept_paused``); tasks without a
-        run fail ``ORPHANED``. Only held tasks and orphans are touched: the caller guarantees
-        that no other engine is running on this database (the data directory's lock).
+        see :meth:`release_for_shutdown`) while it ran is an interruption; it is charged when
+        the task's type is in ``in_process_types`` (its work runs in the engine's process) and
+        it saved no checkpoint since its previous interruption. A task whose charged count
+        would exceed ``max_interruptions`` fails ``INTERRUPTED`` and its downstream is
+        cancelled (``failed``); one interrupted ``max_total_interruptions`` times in all is
+        held for review (``held``). A paused task stays paused (``kept_paused``); tasks
+        without a run fail ``ORPHANED``. Only held tasks and orphans are touched: the caller
+        guarantees that no other engine is running on this database (the data directory's
+        lock).
         """
         return await self._write(
-            self._recover_tx, session_id, list(resumable_types), max_interruptions, hold
+            self._recover_tx,
+            session_id,
+            list(resumable_types),
+            list(in_process_types),
+            max_interruptions,
+            max_total_interruptions,
+            hold,
         )
 
     def _recover_tx(
@@ -105,32 +124,56 @@ class RecoveryMixin(StoreBase):
         conn: sa.Connection,
         session_id: str,
         resumable: list[str],
+        in_process: list[str],
         max_interruptions: int,
+        ceiling: int,
         hold: bool,
     ) -> RecoveryReport:
         now = self.now()
-        types = ", ".join(f":t{i}" for i in range(len(resumable)))
         params: dict[str, Any] = {f"t{i}": name for i, name in enumerate(resumable)}
-        params.update({"session": session_id, "now": now, "limit": max_interruptions, "hold": hold})
+        params.update({f"p{i}": name for i, name in enumerate(in_process)})
+        params.update(
+            {
+                "session": session_id,
+                "now": now,
+                "limit": max_interruptions,
+                "ceiling": ceiling,
+                "hold": hold,
+            }
+        )
         # Every expression reads the row as recovery found it (SQLite and PostgreSQL evaluate
         # an UPDATE's SET list on the old row), so the log and the update agree.
-        is_resumable = f"type IN ({types})" if resumable else "FALSE"
+        is_resumable = _type_in("t", resumable)
+        runs_here = _type_in("p", in_process)
         crashed = "(status = 'running' AND NOT is_paused AND lease_until IS NOT NULL)"
-        count = f"(interruptions + CASE WHEN {crashed} THEN 1 ELSE 0 END)"
+        progressed = "(checkpoint_seq <> coalesce(checkpoint_seq_at_interruption, 0))"
+        charged = f"({crashed} AND {runs_here} AND NOT {progressed})"
+        total = f"(interruptions + CASE WHEN {crashed} THEN 1 ELSE 0 END)"
+        count = f"(charged_interruptions + CASE WHEN {charged} THEN 1 ELSE 0 END)"
+        at_ceiling = f"({crashed} AND {total} >= :ceiling)"
         from_start = f"(status = 'running' AND NOT ({is_resumable}))"
         action = f"""CASE
             WHEN workflow_run_id IS NULL THEN 'failed'
             WHEN status = 'claimed' THEN 'requeued'
             WHEN is_paused THEN 'kept_paused'
             WHEN {count} > :limit THEN 'failed'
-            WHEN :hold THEN 'held'
+            WHEN {at_ceiling} OR :hold THEN 'held'
             WHEN {is_resumable} THEN 'resumed'
             ELSE 'restarted' END"""
+        so_far = f"'charged so far: ' || {count} || ' of ' || :limit"
         detail = f"""CASE WHEN workflow_run_id IS NULL THEN 'its workflow run no longer exists'
-            WHEN {crashed} THEN 'crash: interruption ' || {count} || ' of at most ' || :limit
+            WHEN {charged} THEN '{CHARGED}' || {count} || ' of ' || :limit
+                || ' (interruption ' || {total} || ' in all)'
+            WHEN {crashed} THEN '{NOT_CHARGED} ('
+                || CASE WHEN NOT {runs_here} THEN 'its work runs in another process'
+                    ELSE 'it saved progress since its last interruption' END
+                || '); ' || {so_far} || ', ' || {total} || ' in all'
             ELSE CASE WHEN lease_until IS NULL THEN 'graceful stop' ELSE 'crash' END
-                || ', not counted: ' || {count} || ' interruption(s) of at most ' || :limit
-            END || coalesce('; last status: ' || status_text, '')"""
+                || ', not counted; ' || {so_far}
+            END
+            || CASE WHEN {at_ceiling} AND {count} <= :limit
+                THEN '; held: interrupted ' || {total} || ' times in all' ELSE '' END
+            || coalesce('; last status: ' || status_text, '')"""
         # Held tasks are selected with the predicate of the partial index ix_task_held, word
         # for word, so that SQLite scans that index and not the whole table (which also holds
         # every finished task); orphans through ix_task_workflow_run_id.
@@ -186,7 +229,10 @@ class RecoveryMixin(StoreBase):
             sa.text(
                 f"""UPDATE task SET
                         status = CASE WHEN {action} = 'failed' THEN 'failed' ELSE 'pending' END,
-                        interruptions = {count},
+                        interruptions = {total},
+                        charged_interruptions = {count},
+                        checkpoint_seq_at_interruption = CASE WHEN {crashed}
+                            THEN checkpoint_seq ELSE checkpoint_seq_at_interruption END,
                         is_paused = CASE WHEN {action} = 'held' THEN TRUE ELSE is_paused END,
                         checkpoint = CASE WHEN {from_start} THEN NULL ELSE checkpoint END,
                         progress = CASE WHEN {from_start} THEN 0 ELSE progress END,
@@ -200,7 +246,10 @@ class RecoveryMixin(StoreBase):
                             ELSE completed_at END,
                         status_text = CASE {action}
                             WHEN 'kept_paused' THEN 'paused (kept across a restart)'
-                            WHEN 'held' THEN 'held after a restart: review it'
+                            WHEN 'held' THEN CASE WHEN {at_ceiling}
+                                THEN 'held: interrupted ' || {total} || ' times in all; '
+                                    || 'resume it to try again'
+                                ELSE 'held after a restart: review it' END
                             WHEN 'resumed' THEN 'resuming after a restart'
                             WHEN 'restarted' THEN 'starting again after a restart'
                             WHEN 'requeued' THEN 'requeued after a restart'
@@ -304,3 +353,10 @@ class RecoveryMixin(StoreBase):
         if entry_id is not None and changed == 0:
             raise NotFound(f"no restart-log entry {entry_id}")
         return int(changed)
+
+
+def _type_in(prefix: str, types: list[str]) -> str:
+    """``type IN (:p0, :p1…)`` for the parameters named ``prefix`` + index (FALSE if none)."""
+    if not types:
+        return "FALSE"
+    return f"type IN ({', '.join(f':{prefix}{i}' for i in range(len(types)))})"

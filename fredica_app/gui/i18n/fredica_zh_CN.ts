@@ -181,6 +181,10 @@
         <translation>与作业服务器失去联系</translation>
     </message>
     <message>
+        <source>The job server stopped</source>
+        <translation>任务服务器已停止</translation>
+    </message>
+    <message>
         <source>Garbled message</source>
         <translation>消息错乱</translation>
     </message>
@@ -300,6 +304,10 @@
     <message>
         <source>Fredica lost its connection to the local job server while the task ran. It retries on its own; if this keeps happening, restart Fredica.</source>
         <translation>任务运行期间，Fredica 与本地作业服务器的连接中断。它会自动重试；如果这种情况反复出现，请重启 Fredica。</translation>
+    </message>
+    <message>
+        <source>The local job server stopped while the task ran (it was killed or crashed). That is not the task&apos;s fault: Fredica starts a new server and runs the task again, using none of its retries.</source>
+        <translation>任务运行时本机的任务服务器停止了（被终止或崩溃）。这不是任务本身的问题：Fredica 会启动新的服务器并重新运行该任务，不占用它的重试次数。</translation>
     </message>
     <message>
         <source>Fredica and its job server misunderstood each other. It retries on its own; if this keeps happening, reinstall or update Fredica.</source>
@@ -1077,6 +1085,14 @@
     <message>
         <source>failed</source>
         <translation>失败</translation>
+    </message>
+    <message>
+        <source>charged %1 of %2</source>
+        <translation>已计入 %1 / %2 次</translation>
+    </message>
+    <message>
+        <source>not charged</source>
+        <translation>未计入</translation>
     </message>
     <message>
         <source>deleted</source>
@@ -1913,6 +1929,10 @@
     <message>
         <source>recovered after a restart</source>
         <translation>重启后已恢复</translation>
+    </message>
+    <message>
+        <source>interrupted (not charged)</source>
+        <translation>已中断（未计入）</translation>
     </message>
 </context>
 <context>
