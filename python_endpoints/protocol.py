@@ -14,9 +14,10 @@ Server → client ``{"type": …}``: ``progress``, ``pause_request``, ``resume_r
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from python_endpoints.errorcodes import ErrorType
 
@@ -31,6 +32,40 @@ Pausable = Literal["always", "never", "now", "not_now"]
 
 class ProtocolError(ValueError):
     """A frame that is not valid JSON, not a known frame, or too large."""
+
+
+def clean_text(text: str) -> str:
+    """``text`` as it can be stored and shown: every lone surrogate replaced by U+FFFD.
+
+    A lone surrogate is what Python makes of a file name's byte that is not UTF-8 (``café``
+    in Latin-1 becomes ``caf`` + U+DCE9), or what a JSON ``\\udc..`` escape gives: SQLite, a
+    terminal and Qt all refuse to encode it. Bytes escaped that way are decoded back first, so
+    whatever of them is UTF-8 reads as it should. A message is for people: this loses nothing
+    a person could read. (Paths and results are stored losslessly instead, as ASCII JSON.)"""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub(_decoded, text)
+    return text
+
+
+#: A run of the surrogates undecodable bytes become (U+DC80 to U+DCFF), or any other one.
+_SURROGATES = re.compile("[\udc80-\udcff]+|[\ud800-\udfff]")
+
+
+def _decoded(found: re.Match[str]) -> str:
+    run = found.group()
+    if "\udc80" <= run[0] <= "\udcff":  # bytes: whatever of them is UTF-8 reads as text
+        return run.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return "\ufffd"
+
+
+def _clean_if_text(value: Any) -> Any:
+    return clean_text(value) if isinstance(value, str) else value
+
+
+#: Text a person reads (a status line, an error, a reason): cleaned, never refused.
+Text = Annotated[str, BeforeValidator(_clean_if_text)]
 
 
 class _Frame(BaseModel):
@@ -84,7 +119,7 @@ ClientFrame = Annotated[
 class Progress(_Frame):
     type: Literal["progress"] = "progress"
     percent: float = Field(ge=0, le=100)
-    status_text: str | None = Field(default=None, max_length=512)
+    status_text: Text | None = Field(default=None, max_length=512)
     pausable: Pausable | None = None
     extras: dict[str, Any] = Field(default_factory=dict)
 
@@ -93,7 +128,7 @@ class PauseRequest(_Frame):
     """The job asks to be paused (GPU out of memory, disk nearly full…)."""
 
     type: Literal["pause_request"] = "pause_request"
-    reason: str = Field(max_length=512)
+    reason: Text = Field(max_length=512)
 
 
 class ResumeRequest(_Frame):
@@ -135,8 +170,8 @@ class Result(_Frame):
 
 class Error(_Frame):
     type: Literal["error"] = "error"
-    error: str
-    error_type: str = ErrorType.EXECUTOR_ERROR
+    error: Text
+    error_type: Text = ErrorType.EXECUTOR_ERROR
 
 
 class Cancelled(_Frame):

@@ -100,6 +100,87 @@ async def test_a_result_that_is_not_json_fails_its_task_alone(
     assert queue_problems(db_path) == []
 
 
+LONE = TaskType("LONE", NoopPayload, "cpu")
+#: A file name's byte that is not UTF-8, as Python holds it (``caf\\xe9.avi``), and a lone
+#: surrogate no byte makes: text SQLite refuses to encode.
+UNDECODABLE = "caf\udce9.avi"
+BROKEN = "half a pair: \ud800"
+
+
+class LoneSurrogates(BaseExecutor):
+    """Says unencodable things: a status line, a pause reason, then fails with an error."""
+
+    task_type = LONE
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        await ctx.report(10, f"reading {UNDECODABLE}", force=True)
+        await ctx.request_pause(f"no space for {UNDECODABLE}")
+        await ctx.request_resume()
+        return ExecuteResult(error=f"cannot open {UNDECODABLE} ({BROKEN})", error_type="IO_ERROR")
+
+
+async def test_unencodable_texts_are_stored_cleaned_and_the_engine_lives(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+) -> None:
+    """An error, a status line and a pause reason holding lone surrogates (a file name that is
+    not UTF-8): stored with U+FFFD where the bad bytes were, the other task of the turn
+    unharmed, and the engine goes on (before: ``engine.run()`` raised UnicodeEncodeError and
+    left its tasks ``running``)."""
+    registry.register(LONE)
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "lone", "type": "LONE"},
+            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
+        ],
+    )
+    await asyncio.wait_for(engine_for(store, LoneSurrogates()).run(until_idle=True), 20)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    lone = tasks["lone"]
+    assert (lone.status, lone.error_type) == (TaskStatus.FAILED, ErrorType.IO_ERROR)
+    assert lone.error == "cannot open caf\ufffd.avi (half a pair: \ufffd)"
+    assert tasks["fine"].status is TaskStatus.COMPLETED
+    paused = [e for e in await store.events(lone.id) if e.kind == "paused"]
+    assert paused and paused[0].detail == {"reason": "no space for caf\ufffd.avi"}
+    assert queue_problems(db_path) == []
+
+
+async def test_a_failure_that_cannot_be_written_fails_its_task_alone(
+    store: TaskStore, registry: TaskTypeRegistry, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the store cannot write of one failure (here: the write raises), the task is
+    failed with the reason and the turn's other outcomes are kept."""
+    registry.register(LONE)
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": "lone", "type": "LONE"},
+            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
+        ],
+    )
+    original = type(store)._fail_tx
+    refused = []
+
+    def refuse_io_errors(
+        self: Any, conn: Any, task_id: str, token: str, error: str, *a: Any
+    ) -> Any:
+        if a[0] == ErrorType.IO_ERROR:
+            refused.append(task_id)
+            raise sqlite3.IntegrityError("CHECK constraint failed")
+        return original(self, conn, task_id, token, error, *a)
+
+    monkeypatch.setattr(type(store), "_fail_tx", refuse_io_errors)
+    await asyncio.wait_for(engine_for(store, LoneSurrogates()).run(until_idle=True), 20)
+    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    assert refused == [tasks["lone"].id]
+    assert (tasks["lone"].status, tasks["lone"].error_type) == (TaskStatus.FAILED, "BAD_RESULT")
+    assert "its outcome could not be recorded (IntegrityError" in (tasks["lone"].error or "")
+    assert tasks["fine"].status is TaskStatus.COMPLETED
+    assert queue_problems(db_path) == []
+
+
 def fail_write(store: TaskStore, nth: int, message: str) -> Callable[[], int]:
     """Make the ``nth`` write transaction from now fail as SQLite does (after its statements,
     before its commit: rolled back). Returns a counter of the writes seen."""

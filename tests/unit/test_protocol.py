@@ -26,6 +26,7 @@ from python_endpoints.protocol import (
     Segment,
     Status,
     StatusReply,
+    clean_text,
     dump,
     parse_client_frame,
     parse_server_frame,
@@ -145,3 +146,54 @@ def test_parsers_never_crash_on_arbitrary_json(data: dict[str, object]) -> None:
         except ProtocolError:
             continue
         assert parse(dump(frame)) == frame  # whatever parses, round-trips
+
+
+# --- text a person reads: cleaned, never refused ---
+
+
+@pytest.mark.parametrize(
+    ("text", "clean"),
+    [
+        ("plain, and ünïcode 字", "plain, and ünïcode 字"),
+        ("caf\udce9.avi", "caf\ufffd.avi"),  # a Latin-1 byte of a file name
+        ("\udcc3\udca9t\udce9", "\u00e9t\ufffd"),  # UTF-8 bytes escaped: read back as text
+        ("half a pair: \ud800!", "half a pair: \ufffd!"),  # no byte makes this one
+        ("\udce9\udfff\udcc3\udca9", "\ufffd\ufffd\u00e9"),
+    ],
+)
+def test_clean_text_replaces_what_cannot_be_encoded(text: str, clean: str) -> None:
+    assert clean_text(text) == clean
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+@settings(max_examples=300, deadline=None)
+def test_clean_text_always_gives_encodable_text_and_keeps_what_was(text: str) -> None:
+    cleaned = clean_text(text)
+    cleaned.encode("utf-8")  # never raises
+    assert clean_text(cleaned) == cleaned
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    assert cleaned == text  # nothing to clean: the same string
+
+
+def test_frames_with_unencodable_text_are_cleaned_not_refused() -> None:
+    """A job's status line or error naming a file that is not UTF-8 (before, a progress frame
+    holding one was refused as malformed, and an error frame let it through to the store)."""
+    progress = parse_server_frame(
+        '{"type": "progress", "percent": 5, "status_text": "reading caf\\udce9.avi"}'
+    )
+    assert isinstance(progress, Progress) and progress.status_text == "reading caf\ufffd.avi"
+    error = parse_server_frame(
+        '{"type": "error", "error": "no caf\\udce9", "error_type": "X\\ud800"}'
+    )
+    assert isinstance(error, Error) and (error.error, error.error_type) == (
+        "no caf\ufffd",
+        "X\ufffd",
+    )
+    pause = parse_server_frame('{"type": "pause_request", "reason": "full: \\udcff"}')
+    assert isinstance(pause, PauseRequest) and pause.reason == "full: \ufffd"
+    # A result is data, not a message: kept as it came (a path stays the path it is).
+    result = parse_server_frame('{"type": "result", "result": {"output": "caf\\udce9.mp4"}}')
+    assert isinstance(result, Result) and result.result == {"output": "caf\udce9.mp4"}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import logging
+import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -10,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from python_endpoints.protocol import clean_text
 from workers import states
 from workers.errors import FredicaError, InvalidState
 from workers.records import (
@@ -36,6 +39,8 @@ from workers.store._base import (
     run_t,
     task_t,
 )
+
+log = logging.getLogger(__name__)
 
 #: How long a task whose endpoints server stopped waits before it is claimed again: the next
 #: attempt starts a new server (a moment), and a server that dies at once is not hammered.
@@ -79,7 +84,7 @@ def progress_values(
     if progress is not None:
         values["progress"] = min(100.0, max(0.0, float(progress)))
     if status_text is not None:
-        values["status_text"] = status_text[:512]
+        values["status_text"] = clean_text(status_text)[:512]
     if is_pausable is not None:
         values["is_pausable"] = is_pausable
     if checkpoint is not None:
@@ -152,8 +157,16 @@ class AttemptsMixin(StoreBase):
             try:
                 for write in progress:
                     values = progress_values(**write.values)
-                    if values:
+                    if not values:
+                        continue
+                    try:
                         _hot.write_progress(cur, write.task_id, write.lease_token, values, now)
+                    except (sqlite3.Error, TypeError, ValueError) as exc:
+                        # One task's report (a checkpoint that is not JSON) costs that report
+                        # alone: the turn and the other tasks' outcomes go on.
+                        log.warning(
+                            "task %s: a progress report was dropped: %s", write.task_id, exc
+                        )
             finally:
                 cur.close()
         done: list[bool] = []
@@ -177,10 +190,7 @@ class AttemptsMixin(StoreBase):
                 self._batch = saved
                 done.append(False)
                 late_failures.append(_bad_result(c, f"fan-out rejected: {_why(exc)}"))
-        failed = tuple(
-            self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable)
-            for f in failures
-        )
+        failed = tuple(self._fail_guarded(conn, f) for f in failures)
         rejected = tuple(
             (f, self._fail_tx(conn, f.task_id, f.lease_token, f.error, f.error_type, False))
             for f in late_failures
@@ -227,6 +237,22 @@ class AttemptsMixin(StoreBase):
             inline=tuple(folded),
             exhausted=exhausted,
         )
+
+    def _fail_guarded(self, conn: sa.Connection, f: Failure) -> FailOutcome:
+        """Record a failed attempt; when its outcome cannot be written as it is (a text SQLite
+        refuses, a value out of range), record it with the reason instead: what one task
+        returned can fail only that task, never the whole turn."""
+        saved = copy.deepcopy(self._batch)
+        try:
+            with conn.begin_nested():
+                return self._fail_tx(
+                    conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable
+                )
+        except (sa.exc.SQLAlchemyError, sqlite3.Error, ValueError) as exc:
+            self._batch = saved
+            log.warning("task %s: its failure could not be recorded as it was: %s", f.task_id, exc)
+            why = f"its outcome could not be recorded ({type(exc).__name__}: {exc})"
+            return self._fail_tx(conn, f.task_id, f.lease_token, why, ErrorType.BAD_RESULT, False)
 
     def _complete_inline(
         self, conn: sa.Connection, claim: ClaimedTask, result: dict[str, Any]
@@ -531,6 +557,8 @@ class AttemptsMixin(StoreBase):
         error_type: str,
         retryable: bool,
     ) -> FailOutcome:
+        # What an executor or a job said is stored and shown: it must be text SQLite takes.
+        error, error_type = clean_text(error), clean_text(error_type)
         if error_type == ErrorType.SERVER_STOPPED:
             return self._interrupt_tx(conn, task_id, lease_token, error)
         now = self.now()

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from python_endpoints.protocol import clean_text
 from workers import states
 from workers.errors import InvalidState, NotFound
 from workers.records import (
@@ -205,6 +206,8 @@ class ControlMixin(StoreBase):
     ) -> list[str]:
         now = self.now()
         values: dict[str, Any] = {"is_paused": paused}
+        if reason:
+            reason = clean_text(reason)[:500]
         if paused and reason:
             values["status_text"] = f"paused: {reason}"  # the job asked: it is stopping itself
         elif paused:
