@@ -83,17 +83,7 @@ async def test_a_fan_out_whose_key_collides_fails_its_task_alone(
 async def test_a_result_that_is_not_json_fails_its_task_alone(
     store: TaskStore, registry: TaskTypeRegistry, db_path: Path
 ) -> None:
-    registry.register(ODD)
-    created = await submit(
-        store,
-        registry,
-        [
-            {"key": "odd", "type": "ODD"},
-            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
-        ],
-    )
-    await asyncio.wait_for(engine_for(store, OddResult()).run(until_idle=True), 20)
-    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    tasks = await beside_a_sleep(store, registry, ODD, OddResult())
     assert (tasks["odd"].status, tasks["odd"].error_type) == (TaskStatus.FAILED, "BAD_RESULT")
     assert "not JSON" in (tasks["odd"].error or "")
     assert tasks["fine"].status is TaskStatus.COMPLETED
@@ -126,17 +116,7 @@ async def test_unencodable_texts_are_stored_cleaned_and_the_engine_lives(
     not UTF-8): stored with U+FFFD where the bad bytes were, the other task of the turn
     unharmed, and the engine goes on (before: ``engine.run()`` raised UnicodeEncodeError and
     left its tasks ``running``)."""
-    registry.register(LONE)
-    created = await submit(
-        store,
-        registry,
-        [
-            {"key": "lone", "type": "LONE"},
-            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
-        ],
-    )
-    await asyncio.wait_for(engine_for(store, LoneSurrogates()).run(until_idle=True), 20)
-    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    tasks = await beside_a_sleep(store, registry, LONE, LoneSurrogates())
     lone = tasks["lone"]
     assert (lone.status, lone.error_type) == (TaskStatus.FAILED, ErrorType.IO_ERROR)
     assert lone.error == "cannot open caf\ufffd.avi (half a pair: \ufffd)"
@@ -151,15 +131,6 @@ async def test_a_failure_that_cannot_be_written_fails_its_task_alone(
 ) -> None:
     """Whatever the store cannot write of one failure (here: the write raises), the task is
     failed with the reason and the turn's other outcomes are kept."""
-    registry.register(LONE)
-    created = await submit(
-        store,
-        registry,
-        [
-            {"key": "lone", "type": "LONE"},
-            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
-        ],
-    )
     original = type(store)._fail_tx
     refused = []
 
@@ -172,13 +143,31 @@ async def test_a_failure_that_cannot_be_written_fails_its_task_alone(
         return original(self, conn, task_id, token, error, *a)
 
     monkeypatch.setattr(type(store), "_fail_tx", refuse_io_errors)
-    await asyncio.wait_for(engine_for(store, LoneSurrogates()).run(until_idle=True), 20)
-    tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    tasks = await beside_a_sleep(store, registry, LONE, LoneSurrogates())
     assert refused == [tasks["lone"].id]
     assert (tasks["lone"].status, tasks["lone"].error_type) == (TaskStatus.FAILED, "BAD_RESULT")
     assert "its outcome could not be recorded (IntegrityError" in (tasks["lone"].error or "")
     assert tasks["fine"].status is TaskStatus.COMPLETED
     assert queue_problems(db_path) == []
+
+
+async def beside_a_sleep(
+    store: TaskStore, registry: TaskTypeRegistry, kind: TaskType, executor: BaseExecutor
+) -> dict[str, TaskRecord]:
+    """Run a task of ``kind`` (key: its name in lower case) beside a short SLEEP ("fine") in
+    one run until idle; their tasks by key."""
+    registry.register(kind)
+    key = kind.name.lower()
+    created = await submit(
+        store,
+        registry,
+        [
+            {"key": key, "type": kind.name},
+            {"key": "fine", "type": "SLEEP", "payload": {"seconds": 0.1}},
+        ],
+    )
+    await asyncio.wait_for(engine_for(store, executor).run(until_idle=True), 20)
+    return {t.key: t for t in await store.list_tasks(created.run_id)}
 
 
 def fail_write(store: TaskStore, nth: int, message: str) -> Callable[[], int]:
