@@ -8,11 +8,13 @@ of unfinished tasks only.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from rich.cells import cell_len
 
+from python_endpoints.text import clean_text
 from workers.records import RestartLogEntry, RunProgress, RunRecord, TaskRecord
 from workers.states import RunStatus, TaskStatus
 
@@ -21,12 +23,26 @@ _FINISHED_RUN = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 TITLE_WIDTH = 40
 
 
+#: What a line of a terminal must not hold as it is: C0 and C1 controls (a newline in a file
+#: name would start a line of its own; an escape would drive the terminal).
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: str) -> str:
+    """``text`` for one line of a terminal: bytes that are not UTF-8 (a file name's) as U+FFFD,
+    control characters escaped (a newline as ``\\n``, others as ``\\xNN``)."""
+    return _CONTROLS.sub(
+        lambda c: _NAMED.get(c.group(), f"\\x{ord(c.group()):02x}"), clean_text(text)
+    )
+
+
 def table(
     header: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = ()
 ) -> list[str]:
     """Lines of a table: a header, then the rows, each column as wide as its widest cell
     (wide characters count double), two spaces apart; ``right``: columns aligned right."""
-    body = [list(r) for r in rows]
+    body = [[shown(c) for c in r] for r in rows]
     widths = [max(cell_len(c) for c in column) for column in zip(header, *body, strict=True)]
     flush_right = set(right)
     lines = []
@@ -121,7 +137,7 @@ def run_lines(
     if started and run.status in _FINISHED_RUN:
         elapsed = run_elapsed(run, RunProgress(min(started)), time.time())
         took = "" if elapsed is None else f" in {duration(elapsed)}"
-    what = (run.template or "spec") + (f" · {title}" if title else "")
+    what = (run.template or "spec") + (f" · {shown(title)}" if title else "")
     lines = [
         f"run {run.id}  {what}  {run.status.value}{took}  {run.done_tasks}/{run.total_tasks} done"
     ]
@@ -229,7 +245,7 @@ def runs_lines(
 def finished_run_line(run: RunRecord, progress: RunProgress | None, title: str | None) -> str:
     """``worker``: one line when a run it ran has ended."""
     elapsed = run_elapsed(run, progress, run.completed_at or run.created_at)
-    what = (run.template or "spec") + (f" · {title}" if title else "")
+    what = (run.template or "spec") + (f" · {shown(title)}" if title else "")
     took = "" if elapsed is None else f"  in {duration(elapsed)}"
     return (
         f"{run.status.value:<9}  {what}  {run.done_tasks}/{run.total_tasks} tasks{took}  "

@@ -4,9 +4,20 @@ of the protocol: the engine's task payloads reuse them, so both sides validate t
 from __future__ import annotations
 
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+
+def _not_empty(text: str) -> str:
+    if not text:
+        raise ValueError("must not be empty")
+    return text
+
+
+#: A path: not empty, and any ``str`` Python holds a file name as — one that is not UTF-8
+#: carries lone surrogates, which a length-constrained ``str`` of pydantic refuses.
+PathText = Annotated[str, AfterValidator(_not_empty)]
 
 
 class _Params(BaseModel):
@@ -69,7 +80,7 @@ class _MediaParams(_Params):
 
 
 class ProbeParams(_Params):
-    input: str = Field(min_length=1)
+    input: PathText
 
     @model_validator(mode="after")
     def _paths(self) -> ProbeParams:
@@ -78,9 +89,9 @@ class ProbeParams(_Params):
 
 
 class TranscodeParams(_MediaParams):
-    input: str = Field(min_length=1)
+    input: PathText
     #: The final .mp4 path.
-    output: str = Field(min_length=1)
+    output: PathText
     #: ``auto``: stream-copy when every stream already fits MP4, re-encode otherwise.
     mode: Literal["auto", "remux", "reencode"] = "auto"
     #: Use a hardware H.264 encoder when one is present and passes a one-frame test encode.
@@ -129,9 +140,9 @@ class TranscodeParams(_MediaParams):
 
 
 class ExtractAudioParams(_MediaParams):
-    input: str = Field(min_length=1)
+    input: PathText
     #: The final .wav or .flac path.
-    output: str = Field(min_length=1)
+    output: PathText
     format: Literal["wav", "flac"] = "wav"
     sample_rate: int = Field(default=16000, ge=8000, le=192000)
     channels: int = Field(default=1, ge=1, le=8)
@@ -154,9 +165,9 @@ def _both_formats() -> list[SubtitleFormat]:
 
 
 class ExtractSubtitlesParams(_MediaParams):
-    input: str = Field(min_length=1)
+    input: PathText
     #: Files are written as ``<output_dir>/<stem>.<stream index>[.<language>].<format>``.
-    output_dir: str = Field(min_length=1)
+    output_dir: PathText
     stem: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$")
     formats: list[SubtitleFormat] = Field(default_factory=_both_formats, min_length=1)
 
@@ -178,7 +189,7 @@ class DownloadResume(_Params):
 class DownloadParams(_Params):
     url: str = Field(min_length=1, max_length=8192)
     #: The final path; the body is streamed to ``<output>.part`` first.
-    output: str = Field(min_length=1)
+    output: PathText
     proxy: str | None = None
     #: Refuse a body larger than this (bytes); None: no limit beyond the free disk space.
     max_bytes: int | None = Field(default=None, ge=1)
@@ -203,7 +214,7 @@ class SiteDownloadParams(_MediaParams):
     url: str = Field(min_length=1, max_length=8192)
     #: The final path; the job writes exactly there (whatever container the site serves, see
     #: :mod:`python_endpoints.jobs.site`), through temporary names next to it.
-    output: str = Field(min_length=1)
+    output: PathText
     proxy: str | None = None
     #: A yt-dlp format selector. The default takes the best video with the best audio, merged
     #: by ffmpeg, or the best single file when the site has no separate streams.
@@ -224,9 +235,9 @@ class ThumbnailParams(_MediaParams):
     taken at evenly spaced times, ``columns`` to a row, each ``width`` pixels wide (its height
     follows the picture's shape). See :mod:`python_endpoints.jobs.thumbnail`."""
 
-    input: str = Field(min_length=1)
+    input: PathText
     #: The final .jpg (or .jpeg) path.
-    output: str = Field(min_length=1)
+    output: PathText
     frames: int = Field(default=12, ge=1, le=100)
     columns: int = Field(default=4, ge=1, le=20)
     #: Even: a JPEG's colour is stored at half the resolution of its brightness, and a
@@ -264,9 +275,9 @@ class TranscribeResume(_Params):
 
 class TranscribeParams(_Params):
     #: The audio (or any media with audio) to transcribe: EXTRACT_AUDIO's 16 kHz WAV.
-    input: str = Field(min_length=1)
+    input: PathText
     #: The merged transcript, JSON (``<stem>.transcript.json``), written atomically at the end.
-    output: str = Field(min_length=1)
+    output: PathText
     #: A model name (``tiny.en`` is embedded; others are looked up in ``models_dir``) or the
     #: absolute path of a CTranslate2 model directory.
     model: str = Field(default="tiny.en", min_length=1, max_length=4096)
@@ -317,9 +328,9 @@ def _all_transcript_formats() -> list[TranscriptFormat]:
 
 class ExportSubtitlesParams(_Params):
     #: TRANSCRIBE's transcript JSON.
-    transcript: str = Field(min_length=1)
+    transcript: PathText
     #: Files are written as ``<output_dir>/<stem>.<format>`` (``.transcript.txt`` for text…).
-    output_dir: str = Field(min_length=1)
+    output_dir: PathText
     stem: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$")
     formats: list[TranscriptFormat] = Field(default_factory=_all_transcript_formats, min_length=1)
     #: Readable captions: at most this many characters per line and lines per cue…
@@ -357,9 +368,9 @@ class LLMParams(_Params):
 
 
 class AnalyzeParams(_Params):
-    transcript: str = Field(min_length=1)
+    transcript: PathText
     #: The analysis, JSON (``<stem>.analysis.json``).
-    output: str = Field(min_length=1)
+    output: PathText
     #: How many key phrases to keep.
     keywords: int = Field(default=15, ge=1, le=200)
     #: ``auto``: the transcript's language.
@@ -379,7 +390,7 @@ class ModelDownloadParams(_Params):
     """A Whisper model in CTranslate2 format, fetched by name into ``models_dir/<name>``."""
 
     name: str = Field(pattern=MODEL_NAME_PATTERN)
-    models_dir: str = Field(min_length=1)
+    models_dir: PathText
     #: Where models are published (a Hugging Face compatible server) and the repository that
     #: holds ``name`` (``{name}`` is replaced).
     base_url: str = Field(default="https://huggingface.co", min_length=1)

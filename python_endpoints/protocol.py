@@ -14,12 +14,20 @@ Server → client ``{"type": …}``: ``progress``, ``pause_request``, ``resume_r
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic_core import PydanticSerializationError
 
 from python_endpoints.errorcodes import ErrorType
+from python_endpoints.text import clean_text
 
 PROTOCOL_VERSION = 1
 #: The largest frame either side accepts, in bytes.
@@ -32,32 +40,6 @@ Pausable = Literal["always", "never", "now", "not_now"]
 
 class ProtocolError(ValueError):
     """A frame that is not valid JSON, not a known frame, or too large."""
-
-
-def clean_text(text: str) -> str:
-    """``text`` as it can be stored and shown: every lone surrogate replaced by U+FFFD.
-
-    A lone surrogate is what Python makes of a file name's byte that is not UTF-8 (``café``
-    in Latin-1 becomes ``caf`` + U+DCE9), or what a JSON ``\\udc..`` escape gives: SQLite, a
-    terminal and Qt all refuse to encode it. Bytes escaped that way are decoded back first, so
-    whatever of them is UTF-8 reads as it should. A message is for people: this loses nothing
-    a person could read. (Paths and results are stored losslessly instead, as ASCII JSON.)"""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATES.sub(_decoded, text)
-    return text
-
-
-#: A run of the surrogates undecodable bytes become (U+DC80 to U+DCFF), or any other one.
-_SURROGATES = re.compile("[\udc80-\udcff]+|[\ud800-\udfff]")
-
-
-def _decoded(found: re.Match[str]) -> str:
-    run = found.group()
-    if "\udc80" <= run[0] <= "\udcff":  # bytes: whatever of them is UTF-8 reads as text
-        return run.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return "\ufffd"
 
 
 def _clean_if_text(value: Any) -> Any:
@@ -224,4 +206,10 @@ def parse_server_frame(
 
 
 def dump(frame: _Frame) -> str:
-    return frame.model_dump_json()
+    """The frame as JSON text. A string pydantic cannot write as UTF-8 — a path whose name is
+    not UTF-8 holds lone surrogates — goes as a ``\\udc..`` escape instead, which the other
+    side reads back as the same string: the path stays the path."""
+    try:
+        return frame.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(frame.model_dump(mode="python"), separators=(",", ":"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fredica_app.cli.output import print_run
 from fredica_app.cli.shapes import created_json, material_json, print_json, run_json
-from fredica_app.display import duration, table
+from fredica_app.display import duration, shown, table
 from fredica_app.errors import FredicaError, MediaImportError, SpecError
 from fredica_app.jobs import JOBS
 from fredica_app.process import Outcome, ensure_sample, process, run_or_follow
@@ -101,7 +101,7 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
         return 0
     for m, c in out:
         note = " (already active)" if c.deduplicated else ""
-        print(f"{c.run_id}  {args.template}  {m.title}{note}")
+        print(f"{c.run_id}  {args.template}  {shown(m.title)}{note}")
     if report.skipped:
         print(f"skipped {len(report.skipped)} file(s) that are not media", file=sys.stderr)
     return 0
@@ -223,10 +223,10 @@ async def cmd_remove(app: Fredica, args: argparse.Namespace) -> int:
         return 0
     rows = f"{removal.tasks} task(s), {removal.events} timeline event(s)"
     if removal.kind == "run":
-        print(f"removed run {removal.id} ({removal.title or 'spec'}): {rows}")
+        print(f"removed run {removal.id} ({shown(removal.title or 'spec')}): {rows}")
     else:
         runs = f"{len(removal.runs)} finished run(s)"
-        print(f"removed material {removal.title!r} ({removal.id}) with {runs}: {rows}")
+        print(f"removed material {shown(repr(removal.title))} ({removal.id}) with {runs}: {rows}")
     folder = removal.outputs_dir
     if folder is not None and removal.files_deleted is not None:
         print(f"deleted its outputs: {folder} ({removal.files_deleted} file(s))")

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from fredica_app.cli.worker import FinishedRuns
+from fredica_app.display import shown
 from fredica_app.errors import DatabaseLocked
 from fredica_app.services import Fredica
 from fredica_app.settings import WatchFolder
@@ -114,9 +115,11 @@ def _print_report(report: WatchReport) -> None:
     """A line per file submitted (standard output) and per problem (standard error);
     files skipped (the same bytes submitted before) say nothing."""
     if report.kind == "submitted":
-        print(f"submitted: {report.path} → {report.template} (run {report.run_id})", flush=True)
+        path = shown(str(report.path))
+        print(f"submitted: {path} → {report.template} (run {report.run_id})", flush=True)
     elif report.kind == "problem":
-        print(f"fredica: warning: {report.path}: {report.message}", file=sys.stderr, flush=True)
+        said = f"{shown(str(report.path))}: {shown(report.message)}"
+        print(f"fredica: warning: {said}", file=sys.stderr, flush=True)
 
 
 async def _watch(watcher: FolderWatcher, engine: WorkerEngine | None) -> None:

@@ -40,6 +40,7 @@ from fredica_app.gui.details_paint import badge_text
 from fredica_app.gui.host import AppHost
 from fredica_app.views import error_hints
 from fredica_app.views.queue_state import Badge
+from python_endpoints.text import clean_text
 from workers.records import EventRecord, TaskRecord
 from workers.states import TaskStatus
 
@@ -69,7 +70,9 @@ def _timeline_fields(task: TaskRecord) -> tuple[Any, ...]:
 
 
 def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    """``value`` as indented JSON for a person; a path that is not UTF-8 shows U+FFFD (Qt
+    would drop its bytes)."""
+    return clean_text(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def event_time(at: float, now: float) -> str:

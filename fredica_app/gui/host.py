@@ -286,8 +286,8 @@ class AppHost(QObject):
             while True:
                 wanted = (tuple(app.settings.watch_folders), app.settings.watch_settle_seconds)
                 if watcher is not None and running is not None and running.done():
-                    # It ended by itself: a bug or a database fault (logged); not started
-                    # again until the settings change.
+                    # The watcher starts itself again after an error (and says so); it ends
+                    # only when cancelled: not started again until the settings change.
                     await _stopped(watcher)
                     watcher = running = None
                 if wanted != current:

@@ -35,6 +35,7 @@ from fredica_app.views.library_view import (
     plan_update,
     summary,
 )
+from python_endpoints.text import clean_text
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -250,7 +251,7 @@ class LibraryModel(QAbstractTableModel):
 
     def _tooltip(self, material: MaterialRecord, column: int) -> str | None:
         if column == self.TITLE:
-            return material.source
+            return clean_text(material.source)  # Qt drops what is not UTF-8: say U+FFFD
         if column == self.OUTPUTS:
             lines = [
                 summary([o], self._words) + f"  ({o.run_id[:8]})"

@@ -9,7 +9,22 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
+from fredica_app.library.fspath import from_stored, to_stored
 from workers.models import Base
+
+
+class StoredPath(sa.TypeDecorator[str]):
+    """A file path (or a URL), kept losslessly whatever bytes it holds
+    (:mod:`fredica_app.library.fspath`); TEXT in the database."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        return None if value is None else to_stored(value)
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        return None if value is None else from_stored(value)
 
 
 class Material(Base):
@@ -18,9 +33,9 @@ class Material(Base):
     __tablename__ = "material"
 
     id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
-    source: Mapped[str] = mapped_column(sa.Text)  # the path or URL it came from
+    source: Mapped[str] = mapped_column(StoredPath)  # the path or URL it came from
     title: Mapped[str] = mapped_column(sa.String(512))
-    local_path: Mapped[str | None] = mapped_column(sa.Text)
+    local_path: Mapped[str | None] = mapped_column(StoredPath)
     kind: Mapped[str] = mapped_column(sa.String(16), server_default="unknown")
     size: Mapped[int | None] = mapped_column(sa.BigInteger)
     duration: Mapped[float | None]
@@ -39,12 +54,12 @@ class WatchedFile(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     #: The watch folder (as in the settings) and the template it submits.
-    folder: Mapped[str] = mapped_column(sa.Text)
+    folder: Mapped[str] = mapped_column(StoredPath)
     template: Mapped[str] = mapped_column(sa.String(128))
     #: Size and a hash of the first and last blocks, not the mtime (a touch changes nothing).
     content_fingerprint: Mapped[str] = mapped_column(sa.String(128))
     #: Where the file was when it was last seen.
-    path: Mapped[str] = mapped_column(sa.Text)
+    path: Mapped[str] = mapped_column(StoredPath)
     material_id: Mapped[str | None] = mapped_column(sa.String(64))
     #: The run submitted for it; NULL while the submission has not been made (a crash between
     #: taking the file in and submitting it: the next start submits it).

@@ -15,6 +15,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from fredica_app.library.models import Material
+from python_endpoints.text import clean_text
 
 material_t = cast(sa.Table, Material.__table__)
 
@@ -71,7 +72,7 @@ class LibraryStore:
         values = {
             "id": material_id or str(uuid.uuid4()),
             "source": source,
-            "title": title[:512],
+            "title": clean_text(title)[:512],  # for people; the path keeps the bytes
             "local_path": local_path,
             "kind": kind,
             "size": size,

@@ -24,7 +24,9 @@ Fredica's own folders (the library, where outputs are written; the data director
 models, cache and logs) are never looked into, even inside a watch folder: it would submit its
 own outputs, for ever. A watch folder that does not exist or cannot be read is reported and
 looked at again at every rescan; a file that vanishes or cannot be imported is reported; none
-of them stops the watcher.
+of them stops the watcher. Should the watcher stop on an error all the same, it is started
+again, and says so (:meth:`FolderWatcher.supervised`). A file whose name is not UTF-8 is taken
+in like any other (its path is stored losslessly, its title shown with U+FFFD).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from fredica_app.library.watched import WatchedFileRecord, WatchedFiles
 from fredica_app.settings import WatchFolder
 from fredica_app.templates import BUILTIN, get_template
 from fredica_app.watching.settle import Observation, SettleTracker, is_candidate, is_hidden
+from python_endpoints.text import clean_text
 
 if TYPE_CHECKING:
     from fredica_app.services.app import Fredica
@@ -57,6 +60,11 @@ log = logging.getLogger(__name__)
 
 #: Seconds after which a row taken in but never submitted is taken over by another watcher.
 STALE_AFTER = 60.0
+#: A watcher that stopped on an error starts again after this pause, doubled while it keeps
+#: failing within :data:`RESTART_CALM` seconds of its start, up to :data:`RESTART_LONGEST`.
+RESTART_FIRST = 1.0
+RESTART_CALM = 60.0
+RESTART_LONGEST = 60.0
 
 #: What taking a file in or submitting it may raise without being a bug: the application's
 #: errors (a file that cannot be imported, the database unavailable) and the database's own.
@@ -175,6 +183,8 @@ class FolderWatcher:
         self._problems: dict[Path, str] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: How many times it started again after an error.
+        self.restarts = 0
 
     @property
     def folders(self) -> list[WatchFolder]:
@@ -183,14 +193,40 @@ class FolderWatcher:
     # --- running ---------------------------------------------------------------------------------
 
     def start(self) -> asyncio.Task[None]:
-        """Run :meth:`run` as a task of the running loop; :meth:`stop` ends it."""
+        """Run :meth:`run` as a task of the running loop, started again after any error it
+        ends with (:meth:`supervised`); :meth:`stop` ends it."""
         if self._task is None or self._task.done():
-            self._task = asyncio.ensure_future(self.run())
+            self._task = asyncio.ensure_future(self.supervised())
         return self._task
 
+    async def supervised(self) -> None:
+        """:meth:`run`, never left dead: an error it ends with (a bug, a file system that
+        says what nothing expected) is logged with its traceback, reported as a problem of
+        each folder ("the watcher stopped on an error …; it starts again in N s"), and the
+        watcher starts again after a pause that grows while it keeps failing at once."""
+        pause = RESTART_FIRST
+        while True:
+            started = time.monotonic()
+            try:
+                await self.run()
+                return
+            except Exception as exc:
+                log.exception("the watch folders' watcher stopped on an error")
+                if time.monotonic() - started >= RESTART_CALM:
+                    pause = RESTART_FIRST
+                self.restarts += 1
+                said = f"{type(exc).__name__}: {clean_text(str(exc))}"
+                for folder in self._folders:
+                    message = (
+                        f"the watcher stopped on an error ({said}); it starts again in {pause:g} s"
+                    )
+                    self._report([], "problem", folder.config.folder, message, folder)
+                    folder.problem = None  # its own problems are said again once it is back
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RESTART_LONGEST)
+
     async def stop(self) -> None:
-        """End what :meth:`start` started, and wait for it (file-event threads included).
-        An error it ended with is raised here."""
+        """End what :meth:`start` started, and wait for it (file-event threads included)."""
         task, self._task = self._task, None
         if task is None:
             return

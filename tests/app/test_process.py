@@ -23,6 +23,7 @@ import pytest
 
 from fredica_app import process as process_module
 from fredica_app.cli import main
+from python_endpoints.jobs.sample import make_sample
 
 pytestmark = pytest.mark.slow
 
@@ -361,3 +362,23 @@ def test_ctrl_c_in_a_terminal_pauses_in_place_and_enter_resumes(tmp_path: Path) 
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_a_clip_whose_name_is_not_utf8_is_probed_and_transcoded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real clip named ``caf\\xe9 \\n clip.mkv`` (a Latin-1 byte and a newline): its path goes
+    through the library, the task payloads and the websocket as the bytes it is, so PROBE and
+    TRANSCODE_MP4 open it; the MP4 gets a safe name, and the lines printed stay one each."""
+    clip = make_sample(tmp_path / "clip.mkv", 1.0, kind="mkv", size=(160, 120))
+    named = tmp_path / "in" / os.fsdecode(b"caf\xe9 \n clip.mkv")
+    named.parent.mkdir()
+    clip.rename(named)
+    code, out, err = fredica(capsys, tmp_path / "data", "process", str(named.parent),
+                             "--template", "transcode_mp4")  # fmt: skip
+    assert code == 0, err
+    assert "completed" in out and "caf\ufffd \\n clip" in out
+    (mp4,) = (tmp_path / "data" / "library").glob("*/*.mp4")
+    assert mp4.name == "caf\ufffd___clip.mp4"
+    with av.open(str(mp4)) as container:
+        assert {s.type for s in container.streams} >= {"video", "audio"}

@@ -681,3 +681,85 @@ def test_watch_folders_watches_the_settings_folders_and_stops_on_sigterm(
         assert "does not exist" in line
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, err.seen
+
+
+# --- hostile names, a watcher that fails ------------------------------------------------------
+
+#: A file name that is not UTF-8 (Latin-1 "café"), and one holding a newline.
+LATIN1 = os.fsdecode(b"caf\xe9.mkv")
+NEWLINE = "new\nline.mkv"
+
+
+async def test_a_file_whose_name_is_not_utf8_is_taken_in_and_the_watcher_goes_on(
+    tmp_path: Path, folder: Path
+) -> None:
+    """Before: SQLite refused the surrogate-escaped path, and the watcher died. Now the path is
+    stored as the bytes it is (the material's local path opens the file), its title shown with
+    U+FFFD, and the files after it are submitted too."""
+    latin1, newline, plain = folder / LATIN1, folder / NEWLINE, folder / "plain.mkv"
+    async with opened(tmp_path / "data") as app, Watching(app, [watch(folder)]) as w:
+        for n, path in enumerate((latin1, newline, plain)):
+            path.write_bytes(content(90 + n))
+        for path in (latin1, newline, plain):
+            await w.until(path, "submitted")
+        assert w.watcher.restarts == 0
+        assert sorted(r.path for r in rows(app)) == sorted(map(str, (latin1, newline, plain)))
+        materials = {m.local_path: m for m in app.library.list()}
+        assert set(materials) == {str(latin1), str(newline), str(plain)}
+        assert materials[str(latin1)].title == "caf\ufffd"
+        opened_again = Path(materials[str(latin1)].local_path or "")
+        assert await asyncio.to_thread(opened_again.read_bytes) == content(90)
+        assert len(await runs(app)) == 3
+
+
+async def test_a_watcher_that_stops_on_an_error_is_started_again_and_says_so(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injection: the first two looks at the folders raise what nothing expected. The
+    watcher reports it for its folder, starts again (after 1 s, then 2 s), and then submits."""
+    monkeypatch.setattr(watcher_module, "RESTART_FIRST", 0.1)
+    real = FolderWatcher._scan_all
+    failures = iter([RuntimeError("disk said something odd"), RuntimeError("again")])
+
+    async def failing(self: FolderWatcher, *, events: bool) -> list[WatchReport]:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return await real(self, events=events)
+
+    monkeypatch.setattr(FolderWatcher, "_scan_all", failing)
+    clip = folder / "clip.mkv"
+    clip.write_bytes(content(95))
+    async with opened(tmp_path / "data") as app, Watching(app, [watch(folder)]) as w:
+        await w.until(clip, "submitted")
+        problems = [r.message for r in w.about(folder, "problem")]
+        assert problems == [
+            "the watcher stopped on an error (RuntimeError: disk said something odd); it "
+            "starts again in 0.1 s",
+            "the watcher stopped on an error (RuntimeError: again); it starts again in 0.2 s",
+        ]
+        assert w.watcher.restarts == 2
+
+
+def test_add_takes_in_a_folder_with_hostile_names_and_lists_them_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fredica add DIR``: before, the name that is not UTF-8 stopped it half-way (the files
+    sorted before it imported, no run at all). Now every file gets its material and its run,
+    and ``add``, ``materials`` and ``runs`` print one line per row: U+FFFD for the bytes that
+    are not UTF-8, ``\\n`` for the newline."""
+    media = tmp_path / "media"
+    media.mkdir()
+    for n, name in enumerate(("a.mkv", LATIN1, NEWLINE, "z.mkv")):
+        (media / name).write_bytes(content(100 + n, 5000))
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "add", str(media), "--template", "transcode_mp4"]) == 0
+    added = capsys.readouterr().out.splitlines()
+    assert [line.split("  ")[-1] for line in added] == ["a", "caf\ufffd", "new\\nline", "z"]
+    assert main(["--data-dir", data, "materials"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 5  # a header and one line each
+    assert any(line.rstrip().endswith(f"{media}/caf\ufffd.mkv") for line in listed)
+    assert any(line.rstrip().endswith(f"{media}/new\\nline.mkv") for line in listed)
+    assert main(["--data-dir", data, "runs"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 5

@@ -26,11 +26,11 @@ from python_endpoints.protocol import (
     Segment,
     Status,
     StatusReply,
-    clean_text,
     dump,
     parse_client_frame,
     parse_server_frame,
 )
+from python_endpoints.text import clean_text
 
 
 @pytest.mark.parametrize(

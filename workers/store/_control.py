@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from python_endpoints.protocol import clean_text
+from python_endpoints.text import clean_text
 from workers import states
 from workers.errors import InvalidState, NotFound
 from workers.records import (

@@ -1,0 +1,34 @@
+"""Text a person reads, made safe to store and show. Pure, standard library only (the quick
+readers of the CLI import it without pydantic)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["clean_text"]
+
+
+def clean_text(text: str) -> str:
+    """``text`` as it can be stored and shown: every lone surrogate replaced by U+FFFD.
+
+    A lone surrogate is what Python makes of a file name's byte that is not UTF-8 (``café``
+    in Latin-1 becomes ``caf`` + U+DCE9), or what a JSON ``\\udc..`` escape gives: SQLite, a
+    terminal and Qt all refuse to encode it. Bytes escaped that way are decoded back first, so
+    whatever of them is UTF-8 reads as it should. A message is for people: this loses nothing
+    a person could read. (Paths and results are stored losslessly instead, as ASCII JSON.)"""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub(_decoded, text)
+    return text
+
+
+#: A run of the surrogates undecodable bytes become (U+DC80 to U+DCFF), or any other one.
+_SURROGATES = re.compile("[\udc80-\udcff]+|[\ud800-\udfff]")
+
+
+def _decoded(found: re.Match[str]) -> str:
+    run = found.group()
+    if "\udc80" <= run[0] <= "\udcff":  # bytes: whatever of them is UTF-8 reads as text
+        return run.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return "\ufffd"
