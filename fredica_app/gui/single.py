@@ -40,7 +40,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -147,7 +147,8 @@ def prepare_items(items: Iterable[str], cwd: Path) -> list[str]:
 
 
 def encode(message: _Message) -> bytes:
-    return message.model_dump_json().encode("utf-8") + b"\n"
+    # json, not pydantic's writer: a path whose name is not UTF-8 goes as a \\udc.. escape.
+    return json.dumps(message.model_dump(mode="python")).encode("ascii") + b"\n"
 
 
 def parse_request(line: bytes) -> Open | Activate:
@@ -155,7 +156,7 @@ def parse_request(line: bytes) -> Open | Activate:
     one this version understands."""
     _check_length(line)
     try:
-        return _REQUEST.validate_json(line)
+        return _REQUEST.validate_python(_loads(line))
     except ValidationError as exc:
         raise _protocol_error(exc) from None
 
@@ -165,9 +166,18 @@ def parse_reply(line: bytes) -> Ack | Refused:
     one."""
     _check_length(line)
     try:
-        return _REPLY.validate_json(line)
+        return _REPLY.validate_python(_loads(line))
     except ValidationError as exc:
         raise _protocol_error(exc) from None
+
+
+def _loads(line: bytes) -> Any:
+    """The JSON value on ``line`` (Python's reader: it gives back the ``\\udc..`` escapes of a
+    path that is not UTF-8, which pydantic's refuses)."""
+    try:
+        return json.loads(line)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ProtocolError(f"not JSON ({exc})") from None
 
 
 def _check_length(line: bytes) -> None:
@@ -315,7 +325,7 @@ class InstanceServer(QObject):
     signals, on the GUI thread."""
 
     #: An ``open`` request's items (absolute paths, http(s) addresses).
-    items_received = Signal(list)
+    items_received = Signal(object)  # a list of str: a QStringList would drop a name's bad bytes
     #: An ``activate`` request.
     activate_requested = Signal()
 

@@ -336,6 +336,19 @@ def raw(name: str, data: bytes) -> bytes:
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="named pipes on Windows")
 
 
+def test_a_file_whose_name_is_not_utf8_is_handed_over_as_it_is(
+    qtbot: Any, server: InstanceServer
+) -> None:
+    """``fredica caf\\xe9.mkv`` with a window open: the path arrives as the same string (its
+    undecodable byte as a ``\\udc..`` escape on the socket), not refused, not changed."""
+    received: list[Any] = []
+    server.items_received.connect(lambda items: received.append(items))
+    latin1 = "/home/ann/" + os.fsdecode(b"caf\xe9.mkv")
+    assert hand_off(qtbot, server.name, [latin1], activate=False) is True
+    qtbot.waitUntil(lambda: len(received) == 1)
+    assert received == [[latin1]]
+
+
 def test_items_and_activate_arrive_as_signals(qtbot: Any, server: InstanceServer) -> None:
     received: list[Any] = []
     server.items_received.connect(lambda items: received.append(items))
@@ -358,7 +371,7 @@ def test_items_and_activate_arrive_as_signals(qtbot: Any, server: InstanceServer
         (b"{not json", "not JSON"),
         (b'{"fredica": 1, "type": "open", "items": ["relative/a.mkv"]}', "absolute path"),
         (b'{"fredica": 1, "type": "open", "items": ["ftp://h/a.mkv"]}', "absolute path"),
-        (b'{"fredica": 1, "type": "open", "items": "/a.mkv"}', "valid array"),
+        (b'{"fredica": 1, "type": "open", "items": "/a.mkv"}', "valid list"),
         (b'{"fredica": 1, "type": "open", "items": [1]}', "valid string"),
         (b'{"fredica": 2, "type": "activate"}', "protocol version 2"),
         (b'{"fredica": 1, "type": "quit"}', "does not match"),
