@@ -18,16 +18,18 @@ Its transactions are short and rare, so they run synchronously on the caller's t
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from fredica_app.library.models import WatchedFile
+from fredica_app.library.models import Material, WatchedFile
 from workers.db import READ_ONLY
 
 watched_t = cast(sa.Table, WatchedFile.__table__)
+material_t = cast(sa.Table, Material.__table__)
 
 _KEY = ("folder", "template", "content_fingerprint")
 
@@ -183,6 +185,39 @@ class WatchedFiles:
         if not changed.rowcount:
             return None
         return replace(record, workflow_run_id=None, created_at=taken_at, submitted_at=None)
+
+    def forget_removed(
+        self,
+        folder: str,
+        template: str,
+        present: Collection[str] = (),
+        *,
+        gone: str | None = None,
+    ) -> int:
+        """Forget the rows of this watch folder whose material was removed from the library
+        (``fredica remove``) and whose file is no longer in the folder (``present``: the paths
+        a full look found there). Those bytes were let go twice, from the library and from
+        the folder: when they come back they are a new file, and are submitted again. A file
+        that stays in the folder after its material was removed keeps its row: it is not
+        submitted again behind the user's back. ``gone``: one path the file events say left
+        (the rest of the folder not looked at). How many rows were forgotten."""
+        removed = watched_t.c.material_id.not_in(sa.select(material_t.c.id))
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(watched_t.c.id, watched_t.c.path).where(
+                    watched_t.c.folder == folder,
+                    watched_t.c.template == template,
+                    watched_t.c.workflow_run_id.is_not(None),
+                    watched_t.c.material_id.is_not(None),
+                    removed,
+                    *([] if gone is None else [watched_t.c.path == gone]),
+                )
+            ).all()
+            forgotten = [r.id for r in rows if gone is not None or r.path not in present]
+            for i in range(0, len(forgotten), 500):
+                chunk = forgotten[i : i + 500]
+                conn.execute(sa.delete(watched_t).where(watched_t.c.id.in_(chunk)))
+        return len(forgotten)
 
     def list(self, folder: str | None = None) -> list[WatchedFileRecord]:
         """Every row (of one watch folder), oldest first."""

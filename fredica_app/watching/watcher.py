@@ -283,6 +283,13 @@ class FolderWatcher:
             self._folder_problem(folder, str(exc), reports)
             return
         folder.tracker.sync(scan.found, time.monotonic())
+        with contextlib.suppress(*_STORE_ERRORS):
+            await asyncio.to_thread(
+                self._watched.forget_removed,
+                folder.key,
+                config.template,
+                {str(o.path) for o in scan.found},
+            )
         for path in folder.retry:
             folder.tracker.rearm(path)
         folder.retry.clear()
@@ -326,6 +333,13 @@ class FolderWatcher:
             for path, found in seen:
                 if found is None:
                     folder.tracker.forget(path)
+                    with contextlib.suppress(*_STORE_ERRORS):
+                        await asyncio.to_thread(
+                            self._watched.forget_removed,
+                            folder.key,
+                            config.template,
+                            gone=str(path),
+                        )
                 for o in found or ():
                     folder.tracker.observe(o.path, o.size, o.mtime_ns, now)
         await self._take_settled(reports)
@@ -432,6 +446,11 @@ class FolderWatcher:
             return None
         if not row.submitted:
             return "being submitted by another watcher"
+        if row.material_id is not None and self.app.library.get(row.material_id) is None:
+            return (
+                "its material was removed from the library: not submitted again while the file "
+                "stays here (move it out of the folder and back to submit it again)"
+            )
         if row.path == str(path):
             return "already submitted: not submitted again"
         if Path(row.path).exists():  # a copy: the other file is still there

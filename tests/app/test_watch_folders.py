@@ -34,6 +34,7 @@ from fredica_app.errors import TemplateError
 from fredica_app.library.fingerprint import content_fingerprint
 from fredica_app.library.watched import WatchedFileRecord, WatchedFiles
 from fredica_app.paths import resolve_paths
+from fredica_app.removal import remove
 from fredica_app.services import Fredica
 from fredica_app.settings import Settings, WatchFolder, save_settings
 from fredica_app.watching import FolderWatcher, WatchReport
@@ -763,3 +764,32 @@ def test_add_takes_in_a_folder_with_hostile_names_and_lists_them_escaped(
     assert any(line.rstrip().endswith(f"{media}/new\\nline.mkv") for line in listed)
     assert main(["--data-dir", data, "runs"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 5
+
+
+async def test_a_removed_material_s_file_is_submitted_again_only_once_it_left_and_came_back(
+    tmp_path: Path, folder: Path
+) -> None:
+    """``fredica remove`` of a watched file's material. While the file stays in the folder it
+    is not submitted again behind the user's back; moved out and back in, it is a new file and
+    is submitted again (before: "already submitted" for ever, its row never pruned)."""
+    clip = folder / "clip.mkv"
+    clip.write_bytes(content(110))
+    async with opened(tmp_path / "data") as app, Watching(app, [watch(folder)], rescan=0.3) as w:
+        first = await w.until(clip, "submitted")
+        (run,) = await runs(app)
+        assert run.id == first.run_id and run.material_id is not None
+        await app.control.cancel(run.id)
+        await remove(app, run.material_id)
+        assert app.library.list() == [] and await runs(app) == []
+        await asyncio.sleep(1.0)  # several rescans: the file is still there
+        clip.touch()  # and even looked at again
+        said = await w.until(clip, "skipped")
+        assert said.message.startswith("its material was removed from the library")
+        assert await runs(app) == []
+        outside = tmp_path / "clip.mkv"
+        clip.rename(outside)
+        await until(lambda: rows(app) == [], "the row forgotten once the file left")
+        outside.rename(clip)
+        again = await w.until(clip, "submitted", count=2)
+        assert again.run_id != first.run_id
+        assert [r.id for r in await runs(app)] == [again.run_id]
