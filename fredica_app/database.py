@@ -16,6 +16,8 @@ raises :class:`MigrationFailed`, and the file stays as it was.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -152,6 +154,14 @@ def current_revision(engine: sa.Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+def _create_private(path: Path) -> None:
+    """Create the database's file, empty, readable by its user alone, before SQLite does
+    (with the umask's mode, often 0644); SQLite gives its ``-wal`` and ``-shm`` files the
+    database's mode. An existing file is left as it is (``AppPaths.ensure`` mends modes)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def open_database(
     path: Path,
     *,
@@ -166,6 +176,7 @@ def open_database(
     """
     revision = check_database(path, script_location, thorough=thorough)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _create_private(path)
     engine = create_sqlite_engine(path, synchronous=synchronous)
     if revision == SCHEMA_HEAD and script_location is None:
         return engine

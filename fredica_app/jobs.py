@@ -14,7 +14,7 @@ from the catalogue's rows, one of each per row:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -70,9 +70,22 @@ def registry() -> TaskTypeRegistry:
     return types
 
 
-def executors(address: AddressSource) -> list[TaskExecutor]:
+#: Settings a job is given when it runs, read from the settings then, never written into its
+#: payload: they may hold a credential (a proxy's password), and payloads are stored in the
+#: database, shown in the window and printed by ``run --json``.
+RUN_TIME_SETTINGS = frozenset({"proxy"})
+
+
+def _no_values() -> Mapping[str, Any]:
+    return {}
+
+
+def executors(
+    address: AddressSource, values: Callable[[], Mapping[str, Any]] = _no_values
+) -> list[TaskExecutor]:
     """An executor per task type of :func:`registry`; those of the catalogue reach the
-    endpoints server at ``address``."""
+    endpoints server at ``address``. ``values`` gives :func:`app_values` as the settings are
+    now: the :data:`RUN_TIME_SETTINGS` params are taken from it at each attempt."""
     types = {t.name: t for t in task_types()}
     return [
         NoopExecutor(),
@@ -85,6 +98,7 @@ def executors(address: AddressSource) -> list[TaskExecutor]:
                 job.name,
                 resumes=job.resumes,
                 stall_timeout=job.stall_timeout,
+                run_time_params=_run_time_params(job.settings, values),
             )
             for job in CATALOGUE
         ),
@@ -118,13 +132,31 @@ def app_values(settings: Settings, models_dir: Path) -> dict[str, Any]:
     }
 
 
+def _run_time_params(
+    settings: Mapping[str, str], values: Callable[[], Mapping[str, Any]]
+) -> Callable[[], Mapping[str, Any]] | None:
+    """The params of a job's row taken from the settings when it runs (None: it has none)."""
+    wanted = {param: key for param, key in settings.items() if key in RUN_TIME_SETTINGS}
+    if not wanted:
+        return None
+
+    def params() -> Mapping[str, Any]:
+        now = values()
+        return {param: now.get(key) for param, key in wanted.items()}
+
+    return params
+
+
 def fill_from_settings(task: TaskSpec, values: Mapping[str, Any]) -> None:
     """Give ``task`` the params its row takes from the app (``values``: :func:`app_values`),
-    those its payload does not give already: a template that names an MP4 profile keeps it."""
+    those its payload does not give already: a template that names an MP4 profile keeps it.
+    Not the :data:`RUN_TIME_SETTINGS`: the executor adds those when the task runs."""
     job = JOBS.get(task.type)
     if job is None:
         return
     for param, key in job.settings.items():
+        if key in RUN_TIME_SETTINGS:
+            continue
         value = values[key]
         if value is not None:
             task.payload.setdefault(param, value)

@@ -8,6 +8,7 @@ platform's conventional folders are used (platformdirs).
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +63,12 @@ class AppPaths:
         return self.data_dir / "models"
 
     def ensure(self) -> AppPaths:
-        """Create the folders; :class:`DataDirError` naming the one that cannot be made."""
+        """Create the folders, private to the user, and make private what an older version
+        left readable to others (see :func:`make_private`); :class:`DataDirError` naming the
+        folder that cannot be made."""
         for d in (self.data_dir, self.config_dir, self.cache_dir, self.log_dir):
             try:
-                d.mkdir(parents=True, exist_ok=True)
+                d.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
             except FileExistsError:
                 raise DataDirError(
                     f"cannot use {d} as a folder for Fredica's files: a file of that name (or "
@@ -76,7 +79,42 @@ class AppPaths:
                     f"cannot create the folder {d}: {exc.strerror or exc}; choose another "
                     "--data-dir"
                 ) from exc
+        for d in dict.fromkeys((self.data_dir, self.config_dir, self.cache_dir, self.log_dir)):
+            make_private(d)
         return self
+
+
+#: The modes of Fredica's own folders and files on POSIX: the user's alone. The database holds
+#: file paths and task payloads, the logs what ran; another local user reads none of it.
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def make_private(folder: Path) -> None:
+    """Take from others (group and world) what they may do in ``folder`` and to the files
+    directly in it — not below: the library, with the user's media and outputs, keeps its own
+    modes. An existing data directory of an older version is mended so at its next start.
+    Nothing to do on Windows (a profile's folders are the user's), or where a file is not the
+    user's to change (it stays as it is)."""
+    if os.name != "posix":
+        return
+    for path in (folder, *_entries(folder)):
+        try:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            if stat.S_ISDIR(st.st_mode) and path != folder:
+                continue
+            path.chmod(stat.S_IMODE(st.st_mode) & ~0o077)
+        except OSError:
+            continue
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
 
 
 def resolve_paths(data_dir: Path | str | None = None) -> AppPaths:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fredica_app import jobs
 from fredica_app.database import open_database
@@ -126,7 +127,7 @@ class Fredica(Submission):
     def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
         engine = WorkerEngine(
             self.store,
-            jobs.executors(self.endpoints.address),
+            jobs.executors(self.endpoints.address, self._job_values),
             max_workers=max_workers or self.settings.max_workers,
             slots=self.settings.slots,
             registry=self.registry,
@@ -136,6 +137,10 @@ class Fredica(Submission):
         )
         engine.bus.subscribe(self._on_event)
         return engine
+
+    def _job_values(self) -> dict[str, Any]:
+        """The settings' values for jobs as they are now (a saved change counts)."""
+        return jobs.app_values(self.settings, self.models_dir)
 
     @property
     def retention(self) -> RetentionPolicy:

@@ -45,6 +45,11 @@ def _not_chatter(record: logging.LogRecord) -> bool:
     return not any(record.name == q or record.name.startswith(q + ".") for q in QUIET)
 
 
+#: How a log file is opened: appended to, created readable by its user alone (what ran, and
+#: on which files, is nobody else's business).
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+
+
 class SharedLogFile(logging.Handler):
     """A size-rotated log file that any number of processes may write at once."""
 
@@ -77,7 +82,7 @@ class SharedLogFile(logging.Handler):
                     size = 0
                 if size and size + len(data) > self.max_bytes:
                     self._rotate()
-                with open(self.path, "ab") as f:
+                with os.fdopen(os.open(self.path, _APPEND, 0o600), "ab") as f:
                     f.write(data)
         except Exception:
             self.handleError(record)
@@ -95,7 +100,7 @@ class SharedLogFile(logging.Handler):
 def _exclusive(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive OS lock on ``lock_path`` (created if need be); released when the
     file is closed, and by the OS if the process dies."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         if sys.platform == "win32":
             import msvcrt

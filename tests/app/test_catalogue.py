@@ -3,8 +3,10 @@ all derived from the row and agreeing with it; the app's values fill the params 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,15 @@ import pytest
 from pydantic import BaseModel
 
 from fredica_app import jobs
-from fredica_app.settings import Settings
+from fredica_app.paths import resolve_paths
+from fredica_app.services import Fredica
+from fredica_app.settings import Settings, save_settings
 from python_endpoints.catalogue import CATALOGUE, Job
 from python_endpoints.params import SleepParams
 from python_endpoints.serving.endpoint import LoopEndpoint, ProcessEndpoint
 from python_endpoints.serving.jobendpoints import MediaEndpoint
 from python_endpoints.serving.registry import ENDPOINTS
+from workers.executor import ExecutionContext
 from workers.executors.websocket import EndpointExecutor, EndpointsAddress
 from workers.spec import TaskSpec
 from workers.tasktypes import SleepSubprocessPayload, builtin_registry
@@ -145,10 +150,11 @@ def test_the_app_values_fill_what_each_row_names(tmp_path: Path) -> None:
     download = TaskSpec(key="d", type="DOWNLOAD", payload={"url": "https://h/a", "output": "/o"})
     jobs.fill_from_settings(download, values)
     assert download.payload == {"url": "https://h/a", "output": "/o"}
-    settings = Settings(proxy="http://proxy:3128", mp4_profile="modern", beam_size=2)
+    settings = Settings(proxy="http://ann:s3cret@proxy:3128", mp4_profile="modern", beam_size=2)
     values = jobs.app_values(settings, tmp_path)
     jobs.fill_from_settings(download, values)
-    assert download.payload["proxy"] == "http://proxy:3128"
+    # The proxy may hold a password: never in the stored payload; the executor adds it.
+    assert "proxy" not in download.payload
     # What the payload gives already is kept: a template that names a profile keeps it.
     transcode = TaskSpec(key="t", type="TRANSCODE_MP4", payload={"profile": "archive"})
     jobs.fill_from_settings(transcode, values)
@@ -171,3 +177,38 @@ def test_the_endpoints_of_task_types() -> None:
     types = {"PROBE", "TRANSCODE_MP4", "NOOP", "SLEEP_SUBPROCESS", "UNKNOWN"}
     assert jobs.endpoints_of(executors, types) == ["probe", "sleep", "transcode_mp4"]
     assert jobs.endpoints_of(executors, set()) == []
+
+
+async def test_the_proxy_reaches_the_job_when_it_runs_never_the_stored_payload(
+    tmp_path: Path,
+) -> None:
+    """A proxy with its password in the settings: the DOWNLOAD the app submits stores none of
+    it; the executor's ``init_param_and_run`` carries the proxy as the settings say when the
+    attempt starts (a change in between counts); a payload's own proxy wins."""
+    data = tmp_path / "data"
+    secret = "http://ann:s3cret@127.0.0.1:3128"
+    save_settings(resolve_paths(data).settings_file, Settings(proxy=secret))
+    app = Fredica.open(data)
+    try:
+        imported = await app.import_items(["https://example.org/talk.mp4"])
+        run = await app.submit_for_material(imported.materials[0], "download_transcode")
+        tasks = await app.store.list_tasks(run.run_id)
+        (download,) = [t for t in tasks if t.type == "DOWNLOAD"]
+        assert "s3cret" not in json.dumps([t.payload for t in tasks])
+        (executor,) = [
+            e
+            for e in jobs.executors(app.endpoints.address, app._job_values)
+            if e.task_type.name == "DOWNLOAD"
+        ]
+
+        async def sink(**_: object) -> bool:
+            return True
+
+        ctx = ExecutionContext(download, download.payload, {}, sink)
+        assert executor.params(download, ctx)["proxy"] == secret
+        app.settings = app.settings.model_copy(update={"proxy": "http://other:3128"})
+        assert executor.params(download, ctx)["proxy"] == "http://other:3128"
+        own = replace(download, payload={**download.payload, "proxy": "http://mine:8080"})
+        assert executor.params(own, ctx)["proxy"] == "http://mine:8080"
+    finally:
+        await app.close()

@@ -263,7 +263,9 @@ class EndpointExecutor(WebSocketExecutor):
     frame may be (:data:`~python_endpoints.protocol.MAX_FRAME_BYTES`: a checkpoint stored by
     an older version of a job can be): the attempt then starts over (:meth:`init_frame`).
     ``resumable``: an attempt interrupted by a crash of the engine is run again at the next
-    start (the job starts over, or resumes)."""
+    start (the job starts over, or resumes). ``run_time_params``: params the job is given at
+    each attempt, as they are then, and never stored with the task (a proxy with its
+    password); the payload's own win."""
 
     def __init__(
         self,
@@ -274,6 +276,7 @@ class EndpointExecutor(WebSocketExecutor):
         resumes: bool = False,
         stall_timeout: float = 120.0,
         resumable: bool = True,
+        run_time_params: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__(address)
         self.task_type = task_type
@@ -281,9 +284,14 @@ class EndpointExecutor(WebSocketExecutor):
         self.resumes = resumes
         self.stall_timeout = stall_timeout
         self.resumable = resumable
+        self.run_time_params = run_time_params
 
     def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
         params = super().params(task, ctx)
+        if self.run_time_params is not None:  # never stored: a credential may be among them
+            for name, value in self.run_time_params().items():
+                if value is not None:
+                    params.setdefault(name, value)
         if self.resumes and ctx.checkpoint:
             params["resume"] = ctx.checkpoint
         return params
