@@ -1,7 +1,8 @@
 """The endpoints server as a child process of the app.
 
-Started on first use with a fresh token (passed in the environment, never written to disk;
-the server takes it out of its environment at once, so its jobs' processes do not inherit it),
+Started on first use with a fresh token (passed on its standard input with its options: never
+written to disk, never in its environment, which ``/proc/PID/environ`` shows to whoever may
+read it and its jobs would inherit),
 bound to 127.0.0.1 on a free port that it announces on its stdout; it exits when the app dies.
 What its jobs may do is the app's to decide, from its settings: where they write (the library
 and models folders), the ffmpeg they run, and the environment variable ANALYZE may read an API
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
 
 
 class EndpointsProcess:
@@ -129,6 +129,7 @@ class EndpointsProcess:
             "ffmpeg": None if self.ffmpeg is None else str(self.ffmpeg),
             "allow_key_env": self.api_key_envs,
             "warm": self.warm,
+            "token": token,
         }
         try:
             self.process.stdin.write(json.dumps(options).encode() + b"\n")
@@ -141,7 +142,7 @@ class EndpointsProcess:
     async def _spawn(self) -> None:
         """Start the server's process with a new token; it waits for its options on stdin
         (``--options-on-stdin``): one way to pass them, whether they are known yet or not."""
-        self._prestarted = token = secrets.token_urlsafe(32)
+        self._prestarted = secrets.token_urlsafe(32)
         options = ["--options-on-stdin"]
         if self.log_file is not None:
             options += ["--log-file", str(self.log_file)]
@@ -154,7 +155,6 @@ class EndpointsProcess:
             str(os.getpid()),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, TOKEN_ENV: token},
             # Its own session: a terminal's Ctrl-C signals the whole foreground process group,
             # and what a Ctrl-C does to jobs (pause them) is for the app to decide. Its job
             # children and their ffmpeg are in this session too.

@@ -4,9 +4,11 @@ Prints the bound port as one JSON line on stdout (``{"port": 12345}``) so that a
 read it, and exits when its parent process dies (or on SIGTERM/SIGINT), cancelling every
 running job and reaping its processes.
 
-It refuses to start (one line on stderr, exit 1) rather than serve unsafely: a token file
-that other users can read, or an address other than loopback without TLS. The token is taken
-out of the environment once read, so that no job child, ffmpeg or yt-dlp inherits it.
+It refuses to start (one line on stderr, exit 1) rather than serve unsafely: no token, a
+token file that other users can read, or an address other than loopback without TLS. The
+token comes from a file (``--token-file``) or, with ``--options-on-stdin``, with the options on
+standard input — never from the environment, which the process's ``/proc/PID/environ`` shows
+for as long as it runs, and which its jobs would inherit.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from python_endpoints.serving import logfile, starting
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 
-TOKEN_ENV = "FREDICA_ENDPOINTS_TOKEN"
 PROG = "python -m python_endpoints"
 
 log = logging.getLogger("python_endpoints")
@@ -45,7 +46,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     p.add_argument(
-        "--token-file", type=Path, help=f"file holding the bearer token (or ${TOKEN_ENV})"
+        "--token-file",
+        type=Path,
+        help="file holding the bearer token, readable by its owner alone (or the token in the "
+        "options on stdin)",
     )
     p.add_argument("--certfile", type=Path, help="TLS certificate (PEM), for remote use")
     p.add_argument("--keyfile", type=Path, help="TLS private key (PEM)")
@@ -109,11 +113,14 @@ class LateOptions(BaseModel):
     ffmpeg: str | None = None
     allow_key_env: list[str] = []
     warm: list[str] = []
+    #: The bearer token (instead of ``--token-file``).
+    token: str | None = None
 
 
 def read_late_options(args: argparse.Namespace, line: str) -> bool:
-    """Add the options of ``line`` (one JSON object) to ``args``; False when there is none
-    (stdin closed: the parent no longer wants a server)."""
+    """Add the options of ``line`` (one JSON object) to ``args`` (its ``token`` as
+    ``args.token``); False when there is none (stdin closed: the parent no longer wants a
+    server)."""
     if not line.strip():
         return False
     try:
@@ -126,17 +133,18 @@ def read_late_options(args: argparse.Namespace, line: str) -> bool:
         args.ffmpeg = late.ffmpeg
     args.allow_key_env = [*args.allow_key_env, *late.allow_key_env]
     args.warm = [*args.warm, *late.warm]
+    if late.token:
+        args.token = late.token.strip()
     return True
 
 
 def read_token(args: argparse.Namespace) -> str:
-    """The token, from ``--token-file`` or the environment; the environment's is removed
-    either way (a job's processes inherit the server's environment)."""
-    from_env = os.environ.pop(TOKEN_ENV, "").strip()
-    token_file: Path | None = args.token_file
-    token = from_env if token_file is None else _read_token_file(token_file)
+    """The token: given on stdin with the options (``args.token``), else ``--token-file``."""
+    token: str = getattr(args, "token", None) or ""
+    if not token and args.token_file is not None:
+        token = _read_token_file(args.token_file)
     if not token:
-        raise StartError(f"no token: pass --token-file or set {TOKEN_ENV}")
+        raise StartError("no token: pass --token-file, or the token with --options-on-stdin")
     return token
 
 
@@ -234,12 +242,12 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         setup_logging(args.log_file, prog)
     try:
         ssl_context = tls_context(args)
-        token = read_token(args)
         if args.options_on_stdin:
             # The fork server's imports, then, run while the parent gets the options ready.
             starting.start_early()
             if not read_late_options(args, sys.stdin.readline()):
                 return 0
+        token = read_token(args)
     except StartError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1

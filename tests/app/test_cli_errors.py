@@ -53,7 +53,6 @@ def test_a_data_dir_that_is_a_file_and_an_endpoints_server_without_a_token_are_o
     assert str(not_a_folder) in one_error_line(err) and "--data-dir" in err
     assert not_a_folder.read_text() == "hello"
 
-    monkeypatch.delenv("FREDICA_ENDPOINTS_TOKEN", raising=False)
     assert main(["endpoints"]) == 1
     out, err = capsys.readouterr()
     assert "no token" in one_error_line(err)

@@ -4,7 +4,6 @@ when the first job asks for it — and is stopped with the session, started or n
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +180,7 @@ async def test_a_server_started_ahead_and_never_used_goes_with_the_app(tmp_path:
         ("", 0, ""),  # stdin closed: the parent no longer wants a server
         ('{"allow_write": 3}\n', 1, "invalid options on stdin"),
         ('{"unknown": []}\n', 1, "invalid options on stdin"),
+        ('{"warm": []}\n', 1, "no token"),  # the token comes with the options, or not at all
     ],
 )
 def test_the_server_s_options_on_stdin_are_validated(given: str, code: int, said: str) -> None:
@@ -189,7 +189,6 @@ def test_the_server_s_options_on_stdin_are_validated(given: str, code: int, said
         input=given,
         capture_output=True,
         text=True,
-        env={**os.environ, "FREDICA_ENDPOINTS_TOKEN": "t" * 32},
         timeout=60,
     )
     assert (done.returncode, done.stdout) == (code, "")

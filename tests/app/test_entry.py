@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fredica_app import entry
-from fredica_app.endpoints import TOKEN_ENV
 
 RUN_ENTRY = "import sys; from fredica_app.entry import main; sys.exit(main())"
 
@@ -26,14 +25,17 @@ def test_frozen_the_server_is_the_bundle_executable_itself(monkeypatch: pytest.M
     assert entry.endpoints_server_argv() == [sys.executable, entry.ENDPOINTS_SERVER_ARG]
 
 
-def test_the_server_argument_starts_the_endpoints_server() -> None:
+def test_the_server_argument_starts_the_endpoints_server(tmp_path: Path) -> None:
     """What a frozen app starts: the entry with the server's argument serves, with a token,
     prints its port, and stops on SIGTERM."""
+    token = tmp_path / "token"
+    token.write_text("a-token-for-the-test")
+    token.chmod(0o600)
+    argv = [sys.executable, "-c", RUN_ENTRY, entry.ENDPOINTS_SERVER_ARG, "--host", "127.0.0.1"]
     with subprocess.Popen(
-        [sys.executable, "-c", RUN_ENTRY, entry.ENDPOINTS_SERVER_ARG, "--host", "127.0.0.1"],
+        [*argv, "--token-file", str(token)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, TOKEN_ENV: "a-token-for-the-test"},
         text=True,
     ) as process:
         try:
@@ -46,12 +48,10 @@ def test_the_server_argument_starts_the_endpoints_server() -> None:
 
 
 def test_the_server_argument_without_a_token_refuses_to_serve() -> None:
-    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     done = subprocess.run(
         [sys.executable, "-c", RUN_ENTRY, entry.ENDPOINTS_SERVER_ARG],
         capture_output=True,
         text=True,
-        env=env,
         timeout=60,
     )
     assert done.returncode == 1

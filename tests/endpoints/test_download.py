@@ -619,12 +619,14 @@ async def test_kill_9_of_the_whole_server_then_resume_from_the_disk(
 ) -> None:
     http.routes["/f"] = Route(body=BODY, rate=1_000_000)
     out = tmp_path / "f.bin"
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
     server = await asyncio.to_thread(
         subprocess.Popen,
-        [sys.executable, "-m", "python_endpoints"],
+        [sys.executable, "-m", "python_endpoints", "--token-file", str(token_file)],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "FREDICA_ENDPOINTS_TOKEN": TOKEN},
     )
     assert server.stdout is not None
     checkpoint: dict[str, Any] = {"bytes_done": 0}
