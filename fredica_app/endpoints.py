@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 class EndpointsProcess:
     def __init__(
         self,

@@ -30,6 +30,7 @@ crash answers nothing: :meth:`InstanceServer.listen` removes it and listens in i
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import getpass
 import hashlib
@@ -37,7 +38,11 @@ import json
 import logging
 import os
 import re
+import socket as pysocket
+import stat
+import struct
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -198,14 +203,14 @@ def _protocol_error(exc: ValidationError) -> ProtocolError:
 
 def server_name(data_dir: Path, user: str | None = None) -> str:
     """The local socket's name for ``user`` (default: who runs this) on ``data_dir``: a full
-    path in ``$XDG_RUNTIME_DIR`` where there is one, else a name Qt places in its temporary
-    folder (a named pipe on Windows)."""
+    path in a folder of this user's alone — ``$XDG_RUNTIME_DIR``, else one made in the
+    temporary folder (:func:`private_socket_dir`) — or, on Windows, a named pipe's name."""
     user = user if user is not None else _user()
     where = os.path.normcase(str(Path(data_dir).resolve()))
     digest = hashlib.sha256(f"{user}\0{where}".encode("utf-8", "surrogateescape")).hexdigest()
     name = f"fredica-{re.sub(r'[^A-Za-z0-9_.-]', '_', user)[:16]}-{digest[:16]}"
-    runtime = _runtime_dir()
-    return str(runtime / name) if runtime is not None else name
+    folder = _runtime_dir() or private_socket_dir(Path(data_dir))
+    return str(folder / name) if folder is not None else name
 
 
 def _user() -> str:
@@ -220,13 +225,59 @@ def _runtime_dir() -> Path | None:
     value = os.environ.get("XDG_RUNTIME_DIR", "")
     if not value or sys.platform in ("win32", "darwin") or not os.path.isabs(value):
         return None
+    return Path(value) if _ours_alone(Path(value)) else None
+
+
+def _ours_alone(folder: Path) -> bool:
+    """A real folder (not a link), this user's, that no one else may enter or write."""
     try:
-        st = os.stat(value)
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def private_socket_dir(data_dir: Path) -> Path | None:
+    """Where the socket goes without ``$XDG_RUNTIME_DIR`` (POSIX): ``fredica-UID`` in the
+    temporary folder, made ``0700`` — a name in a shared folder anyone could take first and
+    listen at, receiving the paths a later start hands over. Only a folder of this user's
+    alone is used; one another user made (or a link) is refused for the data directory's own
+    ``run`` folder (private too: the data directory is ``0700``). None on Windows (a named
+    pipe is in no folder)."""
+    if os.name != "posix":
+        return None
+    folder = Path(tempfile.gettempdir()) / f"fredica-{os.getuid()}"
+    with contextlib.suppress(FileExistsError, OSError):
+        folder.mkdir(mode=0o700)
+    if _ours_alone(folder):
+        return folder
+    log.warning("%s is not a folder of this user's alone: not putting the socket there", folder)
+    folder = data_dir / "run"
+    with contextlib.suppress(OSError):
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.chmod(0o700)
+    return folder
+
+
+def peer_uid(socket: QLocalSocket) -> int | None:
+    """The user id of the process at the other end of ``socket`` (Linux: ``SO_PEERCRED``);
+    None where the system does not say."""
+    option = getattr(pysocket, "SO_PEERCRED", None)
+    fd = int(socket.socketDescriptor())
+    if option is None or fd < 0:
+        return None
+    try:
+        with pysocket.socket(fileno=os.dup(fd)) as dup:  # closes the copy, not Qt's socket
+            raw = dup.getsockopt(pysocket.SOL_SOCKET, option, struct.calcsize("3i"))
     except OSError:
         return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    return Path(value)
+    return int(struct.unpack("3i", raw)[1])
+
+
+def another_user(socket: QLocalSocket) -> bool:
+    """Whether the process at the other end is another user's (where the system says)."""
+    uid = peer_uid(socket)
+    return uid is not None and uid != os.getuid()
 
 
 # --- the later start: handing over ------------------------------------------------------------
@@ -254,6 +305,10 @@ def hand_off(
     socket.connectToServer(name)
     if not socket.waitForConnected(connect_ms):
         log.debug("no Fredica listening on %s: %s", name, socket.errorString())
+        socket.abort()
+        return False
+    if another_user(socket):  # someone else's process listens there: it gets nothing
+        log.warning("%s is another user's socket: nothing handed over to it", name)
         socket.abort()
         return False
     try:
@@ -380,6 +435,11 @@ class InstanceServer(QObject):
     def _accept(self) -> None:
         while self._server.hasPendingConnections():
             socket = self._server.nextPendingConnection()
+            if another_user(socket):  # the socket's mode keeps them out; the kernel's word too
+                log.warning("refused a connection from another user (uid %s)", peer_uid(socket))
+                socket.abort()
+                socket.deleteLater()
+                continue
             self._clients[socket] = _Client(self, socket)
 
     def _forget(self, socket: QLocalSocket) -> None:

@@ -19,7 +19,9 @@ import os
 import shutil
 import signal
 import socket
+import socket as pysocket
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,7 @@ from fredica_app.gui.launch import FrontDoor
 from fredica_app.gui.single import InstanceServer, Listen
 from python_endpoints.jobs.sample import make_sample
 from tests.gui.hosting import call
+from tests.support.host import NOBODY, as_another_user, folder_for_another_user
 
 FREDICA = str(Path(sys.executable).parent / "fredica")
 WAIT = 60.0  # s: a shared two-core machine
@@ -521,10 +524,75 @@ def test_the_socket_lives_in_a_private_runtime_folder_when_there_is_one(
     assert os.path.dirname(name) == str(private) and os.path.basename(name).startswith(
         "fredica-ann-"
     )
-    private.chmod(0o755)  # others may enter: Qt's own folder, with a socket only we may use
-    assert single.server_name(tmp_path / "data", "ann") == os.path.basename(name)
+    # Others may enter it, or there is none: a folder of this user's alone in the temporary
+    # folder instead (before: a name in /tmp, which another user could take first).
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    ours = temp / f"fredica-{os.getuid()}"
+    private.chmod(0o755)
+    assert single.server_name(tmp_path / "data", "ann") == str(ours / os.path.basename(name))
+    assert stat.S_IMODE(ours.stat().st_mode) == 0o700
     monkeypatch.delenv("XDG_RUNTIME_DIR")
-    assert single.server_name(tmp_path / "data", "ann") == os.path.basename(name)
+    assert single.server_name(tmp_path / "data", "ann") == str(ours / os.path.basename(name))
+
+
+@unix_only
+def test_a_socket_folder_another_user_made_first_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone made ``fredica-UID`` in the temporary folder before us (open to all, or theirs):
+    the socket goes into the data directory's private ``run`` folder instead."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    taken = temp / f"fredica-{os.getuid()}"
+    taken.mkdir(mode=0o777)
+    taken.chmod(0o777)
+    if os.geteuid() == 0:
+        os.chown(taken, NOBODY, NOBODY)
+    data = tmp_path / "data"
+    name = single.server_name(data, "ann")
+    assert os.path.dirname(name) == str(data / "run")
+    assert stat.S_IMODE((data / "run").stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED is Linux's")
+def test_a_connection_from_another_user_is_refused_by_the_kernel_s_word(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    """Even where another user could reach the socket (its folder and file opened to all, as
+    the test does on purpose), the server asks the kernel who connected (``SO_PEERCRED``) and
+    hands another user's request nothing; this user's goes through."""
+    if os.geteuid() != 0:
+        pytest.skip("connecting as another user needs root (CI runs as root)")
+    with folder_for_another_user() as shared:
+        name = str(shared / "fredica-test")
+        _refuses_another_user(qtbot, name)
+
+
+def _refuses_another_user(qtbot: Any, name: str) -> None:
+    server = single.InstanceServer(name)
+    received: list[Any] = []
+    server.items_received.connect(lambda items: received.append(items))
+    assert server.listen() is single.Listen.LISTENING
+    try:
+        os.chmod(name, 0o777)
+        request = single.encode(single.Open(items=["/home/ann/secret.mkv"]))
+
+        def connect_and_send() -> None:
+            with pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM) as s:
+                s.connect(name)
+                s.sendall(request)
+
+        as_another_user(connect_and_send)
+        qtbot.wait(500)
+        assert received == []
+        assert hand_off(qtbot, name, ["/home/ann/mine.mkv"], activate=False) is True
+        qtbot.waitUntil(lambda: received == [["/home/ann/mine.mkv"]])
+    finally:
+        server.close()
 
 
 def test_another_data_directorys_name_is_free(qtbot: Any, tmp_path: Path) -> None:
