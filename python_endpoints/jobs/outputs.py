@@ -361,10 +361,32 @@ def _fsync_dir(path: Path) -> None:
 
 def commit(temp: Path, final: Path) -> None:
     """Put a verified temporary file in place: flush it, rename it over ``final``, flush the
-    directory. After a crash the final path holds the old file or the whole new one."""
+    directory. After a crash the final path holds the old file or the whole new one.
+
+    On POSIX the folder is opened without following a link (``O_NOFOLLOW``) and the rename is
+    made relative to it: a folder replaced by a link while the job ran (to lead its output
+    out of the folders the server may write to) is refused, and nothing is put there."""
     fsync_file(temp)
-    os.replace(temp, final)
-    _fsync_dir(final.parent)
+    if os.name != "posix" or temp.parent != final.parent:
+        os.replace(temp, final)
+        _fsync_dir(final.parent)
+        return
+    try:
+        folder = os.open(final.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise JobFailed(
+            f"the output folder {final.parent} was replaced by a link while the job ran: "
+            "nothing is put there",
+            ErrorType.PAYLOAD_ERROR,
+        ) from None
+    try:
+        os.replace(temp.name, final.name, src_dir_fd=folder, dst_dir_fd=folder)
+        with contextlib.suppress(OSError):
+            os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def job_name(job: str) -> str:

@@ -79,9 +79,16 @@ class JobPolicy:
         return None
 
     def fill(self, params: dict[str, Any], endpoint: TaskEndpoint) -> dict[str, Any]:
-        """The params with the server's ffmpeg where the endpoint takes one and none is named."""
+        """The params with the server's ffmpeg where the endpoint takes one: filled in where
+        none is named, and put in place of the name :meth:`refusal` accepted (the same file
+        under another path, a link to it). The job runs the path the server chose, never the
+        one it was given: a link re-pointed between the check and the start (while the job
+        waits for its outputs) changes nothing."""
+        named = params.get("ffmpeg") is not None
+        if named and self._binary is not None:
+            return {**params, "ffmpeg": self._binary}
         model = getattr(endpoint, "params_model", None)
         fields = getattr(model, "model_fields", {})
-        if self.ffmpeg is None or "ffmpeg" not in fields or params.get("ffmpeg") is not None:
+        if self.ffmpeg is None or "ffmpeg" not in fields or named:
             return params
         return {**params, "ffmpeg": self.ffmpeg}

@@ -311,6 +311,14 @@ class Session:
             skipped = await take_turn(
                 claim, self.output_locks, self.endpoint, params, self._emit, self._stop
             )
+            # Checked again now that it is its turn: a folder swapped for a link while it
+            # waited must not lead its writes out of the server's folders.
+            refused = outside_write_roots(params, self.write_roots)
+            if refused is not None:
+                return Error(
+                    error=f"{refused} (it changed while the job waited for its turn)",
+                    error_type=ErrorType.PAYLOAD_ERROR,
+                )
             if skipped is None and self.check_skip:
                 # Asked to skip a run whose output is already there: decided here, where the
                 # files are, holding their lock (no job is writing them), before any child.

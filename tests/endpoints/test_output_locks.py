@@ -12,6 +12,7 @@ import pytest
 from python_endpoints.catalogue import CATALOGUE
 from python_endpoints.jobs import outputs
 from python_endpoints.params import TranscodeParams
+from python_endpoints.serving.child import JobFailed
 from python_endpoints.serving.outputlocks import (
     OutputLocks,
     grantable,
@@ -135,3 +136,28 @@ def test_a_leftover_that_cannot_be_removed_does_not_stop_the_job(
     assert remove_leftovers("TRANSCODE_MP4", {"output": str(out)}) == []
     monkeypatch.undo()
     assert left.exists()
+
+
+def test_an_output_is_put_in_place_only_in_the_folder_it_was_written_in(tmp_path: Path) -> None:
+    """``outputs.commit`` opens the folder without following a link and renames in it: the
+    usual case puts the file in place; a folder replaced by a link while the job ran (leading
+    elsewhere) is refused, and nothing lands there."""
+    folder, elsewhere = tmp_path / "talk", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    final = folder / "talk.mp4"
+    temp = outputs.temp_path(final, outputs.new_part_id())
+    temp.write_bytes(b"made")
+    outputs.commit(temp, final)
+    assert final.read_bytes() == b"made" and not temp.exists()
+
+    temp = outputs.temp_path(final, outputs.new_part_id())
+    temp.write_bytes(b"again")
+    folder.rename(tmp_path / "talk-real")
+    folder.symlink_to(elsewhere)
+    (elsewhere / temp.name).write_bytes(b"planted")  # as if written through the link
+    with pytest.raises(JobFailed, match="was replaced by a link while the job ran") as raised:
+        outputs.commit(temp, final)
+    assert raised.value.error_type == "PAYLOAD_ERROR"
+    assert sorted(os.listdir(elsewhere)) == [temp.name]  # nothing put in place there
+    assert (tmp_path / "talk-real" / "talk.mp4").read_bytes() == b"made"

@@ -164,6 +164,69 @@ async def test_the_servers_own_ffmpeg_is_filled_in_and_may_be_named(
     await assert_no_job_process_left()
 
 
+async def test_a_link_to_the_servers_ffmpeg_re_pointed_while_the_job_waits_runs_nothing_else(
+    tmp_path: Path, samples: SampleCache
+) -> None:
+    """The job names the server's ffmpeg through a link (accepted), then waits for its output,
+    which another job holds; meanwhile the link is pointed at another program. The job runs
+    the server's ffmpeg all the same (before: it ran the path as given, so the other program)."""
+    report, evil_report = tmp_path / "ran.txt", tmp_path / "evil-ran.txt"
+    binary = fake_ffmpeg(tmp_path / "my-ffmpeg", report)
+    evil = fake_ffmpeg(tmp_path / "evil", evil_report)
+    link = tmp_path / "link"
+    link.symlink_to(binary)
+    srv = EndpointServer(ENDPOINTS, TOKEN, ffmpeg=str(binary))
+    port = await srv.start()
+    output = tmp_path / "a.wav"
+    holder = srv.output_locks.claim([output])  # another job writes it now
+    try:
+        params = {"input": str(samples.get()), "output": str(output), "ffmpeg": str(link)}
+        async with open_task(port, "extract_audio") as ws:
+            await start(ws, **params)
+            await asyncio.sleep(0.5)  # accepted, and waiting for its output
+            link.unlink()
+            link.symlink_to(evil)
+            srv.output_locks.release(holder)
+            frames = await frames_until(ws, "result", "error", within=60)
+        assert "a stand-in ffmpeg" in frames[-1]["error"], frames[-1]
+        assert report.exists() and not evil_report.exists()
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
+
+
+async def test_an_output_folder_swapped_for_a_link_while_the_job_waits_is_refused(
+    tmp_path: Path, samples: SampleCache
+) -> None:
+    """The output folder is inside the server's write root when the job is accepted; while
+    the job waits for its output (another job holds it), the folder is replaced by a link
+    leading out of the root. The job is refused at its turn, and nothing is written outside
+    (before: checked once, before the wait, it wrote through the link)."""
+    root, outside = tmp_path / "library", tmp_path / "outside"
+    (root / "talk").mkdir(parents=True)
+    outside.mkdir()
+    srv = EndpointServer(ENDPOINTS, TOKEN, write_roots=[root])
+    port = await srv.start()
+    output = root / "talk" / "audio.wav"
+    holder = srv.output_locks.claim([output])
+    try:
+        async with open_task(port, "extract_audio") as ws:
+            await start(ws, input=str(samples.get("mkv", 2.0)), output=str(output))
+            await asyncio.sleep(0.5)  # accepted, and waiting for its output
+            (root / "talk").rmdir()
+            (root / "talk").symlink_to(outside)
+            srv.output_locks.release(holder)
+            frames = await frames_until(ws, "result", "error", within=60)
+        error = frames[-1]
+        assert error["type"] == "error" and error["error_type"] == "PAYLOAD_ERROR", error
+        assert "outside the folders this server may write to" in error["error"]
+        assert "changed while the job waited" in error["error"]
+        assert os.listdir(outside) == []
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
+
+
 # --- what the app allows, from its settings -----------------------------------------------------
 
 
