@@ -44,7 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import av
 import psutil
+
+from python_endpoints.jobs.outputs import parse_temp
 
 FAULTS = ("worker", "server", "child", "stop", "quit", "power")
 #: How often each fault is dealt (weights): the kills of the worker most.
@@ -164,8 +167,11 @@ def wait_gone(data: Path, within: float = 20.0) -> list[psutil.Process]:
         time.sleep(0.1)
 
 
-def deal(fault: str, worker: subprocess.Popen[str], data: Path, tally: Tally) -> None:
-    """Deal ``fault`` to ``worker`` (running); it has ended when this returns."""
+def deal(
+    fault: str, worker: subprocess.Popen[str], data: Path, tally: Tally, rng: random.Random
+) -> None:
+    """Deal ``fault`` to ``worker`` (running); it has ended when this returns. ``rng`` picks
+    the process a ``server`` or ``child`` fault kills (the run's seed decides it)."""
     if fault in ("worker", "power"):
         tally.redone += running_sleeps(data)
     if fault == "worker":
@@ -198,7 +204,7 @@ def deal(fault: str, worker: subprocess.Popen[str], data: Path, tally: Tally) ->
             worker.wait(30)
             return
         with contextlib.suppress(psutil.Error):
-            random.Random(worker.pid).choice(targets).kill()
+            rng.choice(targets).kill()
         time.sleep(1.5)  # the worker notices, and goes on; then it is let go gracefully
         worker.send_signal(signal.SIGTERM)
     tally.dealt[fault] += 1
@@ -251,8 +257,6 @@ def check_end(data: Path, run_ids: list[str], outputs: list[Path], tally: Tally)
         f"task {t} ({kind}) {s} ({e}; {n} interruptions, {c} charged)"
         for t, kind, s, e, n, c in unfinished
     ]
-    import av
-
     for out in outputs:
         if not out.exists():
             tally.violations.append(f"{out.name} missing")
@@ -261,11 +265,13 @@ def check_end(data: Path, run_ids: list[str], outputs: list[Path], tally: Tally)
             kinds = {s.type for s in container.streams}
         if not {"video", "audio"} <= kinds:
             tally.violations.append(f"{out.name} holds {sorted(kinds)}")
-    temporaries = (
-        [p.name for p in outputs[0].parent.iterdir() if ".part-" in p.name or ".tmp" in p.name]
-        if outputs
-        else []
-    )
+    # What an attempt writes before its output is verified: none left once all is done.
+    temporaries = [
+        p.name
+        for folder in {o.parent for o in outputs}
+        for p in folder.iterdir()
+        if parse_temp(p.name)
+    ]
     tally.violations += [f"temporary file left: {name}" for name in temporaries]
 
 
@@ -291,13 +297,10 @@ def run(seed: int, cycles: int, runs: int, clips: int, work: Path) -> Tally:
 
     def top_up() -> None:
         nonlocal tasks
-        (open_runs,) = (
-            query(data, "SELECT count(*) FROM workflow_run WHERE status IN ('pending', 'running')")[
-                0
-            ]
-            if run_ids
-            else (0,)
-        )
+        open_runs = 0
+        if run_ids:
+            sql = "SELECT count(*) FROM workflow_run WHERE status IN ('pending', 'running')"
+            (open_runs,) = query(data, sql)[0]
         for _ in range(runs - open_runs):
             if sources and len(run_ids) % 4 == 3:
                 spec = remux(sources[len(outputs) % len(sources)], len(outputs))
@@ -319,7 +322,7 @@ def run(seed: int, cycles: int, runs: int, clips: int, work: Path) -> Tally:
                 f"cycle {cycle}: worker exited {worker.returncode}: {err[-300:]}"
             )
             continue
-        deal(fault, worker, data, tally)
+        deal(fault, worker, data, tally, rng)
         check_cycle(data, tasks, tally, cycle)
     final = subprocess.run(
         [EXE, "--data-dir", str(data), "worker", "--until-idle", "--max-workers", "3"],

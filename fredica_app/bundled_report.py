@@ -25,6 +25,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from fredica_app.views.encoders import parse_version
+
 REPORT_FILE = "THIRD_PARTY.md"
 FACTS_FILE = "THIRD_PARTY.json"
 #: The layout of ``THIRD_PARTY.json`` this code reads (packaging/licenses.py writes it).
@@ -72,11 +74,11 @@ def ffmpeg_version(exe: Path) -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    found = re.search(r"^ffmpeg version (\S+)", done.stdout, re.MULTILINE)
-    return found.group(1) if found else None
+    return parse_version(done.stdout)
 
 
 def _canonical(name: str) -> str:
+    """A distribution's name as PEP 503 compares them (``PyYAML`` is ``pyyaml``)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
