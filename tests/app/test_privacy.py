@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from fredica_app.cli import main
-from fredica_app.database import alembic_config, open_database
-from fredica_app.dbfile import APPLICATION_ID
+from fredica_app.database import open_database
 from tests.support.host import as_another_user
-from workers.db import create_sqlite_engine
+from tests.support.olddb import database_at
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 
@@ -87,15 +86,8 @@ def test_an_older_data_directory_is_mended_at_its_next_start(shared_parent: Path
 def test_proxy_passwords_stored_by_an_older_version_are_scrubbed_once(tmp_path: Path) -> None:
     """A database at schema 0007 whose DOWNLOAD payload holds ``user:password@``: the upgrade
     removes that proxy (the job gets the settings' when it runs) and leaves the rest."""
-    from alembic import command
-
     path = tmp_path / "old.db"
-    engine = create_sqlite_engine(path)
-    cfg = alembic_config()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0007")
-        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+    with database_at(path, "0007") as conn:
         conn.exec_driver_sql(
             "INSERT INTO workflow_run (id, status, created_at) VALUES ('r', 'pending', 1)"
         )
@@ -106,7 +98,6 @@ def test_proxy_passwords_stored_by_an_older_version_are_scrubbed_once(tmp_path: 
                 "VALUES (?, 'DOWNLOAD', 'r', 'pending', 1, ?)",
                 (task_id, json.dumps(payload)),
             )
-    engine.dispose()
     open_database(path).dispose()
     with sqlite3.connect(path) as conn:
         payloads = dict(conn.execute("SELECT id, payload FROM task").fetchall())

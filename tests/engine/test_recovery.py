@@ -484,3 +484,35 @@ def test_data_dir_lock_is_exclusive(tmp_path: Path) -> None:
     with DataDirLock(tmp_path / "engine.lock"):
         pass
     assert not DataDirLock(tmp_path / "engine.lock").is_held_elsewhere()
+
+
+async def test_a_task_whose_server_keeps_stopping_is_held_at_the_ceiling_not_failed(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """``SERVER_STOPPED`` (the endpoints server died under the attempt): queued again with no
+    retry used, until the interruptions in all reach the ceiling; then held for review."""
+    created = await submit(store, registry, [task("elsewhere", "SLEEP_SUBPROCESS")])
+    task_id = created.task_ids["elsewhere"]
+    set_interruptions(store, task_id, 98, charged=0)
+    outcomes = []
+    for _ in range(2):
+        [held] = await store.claim("w", start=True)
+        outcomes.append(
+            await store.fail(held.id, held.lease_token, "the server stopped", "SERVER_STOPPED")
+        )
+        with store.engine.begin() as conn:  # due now: no waiting out the second's delay
+            conn.exec_driver_sql("UPDATE task SET next_run_at = NULL WHERE id = ?", (task_id,))
+    assert all(o.applied and o.retried for o in outcomes)
+    t = await store.get_task(task_id)
+    assert (t.status, t.is_paused, t.interruptions, t.charged_interruptions, t.retry_count) == (
+        TaskStatus.PENDING,
+        True,
+        100,
+        0,
+        0,
+    )
+    assert t.status_text == "held: interrupted 100 times in all; resume it to try again"
+    assert t.error_type is None
+    events = [e for e in await store.events(task_id) if e.kind == "interrupted"]
+    assert [e.detail["held"] for e in events if e.detail] == [False, True]
+    assert await store.claim("w") == []  # held: nothing claims it until it is resumed

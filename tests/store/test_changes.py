@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from fredica_app.database import alembic_config, open_database
-from fredica_app.dbfile import APPLICATION_ID, SCHEMA_HEAD
+from fredica_app.database import open_database
+from fredica_app.dbfile import SCHEMA_HEAD
 from fredica_app.services.queries import Queries
+from tests.support.olddb import database_at
 from workers.changes import Change, ChangeSet, RunFilter, TaskFilter, Tombstone, run_ended
 from workers.db import create_sqlite_engine
 from workers.errors import CursorExpired, NotFound
@@ -427,15 +428,8 @@ async def test_runs_follower_keeps_the_runs_tasks_current(
 
 
 def test_upgrading_a_0004_database_numbers_its_rows(tmp_path: Path) -> None:
-    from alembic import command
-
     path = tmp_path / "old.db"
-    engine = create_sqlite_engine(path)
-    cfg = alembic_config()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0004")
-        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+    with database_at(path, "0004") as conn:
         for r in range(2):
             conn.exec_driver_sql(
                 f"INSERT INTO workflow_run (id, status, created_at) VALUES ('r{r}', 'pending', 1)"
@@ -445,7 +439,6 @@ def test_upgrading_a_0004_database_numbers_its_rows(tmp_path: Path) -> None:
                     "INSERT INTO task (id, type, workflow_run_id, status, created_at) "
                     f"VALUES ('r{r}t{t}', 'NOOP', 'r{r}', 'pending', {t})"
                 )
-    engine.dispose()
     open_database(path).dispose()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == SCHEMA_HEAD

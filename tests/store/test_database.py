@@ -26,6 +26,7 @@ from fredica_app.errors import (
     MigrationFailed,
     NotAFredicaDatabase,
 )
+from tests.support.olddb import database_at
 from workers.db import create_sqlite_engine
 
 
@@ -293,18 +294,10 @@ def test_opening_a_current_database_does_not_load_alembic(migrated_template: Pat
 
 def test_upgrade_from_the_first_schema_keeps_the_data(tmp_path: Path) -> None:
     """A database written at revision 0001 upgrades in place, its rows intact."""
-    from alembic import command
-
-    from fredica_app.database import alembic_config
     from fredica_app.dbfile import SCHEMA_HEAD
 
     path = tmp_path / "old.db"
-    engine = create_sqlite_engine(path)
-    cfg = alembic_config()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
-        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+    with database_at(path, "0001") as conn:
         conn.exec_driver_sql(
             "INSERT INTO workflow_run (id, status, created_at) VALUES ('r', 'pending', 1)"
         )
@@ -315,7 +308,6 @@ def test_upgrade_from_the_first_schema_keeps_the_data(tmp_path: Path) -> None:
         conn.exec_driver_sql(
             "INSERT INTO task_event (task_id, workflow_run_id, at, kind) VALUES ('t', 'r', 1, 'x')"
         )
-    engine.dispose()
     assert check_database(path) == "0001"
     engine = open_database(path)
     assert current_revision(engine) == SCHEMA_HEAD
