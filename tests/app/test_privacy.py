@@ -53,6 +53,15 @@ def test_a_new_data_directory_is_the_users_alone(shared_parent: Path) -> None:
             assert mode(data / name) == 0o600, name
     assert mode(data / "fredica.db") == 0o600
 
+
+@pytest.mark.skipif(
+    os.name == "posix" and os.geteuid() != 0,
+    reason="acting as another user needs root (CI runs as root)",
+)
+def test_another_user_can_read_nothing_of_it(shared_parent: Path) -> None:
+    data = shared_parent / "data"
+    submit_a_noop(data)
+
     def read_it() -> None:
         for target in (data / "fredica.db", data / "logs" / "fredica.log"):
             with pytest.raises(PermissionError):
