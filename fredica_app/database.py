@@ -31,6 +31,7 @@ from fredica_app.errors import (
     DatabaseTooNew,
     MigrationFailed,
     NotAFredicaDatabase,
+    StoreUnavailable,
 )
 from fredica_app.library import models as _library_models  # noqa: F401 - registers tables
 from workers.db import Synchronous, create_sqlite_engine
@@ -79,6 +80,13 @@ def check_database(
         raise NotAFredicaDatabase(
             f"{path} is not a Fredica database (not an SQLite file); "
             "move it away or choose another data directory"
+        )
+    if not (os.access(path.parent, os.W_OK) and os.access(path, os.W_OK)):
+        # Said before SQLite's "unable to open database file" (a WAL database is not read even
+        # read-only where its shared-memory file cannot be made), which reads as damage.
+        raise StoreUnavailable(
+            f"{path} cannot be written (a read-only disk or folder, or another user's file): "
+            "make it writable, or choose another data directory with --data-dir"
         )
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)

@@ -7,6 +7,7 @@ module re-exports them beside the application's, so callers import from one plac
     ├── SpecError, NotFound, InvalidState
     ├── DatabaseError
     │   ├── NotAFredicaDatabase, DatabaseTooNew, DatabaseCorrupt, DatabaseLocked
+│   ├── StoreUnavailable          the database cannot be written (or failed under a write)
     │   └── MigrationFailed           an upgrade failed and was rolled back
     ├── SettingsError                 settings that cannot be read or written
     ├── DataDirError                  a data directory (or one of its folders) that cannot be made
@@ -26,6 +27,7 @@ from workers.errors import (
     NotAFredicaDatabase,
     NotFound,
     SpecError,
+    StoreUnavailable,
 )
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "NotFound",
     "SettingsError",
     "SpecError",
+    "StoreUnavailable",
     "TemplateError",
 ]
 

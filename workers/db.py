@@ -27,13 +27,15 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite+pysqlite:///{path}"
 
 
-def configure_sqlite_connection(dbapi_conn: Any, synchronous: Synchronous) -> None:
+def configure_sqlite_connection(
+    dbapi_conn: Any, synchronous: Synchronous, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> None:
     """Apply the pragmas every Fredica connection needs."""
     # Autocommit at the driver level; SQLAlchemy's begin hook below emits BEGIN itself.
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     try:
-        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         cur.execute("PRAGMA journal_mode = WAL")
         cur.execute(f"PRAGMA synchronous = {synchronous}")
         cur.execute("PRAGMA foreign_keys = ON")
@@ -41,10 +43,12 @@ def configure_sqlite_connection(dbapi_conn: Any, synchronous: Synchronous) -> No
         cur.close()
 
 
-def _install_sqlite_hooks(sync_engine: sa.Engine, synchronous: Synchronous) -> None:
+def _install_sqlite_hooks(
+    sync_engine: sa.Engine, synchronous: Synchronous, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> None:
     @event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        configure_sqlite_connection(dbapi_conn, synchronous)
+        configure_sqlite_connection(dbapi_conn, synchronous, busy_timeout_ms)
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
@@ -55,9 +59,14 @@ def _install_sqlite_hooks(sync_engine: sa.Engine, synchronous: Synchronous) -> N
 
 
 def create_sqlite_engine(
-    path: Path, *, synchronous: Synchronous = "FULL", pool_size: int = 4
+    path: Path,
+    *,
+    synchronous: Synchronous = "FULL",
+    pool_size: int = 4,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
 ) -> sa.Engine:
-    """An engine on the SQLite file at ``path`` with Fredica's settings.
+    """An engine on the SQLite file at ``path`` with Fredica's settings (``busy_timeout_ms``:
+    how long a write waits for another program's lock before it fails).
 
     Connections are shared between the store's threads (never used by two at once), hence
     ``check_same_thread=False``.
@@ -68,5 +77,5 @@ def create_sqlite_engine(
         pool_size=pool_size,
         max_overflow=4,
     )
-    _install_sqlite_hooks(engine, synchronous)
+    _install_sqlite_hooks(engine, synchronous, busy_timeout_ms)
     return engine

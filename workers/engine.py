@@ -31,7 +31,14 @@ from typing import Any
 
 from workers.engine_control import ControlChannels
 from workers.errors import FredicaError, SpecError, StoreUnavailable
-from workers.events import EventBus, Notification, RunChanged, TaskChanged, TaskEventKind
+from workers.events import (
+    EngineHeld,
+    EventBus,
+    Notification,
+    RunChanged,
+    TaskChanged,
+    TaskEventKind,
+)
 from workers.executor import Cancelled, ExecuteResult, ExecutionContext, TaskExecutor
 from workers.faults import crash_point
 from workers.records import (
@@ -51,6 +58,11 @@ from workers.spec import PreparedTask, prepare_tasks
 from workers.states import PAUSING, ErrorType, RunStatus
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
+
+#: While the database cannot be written (a full disk, a lock kept by another program), a
+#: write is tried again after this many seconds, doubling up to the longest.
+HOLD_FIRST = 1.0
+HOLD_LONGEST = 15.0
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +135,12 @@ class WorkerEngine(ControlChannels):
         #: Set when the database failed under the engine (disk full, read-only, locked past
         #: the timeout): the engine stops, and :meth:`run` raises it.
         self._fatal: StoreUnavailable | None = None
+        #: Set while the database cannot be written for a reason that passes by itself (a
+        #: full disk, a lock another program keeps): nothing new is claimed, what finished
+        #: is kept to record, and a write is tried again at ``_held_until`` (monotonic).
+        self.held: StoreUnavailable | None = None
+        self._held_until = 0.0
+        self._held_wait = HOLD_FIRST
 
     @property
     def max_workers(self) -> int:
@@ -198,9 +216,12 @@ class WorkerEngine(ControlChannels):
         self._claim_hint = True  # whatever happened since the last run, look first
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="fredica-heartbeat")
         try:
-            await self._loop(until_idle)
-        except StoreUnavailable as exc:
-            self._fail_engine(exc)
+            while self._fatal is None:
+                try:
+                    await self._loop(until_idle)
+                    break
+                except StoreUnavailable as exc:
+                    self._fail_engine(exc)  # held (and the loop goes on), or fatal
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -210,12 +231,44 @@ class WorkerEngine(ControlChannels):
             raise self._fatal
 
     def _fail_engine(self, exc: StoreUnavailable) -> None:
+        if exc.waitable and not self._stopping:
+            self._hold(exc)
+            return
         if self._fatal is None:
             # Raised to whoever runs the engine, which tells the user: the log keeps it, a
             # terminal gets it once.
             log.info("the database failed; stopping the engine: %s", exc)
             self._fatal = exc
         self._wake.set()
+
+    def _hold(self, exc: StoreUnavailable) -> None:
+        """The database cannot be written for now: claim nothing, keep what finished, try
+        again later (backing off), and tell the user once."""
+        if self.held is None:
+            log.info("the database cannot be written; claiming nothing new: %s", exc)
+            self.bus.publish(EngineHeld(str(exc)))
+            self.bus.publish(
+                Notification(
+                    "Fredica is waiting",
+                    f"{exc}. Running tasks go on; nothing new starts until it can be written.",
+                    "warning",
+                )
+            )
+            self._held_wait = HOLD_FIRST
+        else:
+            self._held_wait = min(HOLD_LONGEST, self._held_wait * 2)
+        self.held = exc
+        self._held_until = time.monotonic() + self._held_wait
+
+    def _release_hold(self) -> None:
+        if self.held is not None:
+            log.info("the database can be written again; claiming again")
+            self.bus.publish(EngineHeld(None))
+            self.bus.publish(
+                Notification("Fredica goes on", "The database can be written again.", "info")
+            )
+            self.held = None
+            self._claim_hint = True
 
     async def _abandon(self) -> None:
         """After a database failure: stop every attempt without writing anything (what ran
@@ -240,8 +293,14 @@ class WorkerEngine(ControlChannels):
         while self._fatal is None:
             self._wake.clear()
             progressed = await self._turn()
+            if self._stopping and self.held is not None:
+                self._finished.clear()  # not recorded: left to recovery, as after a crash
             if self._stopping and not self._running and not self._finished:
                 return
+            if self.held is not None:
+                # Nothing is claimed until a write goes through again; what runs goes on.
+                await self._wait(max(0.0, self._held_until - time.monotonic()))
+                continue
             if progressed:
                 poll = self.poll_min
                 continue
@@ -325,8 +384,22 @@ class WorkerEngine(ControlChannels):
         # Resumed attempts waiting for a slot take free ones before new claims; they go on
         # once what freed the slots is recorded.
         granted = self._grant_waiting()
+        if self.held is not None and time.monotonic() < self._held_until:
+            self._finished[:0] = finished  # recorded once the database can be written
+            return bool(granted)
+        ticks = self.stats.ticks
         try:
-            return await self._record_and_claim(finished) or bool(granted)
+            done = await self._record_and_claim(finished)
+        except StoreUnavailable as exc:
+            if not exc.waitable or self._stopping:
+                raise
+            self._finished[:0] = finished
+            self._hold(exc)
+            return bool(granted)
+        else:
+            if self.stats.ticks > ticks:  # a write went through
+                self._release_hold()
+            return done or bool(granted)
         finally:
             for r in granted:
                 self._go_on(r)

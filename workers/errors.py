@@ -14,7 +14,8 @@
         ├── DatabaseLocked        another engine holds the data directory
         └── StoreUnavailable      a write or read failed for a reason no task caused (disk
                                   full, database locked past the timeout, read-only file):
-                                  the engine stops; nothing half-written stays
+                                  nothing half-written stays; the engine waits for a full
+                                  disk or a lock to pass (``waitable``), stops otherwise
 """
 
 from __future__ import annotations
@@ -65,7 +66,13 @@ class DatabaseLocked(DatabaseError):
 class StoreUnavailable(DatabaseError):
     """The database failed under a transaction (which was rolled back): the disk is full, the
     file is read-only, another program kept it locked past the timeout, an I/O error. Not the
-    fault of any task: an engine that meets it stops, and its work resumes at the next start."""
+    fault of any task. What passes by itself (space freed, a lock let go) is ``waitable``: an
+    engine that meets it claims nothing more and tries again until it can write. Otherwise
+    the engine stops, and its work resumes at the next start."""
+
+    def __init__(self, message: str, *, waitable: bool = False) -> None:
+        super().__init__(message)
+        self.waitable = waitable
 
 
 def store_unavailable(exc: BaseException) -> StoreUnavailable:
@@ -74,14 +81,17 @@ def store_unavailable(exc: BaseException) -> StoreUnavailable:
     text = str(getattr(exc, "orig", None) or exc)
     low = text.lower()
     if "full" in low:
-        why = "the disk that holds the database is full: free some space, then start again"
-    elif "readonly" in low or "read-only" in low:
-        why = "the database cannot be written (a read-only file or folder): check its permissions"
-    elif "locked" in low or "busy" in low:
-        why = (
-            "another program kept the database locked for longer than the timeout: close it "
-            "(a database browser, a backup tool), then start again"
+        return StoreUnavailable(
+            "the disk that holds the database is full: free some space on it", waitable=True
         )
+    if "locked" in low or "busy" in low:
+        return StoreUnavailable(
+            "another program kept the database locked for longer than the timeout (a database "
+            "browser, a backup tool): close it",
+            waitable=True,
+        )
+    if "readonly" in low or "read-only" in low:
+        why = "the database cannot be written (a read-only file or folder): check its permissions"
     elif "i/o" in low:
         why = "the disk reported an I/O error: check the drive, then start again"
     else:

@@ -52,7 +52,15 @@ class Notification:
     run_id: str | None = None
 
 
-Event = TaskChanged | RunChanged | Notification
+@dataclass(frozen=True, slots=True)
+class EngineHeld:
+    """The engine claims nothing new because the database cannot be written for now
+    (``reason``: why, and what to do), or, with ``reason`` None, it can be written again."""
+
+    reason: str | None
+
+
+Event = TaskChanged | RunChanged | Notification | EngineHeld
 Subscriber = Callable[[Event], None]
 
 

@@ -23,7 +23,7 @@ from fredica_app.display import finished_run_line, worker_summary
 from fredica_app.doctor import diagnose
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica
-from workers.events import Event, RunChanged
+from workers.events import EngineHeld, Event, RunChanged
 
 #: Run statuses a run ends in (``worker`` prints a line for each).
 FINISHED_RUN_STATUSES = frozenset({"completed", "failed", "cancelled"})
@@ -146,6 +146,16 @@ class FinishedRuns:
         self._printing: set[asyncio.Task[None]] = set()
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, EngineHeld):
+            if event.reason is None:
+                print("fredica: the database can be written again: going on", file=sys.stderr)
+            else:
+                print(
+                    f"fredica: waiting: {event.reason}; running tasks go on, nothing new starts "
+                    "until the database can be written",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if isinstance(event, RunChanged) and event.status in FINISHED_RUN_STATUSES:
             job = asyncio.ensure_future(self._print(event.run_id))
             self._printing.add(job)

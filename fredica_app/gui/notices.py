@@ -11,6 +11,9 @@
   more become one summary, whose click opens the queue.
 - **A restart to review.** When start-up recovery left something for the user (the restart
   banner's ``needs_review``), one notification at start.
+- **The database cannot be written** (the engine's ``EngineHeld``: its disk full, a lock
+  another program keeps): one urgent notification; the window shows it in a bar until it
+  passes.
 - **The disk nearly full** (:class:`DiskWatch`, the rule in ``views.disk``): the library folder
   and the data directory are measured every minute, off the GUI thread; and at once when a
   task fails because the disk is full (``NO_SPACE``).
@@ -40,6 +43,7 @@ from fredica_app.services.notices import RunNotice, take_run_notices
 from fredica_app.views.disk import LowSpaceAlarm, Usage
 from fredica_app.views.library_view import file_size
 from workers.changes import Change
+from workers.events import EngineHeld
 from workers.records import RunRecord, TaskRecord
 from workers.states import ErrorType, RunStatus, TaskStatus
 
@@ -108,6 +112,16 @@ class NoticeWatcher(QObject):
         self._max_wait.setInterval(max(debounce_ms, MAX_WAIT_MS))
         self._max_wait.timeout.connect(self.take)
         host.state_changed.connect(self.on_state)
+        host.engine_event.connect(self.on_engine_event)
+
+    def on_engine_event(self, event: object) -> None:
+        """The engine cannot write the database for now (a full disk, a lock another program
+        keeps): told once, urgently, until it can again."""
+        if isinstance(event, EngineHeld) and event.reason is not None:
+            body = self.tr("%1. Running tasks go on; nothing new starts until it is fixed.")
+            self.notifier.notify(
+                self.tr("Fredica is waiting"), body.replace("%1", event.reason, 1), urgent=True
+            )
 
     def attach(self, window: MainWindow) -> None:
         """Follow ``window``'s feed (a new window replaces the old: a change of language)."""

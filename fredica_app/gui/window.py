@@ -47,6 +47,7 @@ from fredica_app.gui.when_done import WhenDoneController, queue_is_busy, when_do
 from fredica_app.services.queries import Queries
 from fredica_app.views.queue_state import Badge
 from workers.changes import RunFilter, TaskFilter
+from workers.events import EngineHeld
 
 #: What the window's snapshot loads: the newest runs and their tasks, up to these many.
 SNAPSHOT_RUNS = 1000
@@ -88,6 +89,13 @@ class MainWindow(QMainWindow):
         self.details = RunDetailsPage(host, self.feed)
         self.settings = SettingsPage(host)
         self.banner = RestartBanner(host)
+        #: Says why nothing new starts while the engine cannot write its database.
+        self.held_bar = QLabel()
+        self.held_bar.setObjectName("held-bar")
+        self.held_bar.setWordWrap(True)
+        self.held_bar.setContentsMargins(12, 6, 12, 6)
+        self.held_bar.setStyleSheet("#held-bar { background: #8a5300; color: white; }")
+        self.held_bar.hide()
 
         self.pages = QStackedWidget()
         for page in (self.library, self.queue, self.details, self.settings):
@@ -108,6 +116,7 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        column.addWidget(self.held_bar)
         column.addWidget(self.banner)
         column.addWidget(self.pages, 1)
         self.splitter = QSplitter()
@@ -132,6 +141,7 @@ class MainWindow(QMainWindow):
         host.state_changed.connect(self._on_state)
         host.state_changed.connect(self.banner.on_state)
         host.failed.connect(self._on_failed)
+        host.engine_event.connect(self._on_engine_event)
         host.stopped.connect(self._on_stopped)
 
         self._flag_timer = QTimer(self)
@@ -214,6 +224,15 @@ class MainWindow(QMainWindow):
             self._start_feed()
         if state.settings_problem:
             self.statusBar().showMessage(state.settings_problem, 15_000)
+
+    def _on_engine_event(self, event: object) -> None:
+        if isinstance(event, EngineHeld):
+            if event.reason is None:
+                self.held_bar.hide()
+            else:
+                text = self.tr("Waiting: %1. Running tasks go on; nothing new starts until then.")
+                self.held_bar.setText(text.replace("%1", event.reason, 1))
+                self.held_bar.show()
 
     def _start_feed(self) -> None:
         app = self.host.app

@@ -34,6 +34,7 @@ from fredica_app.services import Fredica
 from fredica_app.views.disk import GiB, Usage
 from tests.gui.factory import make_task
 from tests.gui.hosting import call
+from tests.support.host import fill, small_disk
 from workers.changes import Change
 from workers.states import ErrorType, TaskStatus
 
@@ -363,6 +364,43 @@ def test_a_task_failing_for_a_full_disk_is_told_at_once(
         other = replace(full, id="task-00003", error_type=ErrorType.NETWORK_ERROR)
         gui.window.feed.changes.emit([Change(4, other)])
         assert len(gui.notifier.shown) == 1
+
+
+def test_a_full_data_disk_under_the_window_s_engine_is_told_and_waited_out(
+    qtbot: Any, qapp: Any, tmp_path: Path
+) -> None:
+    """The data directory on a small filesystem of its own (a tmpfs, mounted as root), filled
+    while the window's engine runs: a bar says why nothing new starts, one urgent
+    notification says it too; space back, the bar goes and every run completes."""
+    with small_disk(tmp_path / "disk", "6m") as disk:
+        data = disk / "data"
+        sleep_then = {
+            "tasks": [{"key": "s", "type": "SLEEP", "payload": {"seconds": 0.4}}]
+            + [{"key": f"n{i}", "type": "NOOP", "depends_on": ["s"]} for i in range(4)]
+        }
+        ids = asyncio.run(submit(data, [sleep_then] * 8))
+        with started(qtbot, qapp, data) as (gui, _takes):
+            bar = gui.window.held_bar
+            qtbot.waitUntil(lambda: completed_count(data) >= 5, timeout=WAIT)
+            ballast = fill(disk)
+            qtbot.waitUntil(bar.isVisible, timeout=WAIT)
+            assert "the disk that holds the database is full" in bar.text()
+            [told] = [s for s in gui.notifier.shown if s.title == "Fredica is waiting"]
+            assert "nothing new starts" in told.body
+            ballast.unlink()
+            qtbot.waitUntil(lambda: not bar.isVisible(), timeout=WAIT)
+            qtbot.waitUntil(lambda: completed_count(data) == 8 * 5, timeout=WAIT)
+            assert [s.title for s in gui.notifier.shown].count("Fredica is waiting") == 1
+        with contextlib.closing(sqlite3.connect(data / "fredica.db")) as conn:
+            statuses = dict(conn.execute("SELECT id, status FROM workflow_run").fetchall())
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert {statuses[i] for i in ids} == {"completed"}
+
+
+def completed_count(data: Path) -> int:
+    with contextlib.closing(sqlite3.connect(data / "fredica.db", timeout=30)) as conn:
+        row = conn.execute("SELECT count(*) FROM task WHERE status = 'completed'").fetchone()
+    return int(row[0])
 
 
 def test_the_disk_nearly_full_is_told_once_until_it_recovers(

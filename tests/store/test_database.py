@@ -172,7 +172,7 @@ def test_claim_uses_the_partial_indexes(db_path: Path) -> None:
     assert sum("TEMP B-TREE" in p for p in plan) == 1, plan
     # Retries that came due are found in ix_task_retry_due, not by a scan of the table.
     for sql in (_hot.PROMOTE_DUE_SQL, _hot.DUE_SQL, _hot.NEXT_RETRY_SQL):
-        plan = _plan(db_path, sql, {"now": 1.0})
+        plan = _plan(db_path, sql, {"now": 1.0, "horizon": 400.0})
         assert all("ix_task_retry_due" in p for p in plan), (sql, plan)
 
 

@@ -86,3 +86,70 @@ def as_another_user(check: Callable[[], None]) -> None:
         said = pipe.read().decode(errors="replace")
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, f"as uid {NOBODY}:\n{said}"
+
+
+def _mount(*args: str) -> None:
+    import subprocess
+
+    done = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here ({done.stderr.strip()}): this test needs root")
+
+
+@contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """``folder`` made a filesystem of its own of ``size`` (``4m``): a tmpfs, which a write
+    can fill (root writes into an ext4 image's reserved blocks, but not past a tmpfs's size).
+    Needs root: skips, saying so, elsewhere."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root (CI runs as root)")
+    folder.mkdir(parents=True, exist_ok=True)
+    _mount("-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(folder))
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@contextmanager
+def read_only_mount(folder: Path) -> Iterator[Path]:
+    """``folder`` bound onto itself read-only (a mode would not do: root ignores modes); on
+    leaving, writable again. Needs root: skips, saying so, elsewhere."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root (CI runs as root)")
+    _mount("--bind", str(folder), str(folder))
+    try:
+        done = subprocess.run(
+            ["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot remount read-only here: {done.stderr.strip()}")
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the filesystem of ``folder`` to the last byte with one file; its path (remove it
+    to give the space back)."""
+    ballast = folder / "ballast"
+    chunk = b"\0" * (64 << 10)
+    with open(ballast, "wb") as f:
+        try:
+            while True:
+                f.write(chunk)
+                f.flush()
+        except OSError:
+            pass
+    # What a 64 KiB write could not take, a byte at a time.
+    with open(ballast, "ab", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0")
+        except OSError:
+            pass
+    return ballast

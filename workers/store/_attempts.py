@@ -304,7 +304,7 @@ class AttemptsMixin(StoreBase):
         now = self.now()
         cur = _hot.cursor(conn)
         if limit > 0 and (free is None or free):
-            cur.execute(_hot.PROMOTE_DUE_SQL, {"now": now})
+            cur.execute(_hot.PROMOTE_DUE_SQL, {"now": now, "horizon": self.retry_horizon(now)})
         while len(claimed) < limit and (free is None or free):
             resources = None if free is None else tuple(sorted(free))
             params: dict[str, Any] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import random
 import sqlite3
 import threading
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 
 from workers import states
 from workers.db import READ_ONLY
-from workers.errors import NotFound, store_unavailable
+from workers.errors import NotFound, StoreUnavailable, store_unavailable
 from workers.models import RestartTaskLog, TaskDependency, TaskEvent, WorkflowRun
 from workers.models import Task as TaskModel
 from workers.records import (
@@ -93,13 +94,31 @@ def upstream(roots: list[str]) -> sa.CTE:
     return up.union(sa.select(dep_t.c.depends_on_id).join(up, dep_t.c.task_id == up.c.task_id))
 
 
-class _Clock:
-    """Wall-clock Unix seconds, strictly increasing within this process, so that tasks created
-    in one transaction keep their spec order under ``ORDER BY created_at``."""
+#: How far past the longest backoff a retry's timer may lie before it is taken for one set
+#: before the wall clock went back (and so as due), seconds.
+CLOCK_SLACK = 60.0
 
-    def __init__(self, source: Callable[[], float] = time.time) -> None:
+
+class _Clock:
+    """Unix seconds for the times the store keeps (leases, retry timers, timestamps): the
+    wall clock, strictly increasing within this process (tasks created in one transaction
+    keep their spec order under ``ORDER BY created_at``), and never going back. When the wall
+    clock jumps back (a user's setting, a bad NTP step), this clock goes on from where it was
+    at the rate of the monotonic clock, so that a retry's backoff or a lease lasts what it
+    should, not an hour more; when the wall clock is ahead (it jumped forward, or the machine
+    slept, which the monotonic clock does not count), it follows it."""
+
+    def __init__(
+        self,
+        source: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] | None = None,
+    ) -> None:
         self._source = source
+        # A clock a test hands in is its own monotonic clock too, unless it gives one: its
+        # time then moves only when the test moves it.
+        self._monotonic = monotonic or (time.monotonic if source is time.time else source)
         self._last = 0.0
+        self._last_mono = self._monotonic()
         self._lock = threading.Lock()
 
     def advance_past(self, t: float) -> None:
@@ -109,10 +128,11 @@ class _Clock:
 
     def __call__(self) -> float:
         with self._lock:
-            now = self._source()
+            wall, mono = self._source(), self._monotonic()
+            now = max(wall, self._last + max(0.0, mono - self._last_mono))
             if now <= self._last:
                 now = self._last + 1e-6
-            self._last = now
+            self._last, self._last_mono = now, mono
             return now
 
 
@@ -124,13 +144,14 @@ class StoreBase:
         engine: sa.Engine,
         *,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] | None = None,
         backoff: BackoffPolicy = BackoffPolicy(),  # noqa: B008 - frozen
         rng: random.Random | None = None,
         lease_seconds: float = 60.0,
     ) -> None:
         self._engine = engine
         self._read_engine = engine.execution_options(**{READ_ONLY: True})
-        self.now = _Clock(clock)
+        self.now = _Clock(clock, monotonic)
         self.backoff = backoff
         self._rng = rng or random.Random()
         self.lease_seconds = lease_seconds
@@ -149,6 +170,10 @@ class StoreBase:
         self._run_changes: list[tuple[str, RunStatus]] = []
         self._batch: _Batch | None = None
         self._write_conn: sa.Connection | None = None
+        #: The database file as first opened (device, inode): a file deleted or replaced
+        #: under the store is told, not written into (see :meth:`_check_file`).
+        self._file = _file_path(engine)
+        self._file_id: tuple[int, int] | None = None
 
     @property
     def engine(self) -> sa.Engine:
@@ -182,7 +207,30 @@ class StoreBase:
         except sqlite3.OperationalError as exc:
             raise store_unavailable(exc) from exc
 
+    def _check_file(self) -> None:
+        """Raise :class:`StoreUnavailable` when the database file was deleted or replaced
+        (by a backup restored, a sync tool, a user's cleaning) since the store opened it: its
+        connections would go on writing into the old file, which no one can open again.
+        A ``stat`` (microseconds): run before each write and each look for changes."""
+        if self._file is None:
+            return
+        try:
+            st = os.stat(self._file)
+            now: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            now = None
+        if self._file_id is None and now is not None:
+            self._file_id = now
+        elif now != self._file_id:
+            what = "deleted" if now is None else "replaced by another file"
+            raise StoreUnavailable(
+                f"the database {self._file} was {what} while Fredica had it open: Fredica "
+                "stopped rather than write into a file no one can open again; start it again "
+                "(it opens what is there now)"
+            )
+
     def _data_changed(self) -> bool:
+        self._check_file()
         if self._watch_conn is None:
             self._watch_conn = self._engine.raw_connection()
         cur = self._watch_conn.cursor()
@@ -195,6 +243,11 @@ class StoreBase:
         self._data_version = version
         return changed
 
+    def retry_horizon(self, now: float) -> float:
+        """A retry timer later than this was set before the wall clock went back (no backoff
+        reaches so far): it is due (see ``_hot.PROMOTE_DUE_SQL``)."""
+        return now + self.backoff.cap + CLOCK_SLACK
+
     # --- plumbing -------------------------------------------------------------------------
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
@@ -206,6 +259,7 @@ class StoreBase:
         return await loop.run_in_executor(self._writer, functools.partial(self._tx, fn, *args))
 
     def _tx(self, fn: Callable[..., T], *args: Any) -> T:
+        self._check_file()
         self._run_changes = []
         self._batch = None
         # The writer thread keeps its connection: no pool checkout and reset per transaction.
@@ -424,6 +478,14 @@ class StoreBase:
 
 
 # --- row helpers ----------------------------------------------------------------------------
+
+
+def _file_path(engine: sa.Engine) -> str | None:
+    """The file of a SQLite database (None for another backend or an in-memory one)."""
+    if engine.dialect.name != "sqlite":
+        return None
+    name = engine.url.database
+    return None if not name or name == ":memory:" or name.startswith("file:") else name
 
 
 def _unavailable(exc: BaseException) -> bool:

@@ -61,12 +61,14 @@ PICK_CLASS_SQL = """
         LIMIT 1
 """
 
-# Retries whose timer has run out become claimable (they enter the claimable indexes). One
-# seek in the partial index ix_task_retry_due when nothing is due; 'pending' is literal so
-# that SQLite sees the implication.
+# Retries whose timer has run out become claimable (they enter the claimable indexes). Two
+# seeks in the partial index ix_task_retry_due when nothing is due; 'pending' is literal so
+# that SQLite sees the implication. A timer further ahead than any backoff sets one
+# (:horizon) was set before the wall clock went back: it has run out too.
 PROMOTE_DUE_SQL = (
     "UPDATE task INDEXED BY ix_task_retry_due SET next_run_at = NULL "
-    "WHERE status = 'pending' AND next_run_at IS NOT NULL AND next_run_at <= :now"
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL "
+    "AND (next_run_at <= :now OR next_run_at > :horizon)"
 )
 
 COMPLETE_SQL = """
@@ -90,7 +92,8 @@ INSERT_EVENT_SQL = (
 # Whether a retry came due that no claim has promoted yet.
 DUE_SQL = (
     "SELECT 1 FROM task INDEXED BY ix_task_retry_due "
-    "WHERE status = 'pending' AND next_run_at IS NOT NULL AND next_run_at <= :now"
+    "WHERE status = 'pending' AND next_run_at IS NOT NULL "
+    "AND (next_run_at <= :now OR next_run_at > :horizon)"
 )
 
 # Literal 'pending' so that SQLite answers from the partial index ix_task_retry_due. A retry

@@ -188,7 +188,8 @@ class ReadsMixin(StoreBase):
         else:
             checks += [_hot.PICK_CLASS_SQL.format(i=i) for i in range(len(resources))]
         sql = "SELECT " + " OR ".join(f"EXISTS ({c})" for c in checks)
-        params: dict[str, Any] = {"now": self.now()}
+        now = self.now()
+        params: dict[str, Any] = {"now": now, "horizon": self.retry_horizon(now)}
         params.update({f"r{i}": r for i, r in enumerate(resources or ())})
         return bool(conn.exec_driver_sql(sql, params).scalar())
 
