@@ -579,6 +579,15 @@ class Transfer:
             self._checkpoint_due = True  # save the validator at once
             await self._emit(time.monotonic(), force=True)
             return await self._body(response, exchange)
+        except DownloadFailed as exc:
+            # Out of space with bytes kept (the disk filled under the .part, or not enough
+            # is free again when it goes on): wait for space rather than fail. A download not
+            # begun that cannot fit is refused before it starts.
+            if exc.error_type != ErrorType.NO_SPACE or self.done == 0:
+                raise
+            await exchange.close()  # nothing more is read while it waits
+            await self._wait_for_space(exc)
+            return False  # resumed: on with Range from the bytes kept
         except httpx.TooManyRedirects as exc:
             raise DownloadFailed(
                 f"{shown(self.params.url)} redirects more than {MAX_REDIRECTS} times",
@@ -720,6 +729,24 @@ class Transfer:
             if self._hold:
                 return False
         return True
+
+    async def _wait_for_space(self, exc: DownloadFailed) -> None:
+        """The disk filled under the .part: keep every whole byte written (the checkpoint
+        says how many), pause the task saying why, and wait for the user to free some space
+        and resume it. A download is resumable: failing it would only make the user retry."""
+        assert self.file is not None
+        try:
+            self.file.truncate(self.done)  # a chunk written part-way: only whole ones count
+            self.file.seek(self.done)
+        except OSError as truncated:
+            raise io_failure(truncated, f"write {self.part}") from truncated
+        of = "" if self.total is None else f" of {format_bytes(self.total)}"
+        await self._checkpoint_now(f"paused: the disk is full at {format_bytes(self.done)}{of}")
+        await self.ctx.request_pause(
+            f"{exc.args[0].split(';')[0]}: free some space, then resume the task; it goes on "
+            f"from the {format_bytes(self.done)} kept"
+        )
+        self.meter.reset()
 
     async def _pause(self) -> float:
         """Stop reading (the connection stays open) until resumed; return how long it was."""

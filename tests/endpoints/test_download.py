@@ -34,6 +34,7 @@ from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
+from tests.support.host import fill, small_disk
 from tests.support.httpserver import HTTPTestServer, Route, make_body
 
 BODY = make_body(3_000_000)
@@ -672,3 +673,35 @@ async def test_a_server_shutdown_keeps_the_part_for_the_next_attempt(
     finally:
         await srv.close()
     assert part(out).stat().st_size > 0 and not out.exists()
+
+
+async def test_a_disk_that_fills_mid_download_pauses_it_keeping_every_byte(
+    endpoints: int, http: HTTPTestServer, tmp_path: Path
+) -> None:
+    """The .part on a small filesystem of its own (tmpfs: root writes past no size), filled
+    by another file while the body comes: the download asks for a pause saying why, with a
+    checkpoint of exactly the bytes in the .part; space given back and the task resumed, it
+    goes on with Range from there and the file is whole (before: it failed NO_SPACE, and a
+    retry was the user's to think of)."""
+    http.routes["/f"] = Route(body=BODY, rate=1_000_000)
+    with small_disk(tmp_path / "disk", "4m") as disk:
+        out = disk / "f.bin"
+        async with open_task(endpoints, "download") as ws:
+            await start(ws, url=http.url("/f"), output=str(out))
+            await progress_past(ws, 300_000)
+            ballast = await asyncio.to_thread(fill, disk)
+            frames = await frames_until(ws, "pause_request", "result", "error", within=30)
+            asked = frames[-1]
+            assert asked["type"] == "pause_request", asked
+            assert "the disk is full" in asked["reason"] and "resume" in asked["reason"]
+            kept = checkpoints(frames)[-1]["bytes_done"]
+            assert 300_000 < kept < len(BODY)
+            assert part(out).read_bytes() == BODY[:kept]
+            with pytest.raises(TimeoutError):  # it waits: nothing more is read
+                await frames_until(ws, "result", "error", within=1.0)
+            ballast.unlink()
+            await ws.send(dump(Resume()))
+            frames = await frames_until(ws, "result", "error", within=30)
+        assert frames[-1]["type"] == "result", frames[-1]
+        assert out.read_bytes() == BODY
+        assert http.requests[-1].headers.get("range") == f"bytes={kept}-"

@@ -32,6 +32,7 @@ from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
 from tests.support import clips
 from tests.support.clips import JobContext, SampleCache, ffmpeg_processes, media_summary
+from tests.support.host import fill, small_disk
 from tests.support.process_table import assert_no_job_process_left, job_processes
 
 BIG = (640, 480)  # with preset "slow", a 10 s clip takes about 5 s on 2 cores
@@ -967,3 +968,34 @@ def test_a_failing_ffmpeg_is_reported_with_the_end_of_its_stderr(
     message = str(info.value)
     assert "exit code 1" in message and stderr.split("\\n")[-1] in message
     assert names(output.parent) == []
+
+
+@pytest.mark.slow
+async def test_a_disk_that_fills_mid_transcode_fails_it_no_space_leaving_nothing(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    """The output on a small filesystem of its own (tmpfs; root writes past no size), filled
+    by another file while ffmpeg writes: a re-encode in one piece has nothing to resume from,
+    so it fails ``NO_SPACE`` with what to do, and its partial output is gone; no ffmpeg is
+    left."""
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        output = disk / "movie.mp4"
+        async with open_task(server, name="transcode_mp4") as ws:
+            await start(
+                ws,
+                input=str(samples.get("mkv", 10.0, BIG)),
+                output=str(output),
+                mode="reencode",
+                preset="slow",
+                hardware=False,
+                keep_free_bytes=0,
+            )
+            await until_percent(ws, 0.0)
+            ffmpeg = ffmpeg_processes(str(disk))[0]
+            await asyncio.to_thread(fill, disk)
+            frames = await frames_until(ws, "result", "error", within=60)
+        assert frames[-1]["type"] == "error", frames[-1]
+        assert frames[-1]["error_type"] == "NO_SPACE", frames[-1]
+        assert "free some space" in frames[-1]["error"]
+        ffmpeg.wait(timeout=10)
+        assert names(disk) == ["ballast"]
