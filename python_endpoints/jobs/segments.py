@@ -49,8 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import avread, outputs
 from python_endpoints.jobs import ffmpeg as ff
+from python_endpoints.jobs.failures import classify
 from python_endpoints.serving.child import ChildContext
 
 #: The checkpoint's version: a checkpoint of another version is not reused.
@@ -346,6 +348,8 @@ class Ran(Protocol):
     def returncode(self) -> int: ...
     @property
     def cancelled(self) -> bool: ...
+    @property
+    def stderr(self) -> list[str]: ...
 
 
 class Runner(Protocol):
@@ -485,6 +489,8 @@ class SegmentedEncode:
                 )
                 span = (self._percent(REST_SPAN[0]), self._percent(REST_SPAN[1]))
                 run = self._run(args, duration=length, verb="encoding the audio", span=span)
+                while self._out_of_space(run, current, len(done), len(segments)):
+                    run = self._run(args, duration=length, verb="encoding the audio", span=span)
                 if run.cancelled or run.returncode:
                     return run
                 checkpoint = with_rest(checkpoint, current.name, self._sync(current))
@@ -495,6 +501,8 @@ class SegmentedEncode:
                     continue
                 current = self._piece(f"seg{segment.index:05d}.mp4")
                 run = self._segment(segment, current, video, encoder, frame, length)
+                while self._out_of_space(run, current, len(done), len(segments)):
+                    run = self._segment(segment, current, video, encoder, frame, length)
                 if run.cancelled or run.returncode:
                     return run
                 done[segment.index] = current.name
@@ -523,6 +531,22 @@ class SegmentedEncode:
             if current is not None:
                 outputs.remove_quietly(current)
             outputs.remove_quietly(concat)
+
+    def _out_of_space(self, run: Ran, piece: Path, done: int, total: int) -> bool:
+        """When ``run`` failed because the disk is full: remove its piece, ask for a pause
+        saying why (the pieces done stay, and the checkpoint that lists them), and wait.
+        True once resumed (the piece is made again); False when it failed for another
+        reason, or the wait ended in a cancel."""
+        if run.cancelled or not run.returncode:
+            return False
+        if classify(run.stderr, run.returncode).error_type != ErrorType.NO_SPACE:
+            return False
+        outputs.remove_quietly(piece)
+        self.ctx.request_pause(
+            f"the disk of {self.output.parent} is full: free some space, then resume the task; "
+            f"it goes on from the {done} of {total} segments done"
+        )
+        return not self.ctx.cancelled
 
     def _run(
         self, args: list[str], *, duration: float | None, verb: str, span: tuple[float, float]

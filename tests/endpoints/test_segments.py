@@ -19,12 +19,14 @@ import pytest
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media, outputs, segments
 from python_endpoints.jobs.segments import Segment
+from python_endpoints.protocol import Resume, dump
 from python_endpoints.serving import outputlocks
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, open_task, start
 from tests.endpoints.test_media_jobs import result_of
 from tests.support.clips import SampleCache, ffmpeg_processes, run_job
+from tests.support.host import fill, small_disk
 from tests.support.process_table import assert_no_job_process_left
 
 
@@ -380,3 +382,53 @@ def test_the_queue_hands_a_transcode_its_checkpoint_back() -> None:
     params = executor.params(task, SimpleNamespace(checkpoint=checkpoint))  # type: ignore[arg-type]
     assert params["resume"] == checkpoint
     assert "resume" not in executor.params(task, SimpleNamespace(checkpoint=None))  # type: ignore[arg-type]
+
+
+async def test_a_disk_that_fills_mid_encode_pauses_it_keeping_the_segments_done(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    """The output's folder on a small filesystem of its own (a tmpfs, mounted as root),
+    filled by another file after the first segment: the job asks for a pause saying why,
+    the segments done stay on disk as the checkpoint lists them, and once space is back and
+    it is resumed it makes the segment it was making again and finishes — one attempt, none
+    of the finished segments encoded twice (before: it failed ``NO_SPACE``)."""
+    source = samples.get("mkv", 12.0, (640, 480))
+    with small_disk(tmp_path / "disk", "24m") as disk:
+        output = disk / "movie.mp4"
+        params = params_for(source, output, segment_seconds=3.0, preset="slow", keep_free_bytes=0)
+        checkpoint: dict[str, Any] | None = None
+        async with open_task(server, name="transcode_mp4") as ws:
+            await start(ws, **params)
+            async with asyncio.timeout(60):
+                while True:
+                    frame = json.loads(await ws.recv())
+                    assert frame["type"] == "progress", frame
+                    found = frame.get("extras", {}).get("checkpoint")
+                    if found and len(found["segments"]) >= 1:
+                        checkpoint = found
+                        break
+            ballast = await asyncio.to_thread(fill, disk)
+            async with asyncio.timeout(60):
+                while (frame := json.loads(await ws.recv()))["type"] == "progress":
+                    if frame.get("extras", {}).get("checkpoint"):
+                        checkpoint = frame["extras"]["checkpoint"]
+            assert frame["type"] == "pause_request", frame
+            assert "is full" in frame["reason"] and "resume" in frame["reason"]
+            assert checkpoint is not None
+            kept = {s["file"] for s in checkpoint["segments"]}
+            assert kept and all((disk / name).exists() for name in kept)
+            assert ffmpeg_processes(str(disk)) == []  # nothing runs while it waits
+            ballast.unlink()
+            await ws.send(dump(Resume()))
+            async with asyncio.timeout(120):
+                while (frame := json.loads(await ws.recv()))["type"] not in ("result", "error"):
+                    pass
+        assert frame["type"] == "result", frame
+        result = frame["result"]
+        # Each segment encoded once in this one attempt (the one cut by the full disk, made
+        # again, counts once: only a finished segment counts).
+        assert result["segments_encoded"] == result["segments"] > len(kept)
+        assert result["segments_reused"] == 0
+        assert sorted(p.name for p in disk.iterdir()) == [".movie.mp4.fredica.json", "movie.mp4"]
+        with av.open(str(output)) as container:
+            assert sum(1 for p in container.demux(container.streams.video[0]) if p.size) == 300
