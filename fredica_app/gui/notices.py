@@ -114,15 +114,6 @@ class NoticeWatcher(QObject):
         host.state_changed.connect(self.on_state)
         host.engine_event.connect(self.on_engine_event)
 
-    def on_engine_event(self, event: object) -> None:
-        """The engine cannot write the database for now (a full disk, a lock another program
-        keeps): told once, urgently, until it can again."""
-        if isinstance(event, EngineHeld) and event.reason is not None:
-            body = self.tr("%1. Running tasks go on; nothing new starts until it is fixed.")
-            self.notifier.notify(
-                self.tr("Fredica is waiting"), body.replace("%1", event.reason, 1), urgent=True
-            )
-
     def attach(self, window: MainWindow) -> None:
         """Follow ``window``'s feed (a new window replaces the old: a change of language)."""
         self._window = window
@@ -278,6 +269,16 @@ class NoticeWatcher(QObject):
         )
 
     # --- a restart to review -------------------------------------------------------------------
+
+    def on_engine_event(self, event: object) -> None:
+        """The engine cannot write the database for now (a full disk, a lock another program
+        keeps): told once, urgently, until it can again."""
+        if isinstance(event, EngineHeld) and event.reason is not None:
+            reason = event.reason[:1].upper() + event.reason[1:]
+            body = self.tr("%1. Running tasks go on; nothing new starts until it is fixed.")
+            self.notifier.notify(
+                self.tr("Fredica is waiting"), body.replace("%1", reason, 1), urgent=True
+            )
 
     def _on_pending(self, pending: Pending) -> None:
         entries = [e for e in pending.entries if needs_review(e)]

@@ -578,7 +578,7 @@
     <name>MainWindow</name>
     <message>
         <source>Library</source>
-        <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The window has closed for good (not for a change of language). Closing it hid it instead: the app goes on in the tray. Whether closing the window should hide it (the app goes on in the tray) rather than quit; the app sets it (a tray, ``close_to_tray``, tasks running). What to do when the queue is done (:meth:`attach_when_done`).</extracomment>
+        <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The window has closed for good (not for a change of language). Closing it hid it instead: the app goes on in the tray. Whether closing the window should hide it (the app goes on in the tray) rather than quit; the app sets it (a tray, ``close_to_tray``, tasks running). What to do when the queue is done (:meth:`attach_when_done`). Says why nothing new starts while the engine cannot write its database.</extracomment>
         <translation>媒体库</translation>
     </message>
     <message>
@@ -628,6 +628,10 @@
     <message>
         <source>Attached to the worker already running on this data directory: it processes the queue, this window views and controls it</source>
         <translation>已连接到此数据目录上正在运行的工作进程：由它处理队列，此窗口负责查看和控制</translation>
+    </message>
+    <message>
+        <source>Waiting: %1. Running tasks go on; nothing new starts until then.</source>
+        <translation>正在等待：%1。正在运行的任务继续进行；在此之前不会开始新任务。</translation>
     </message>
     <message>
         <source>Fredica could not open its data: %1</source>
@@ -738,6 +742,14 @@
     <message>
         <source>The disk is full</source>
         <translation>磁盘已满</translation>
+    </message>
+    <message>
+        <source>%1. Running tasks go on; nothing new starts until it is fixed.</source>
+        <translation>%1。正在运行的任务继续进行；问题解决前不会开始新任务。</translation>
+    </message>
+    <message>
+        <source>Fredica is waiting</source>
+        <translation>Fredica 正在等待</translation>
     </message>
     <message numerus="yes">
         <source>%n task(s) were interrupted.</source>
