@@ -5,8 +5,9 @@ A data directory is kept busy with real work of every kind (``bench/_chaos_work.
 runs of NOOP, SLEEP and SLEEP_SUBPROCESS, remuxes, segmented re-encodes, audio extraction,
 downloads from a local HTTP server that drops connections and stalls, transcriptions into
 subtitles, and a watch folder being filled. Then, cycle after cycle, ``fredica worker`` (or,
-one cycle in five, ``fredica watch-folders`` while a file is written into its folder) is
-started and one fault is dealt at a seeded random moment:
+one cycle in five, ``fredica watch-folders`` while a file is written into its folder, or one
+in seven the desktop app, offscreen, its engine in the window) is started and one fault is
+dealt at a seeded random moment:
 
 - ``worker``: ``kill -9`` of the worker;
 - ``server``: ``kill -9`` of its endpoints server (the worker goes on, and starts another);
@@ -59,8 +60,10 @@ FAULTS = ("worker", "server", "child", "stop", "quit", "power")
 #: figures docs/reliability.md asks (300 worker, 100 server, 100 child kills, 20 power losses
 #: in 760 cycles).
 WEIGHTS = (6.0, 2.4, 2.6, 0.5, 0.4, 1.0)
-#: One cycle in this many runs ``watch-folders`` instead of ``worker``.
+#: One cycle in this many runs ``watch-folders`` instead of ``worker``…
 WATCH_EVERY = 5
+#: …and one in this many the desktop app (offscreen), whose engine runs in the window.
+GUI_EVERY = 7
 #: Error types the chaos itself causes to a template's job (one retry): retried by hand.
 CAUSED = ("SUBPROCESS_CRASHED", "NETWORK_ERROR", "HTTP_ERROR", "TIMEOUT")
 
@@ -75,6 +78,7 @@ class Tally:
     violations: list[str] = field(default_factory=list)
     redone: list[float] = field(default_factory=list)
     watch_cycles: int = 0
+    gui_cycles: int = 0
     retried_by_hand: int = 0
     runs: int = 0
     tasks: int = 0
@@ -90,6 +94,7 @@ def start(data: Path, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own session: "power" kills it whole
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},  # for the desktop app's cycles
     )
 
 
@@ -253,6 +258,9 @@ def run(seed: int, cycles: int, runs: int, clips: int, root: Path) -> Tally:
             if cycle % WATCH_EVERY == WATCH_EVERY - 1:
                 tally.watch_cycles += 1
                 process = start(data, *_watch_args(work))
+            elif cycle % GUI_EVERY == GUI_EVERY - 1:
+                tally.gui_cycles += 1
+                process = start(data, "gui")
                 filling = work.fill_watch(1.2)
             else:
                 process = start(data, "worker", "--max-workers", "3")
@@ -290,6 +298,7 @@ def report(tally: Tally, seconds: float) -> list[str]:
     lines += [
         f"child kills by process | {children or '-'}",
         f"cycles under watch-folders | {tally.watch_cycles}",
+        f"cycles under the desktop app | {tally.gui_cycles}",
         f"runs (tasks) | {tally.runs} ({tally.tasks})",
         f"runs by kind | {kinds}",
         f"outputs verified | {verified or '-'}",
@@ -329,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             "verified": tally.verified,
             "http": tally.http,
             "watch_cycles": tally.watch_cycles,
+            "gui_cycles": tally.gui_cycles,
             "retried_by_hand": tally.retried_by_hand,
         }
         print(json.dumps(figures))
