@@ -16,9 +16,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticSerializationError
 
 from fredica_app.errors import SettingsError
 from python_endpoints.params import ModelDownloadParams, TranscodeParams, TranscribeParams
@@ -28,6 +29,12 @@ def _job_default(params: type[BaseModel], name: str) -> Any:
     """The default of a setting that fills a job's param (the job catalogue says which): the
     param's own, stated once in its params model."""
     return params.model_fields[name].default
+
+
+#: A resource class's name in ``slots`` (``cpu``, ``gpu``, ``net``, ``io``; another is kept,
+#: and names no task's). A constrained ``str``: it refuses text that is not UTF-8 (a lone
+#: surrogate), which the engine's claim would hand SQLite.
+SlotClass = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class WatchFolder(BaseModel):
@@ -60,7 +67,7 @@ class Settings(BaseModel):
     #: Tasks running at once, all classes together.
     max_workers: int = Field(default=4, ge=1, le=64)
     #: Per-resource-class slots; a class left out gets the engine's default.
-    slots: dict[str, int] = Field(default_factory=dict)
+    slots: dict[SlotClass, int] = Field(default_factory=dict)
     #: ``FULL``: an acknowledged completion survives power loss. ``NORMAL`` is faster and
     #: survives an application crash but may lose the last commits on power loss.
     sqlite_synchronous: Literal["NORMAL", "FULL"] = "FULL"
@@ -79,7 +86,7 @@ class Settings(BaseModel):
     on_restart: Literal["resume", "hold"] = "resume"
     #: How many crashes of Fredica a running task may live through; at the next one it fails
     #: ``INTERRUPTED`` (it may be what makes Fredica stop). A graceful stop does not count.
-    max_interruptions: int = Field(default=5, ge=1)
+    max_interruptions: int = Field(default=5, ge=1, le=1_000_000)
 
     # --- speech-to-text ---
     #: Where Whisper models are installed (None: ``<data dir>/models``).
@@ -142,9 +149,9 @@ class Settings(BaseModel):
     # --- history (what the engine prunes when idle, and `fredica prune`) ---
     #: Days a finished run (completed, failed, cancelled) is kept after it finished, with its
     #: tasks and their timeline. 0 or None: forever.
-    keep_runs_days: float | None = Field(default=30, ge=0)
+    keep_runs_days: float | None = Field(default=30, ge=0, allow_inf_nan=False)
     #: Days a timeline event is kept, whatever its run. 0 or None: forever.
-    keep_events_days: float | None = Field(default=90, ge=0)
+    keep_events_days: float | None = Field(default=90, ge=0, allow_inf_nan=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +168,8 @@ def load_settings(path: Path) -> LoadedSettings:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text)
         return LoadedSettings(Settings.model_validate(data))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+    # ValueError: JSON's (json.JSONDecodeError), UTF-8's and an integer too long to convert.
+    except (OSError, ValueError, RecursionError, ValidationError) as exc:
         backup = _backup(path)
         reason = _reason(exc)
         kept = f"a copy was kept as {backup}" if backup else "no backup could be made"
@@ -173,8 +181,14 @@ def load_settings(path: Path) -> LoadedSettings:
 
 
 def save_settings(path: Path, settings: Settings) -> None:
-    """Write atomically: a crash mid-save leaves the old file, never half a file."""
-    write_settings_text(path, settings.model_dump_json(indent=2, exclude_defaults=False))
+    """Write atomically: a crash mid-save leaves the old file, never half a file. A path or
+    text that is not UTF-8 (a folder named in Latin-1: lone surrogates) is written as
+    ``\\udc..`` escapes, which read back as the same string."""
+    try:
+        text = settings.model_dump_json(indent=2, exclude_defaults=False)
+    except PydanticSerializationError:
+        text = json.dumps(settings.model_dump(mode="json"), indent=2)
+    write_settings_text(path, text)
 
 
 #: The settings a user sets (``schema_version`` is the file format's, not theirs).
@@ -189,7 +203,7 @@ def read_settings_data(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise SettingsError(
             f"the settings file {path} could not be read ({_reason(exc)}); fix it with "
             "`fredica settings edit`, or delete it"
@@ -254,6 +268,10 @@ def _backup(path: Path) -> Path | None:
 def _reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    if isinstance(exc, RecursionError):
+        return "its JSON is nested too deeply"
+    if type(exc) is ValueError:  # what JSON's reader raises for an integer too long to convert
+        return "it holds a number of more digits than can be read"
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:

@@ -9,15 +9,17 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 
-def _not_empty(text: str) -> str:
+def _path(text: str) -> str:
     if not text:
         raise ValueError("must not be empty")
+    if "\0" in text:
+        raise ValueError("must not hold a NUL character (no file's path does)")
     return text
 
 
-#: A path: not empty, and any ``str`` Python holds a file name as — one that is not UTF-8
-#: carries lone surrogates, which a length-constrained ``str`` of pydantic refuses.
-PathText = Annotated[str, AfterValidator(_not_empty)]
+#: A path: not empty, no NUL, and any ``str`` Python holds a file name as — one that is not
+#: UTF-8 carries lone surrogates, which a length-constrained ``str`` of pydantic refuses.
+PathText = Annotated[str, AfterValidator(_path)]
 
 
 class _Params(BaseModel):

@@ -177,8 +177,10 @@ def _load(raw: str | bytes) -> Any:
         raise ProtocolError(f"frame of {len(raw)} bytes is larger than {MAX_FRAME_BYTES}")
     try:
         return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, an integer of more digits than Python reads
         raise ProtocolError(f"frame is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ProtocolError("frame is not valid JSON: nested too deeply") from None
 
 
 def _describe(exc: ValidationError) -> str:

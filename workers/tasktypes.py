@@ -59,10 +59,12 @@ class TaskType:
     def parse_payload(self, payload: dict[str, Any]) -> TaskPayload:
         """Parse a stored payload; reject a schema version this Fredica does not support."""
         version = payload.get(SCHEMA_VERSION_KEY, 1)
-        if version not in self.payload_model.SUPPORTED_VERSIONS:
+        # A number, not a list (unhashable), a bool or a string that prints like one.
+        number = isinstance(version, int | float) and not isinstance(version, bool)
+        if not number or version not in self.payload_model.SUPPORTED_VERSIONS:
             supported = ", ".join(map(str, sorted(self.payload_model.SUPPORTED_VERSIONS)))
             raise UnsupportedPayloadVersion(
-                f"{self.name} payload schema_version {version} is not supported by this "
+                f"{self.name} payload schema_version {version!r} is not supported by this "
                 f"version of Fredica (supported: {supported})"
             )
         try:

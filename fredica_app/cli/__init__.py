@@ -166,7 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _discard_stdout()
             return EXIT_BROKEN_PIPE
         except FredicaError as exc:
-            print(f"fredica: error: {exc}", file=sys.stderr)
+            from fredica_app.display import shown  # imported only when there is an error to say
+
+            # One line: a name the message quotes may hold a newline or a terminal's escape.
+            print(f"fredica: error: {shown(str(exc))}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             return 130
@@ -336,7 +339,10 @@ async def _main(args: argparse.Namespace) -> int:
             await endpoints.stop()
         raise
     if app.settings_problem:
-        print(f"fredica: warning: {app.settings_problem}", file=sys.stderr)
+        from fredica_app.display import shown
+
+        # One line: the problem may quote a key of the file holding a newline or an escape.
+        print(f"fredica: warning: {shown(app.settings_problem)}", file=sys.stderr)
     try:
         return await run(app, args)
     finally:

@@ -53,6 +53,15 @@ def _record(row: sa.Row[Any]) -> MaterialRecord:
     )
 
 
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is UTF-8 text (not a lone surrogate of an undecodable argument)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class LibraryStore:
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
@@ -86,6 +95,8 @@ class LibraryStore:
         return self._get(str(values["id"]))
 
     def get(self, material_id: str) -> MaterialRecord | None:
+        if not _encodable(material_id):  # SQLite refuses it, and no id holds one
+            return None
         with self._engine.connect() as conn:
             row = conn.execute(sa.select(material_t).where(material_t.c.id == material_id)).first()
         return None if row is None else _record(row)

@@ -186,9 +186,7 @@ def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
     :class:`SpecError` naming the file when it cannot be read or is not JSON."""
     where = "standard input" if source == "-" else source
     try:
-        if source == "-":
-            return json.loads(stdin_text or "")
-        return json.loads(Path(source).read_text(encoding="utf-8"))
+        text = (stdin_text or "") if source == "-" else Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"no such spec file: {source}") from None
     except IsADirectoryError:
@@ -200,7 +198,15 @@ def load_spec_file(source: str, stdin_text: str | None = None) -> Any:
             f"{where} is not a workflow spec: not UTF-8 text (to bring a media file into the "
             "library, use `fredica add PATH --template NAME`)"
         ) from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise SpecError(
             f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except ValueError:  # the one other error of a JSON reader: an integer too long to convert
+        raise SpecError(
+            f"{where} is not a workflow spec: it holds a number of more digits than can be read"
+        ) from None
+    except RecursionError:
+        raise SpecError(f"{where} is not a workflow spec: its JSON is nested too deeply") from None

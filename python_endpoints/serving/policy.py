@@ -57,6 +57,7 @@ class JobPolicy:
                 continue
             if (
                 isinstance(value, str)
+                and "\0" not in value  # no file's path; the system refuses to resolve it
                 and self._binary is not None
                 and os.path.realpath(value) == os.path.realpath(self._binary)
             ):

@@ -278,14 +278,20 @@ class Session:
 
     async def _run(self, params: dict[str, Any]) -> None:
         """Run the job and send exactly one final frame: result, error or cancelled."""
-        refused = outside_write_roots(params, self.write_roots) or self.policy.refusal(params)
+        try:
+            refused = outside_write_roots(params, self.write_roots) or self.policy.refusal(params)
+            if refused is None:
+                params = self.policy.fill(params, self.endpoint)
+                # The job's final paths are its own until it has ended and its partial
+                # outputs are removed: another job writing one of them waits.
+                paths = outputs.locked_paths(self.endpoint.name, params)
+        except Exception as exc:  # a check that cannot decide: the job does not run
+            log.exception("%s: checking the job's params failed", self.endpoint.name)
+            refused = f"the job's params could not be checked ({type(exc).__name__}: {exc})"
         if refused is not None:
             await self._finish(Error(error=refused, error_type=ErrorType.PAYLOAD_ERROR))
             return
-        params = self.policy.fill(params, self.endpoint)
-        # The job's final paths are its own until it has ended and its partial outputs are
-        # removed: another job writing one of them waits.
-        self.claim = self.output_locks.claim(outputs.locked_paths(self.endpoint.name, params))
+        self.claim = self.output_locks.claim(paths)
         started = time.monotonic()
         log.info("%s: job started", self.endpoint.name)
         try:
@@ -379,6 +385,8 @@ def outside_write_roots(params: Mapping[str, Any], roots: list[Path] | None) -> 
         value = params.get(key)
         if not isinstance(value, str):
             continue
+        if "\0" in value:  # the system refuses to resolve it; the params model refuses it too
+            return f"{key} {value!r} is not a path: it holds a NUL character"
         target = Path(os.path.realpath(value))
         if not any(target == root or target.is_relative_to(root) for root in roots):
             allowed = ", ".join(str(r) for r in roots)

@@ -105,6 +105,30 @@ async def test_sleep_in_a_child_process_reports_and_returns(
     assert all(f["pausable"] == "always" for f in frames if f["type"] == "progress")
 
 
+async def test_a_check_of_the_params_that_fails_ends_the_job_with_one_error_frame(
+    server: tuple[EndpointServer, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault injected into the checks made before a job runs (the write roots, the
+    policy): before, the job's task died with it and the client waited for ever for a final
+    frame; now one ``PAYLOAD_ERROR`` says what failed, and the server serves on."""
+    from python_endpoints.serving import policy
+
+    def broken(self: Any, params: Any) -> str | None:
+        raise RuntimeError("a check that cannot decide")
+
+    monkeypatch.setattr(policy.JobPolicy, "refusal", broken)
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.1)
+        frames = await frames_until(ws, "result", "error", "cancelled", within=10)
+    assert frames[-1]["type"] == "error" and frames[-1]["error_type"] == "PAYLOAD_ERROR"
+    assert "could not be checked (RuntimeError: a check that cannot decide)" in frames[-1]["error"]
+    monkeypatch.undo()
+    async with open_task(server[1]) as ws:
+        await start(ws, seconds=0.1)
+        frames = await frames_until(ws, "result", "error")
+    assert frames[-1] == {"type": "result", "result": {"slept": 0.1}}
+
+
 async def test_wrong_or_missing_token_is_refused_at_the_handshake(
     server: tuple[EndpointServer, int],
 ) -> None:
