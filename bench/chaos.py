@@ -59,11 +59,14 @@ FAULTS = ("worker", "server", "child", "stop", "quit", "power")
 #: How often each fault is dealt (weights): enough of each kind in one long run for the
 #: figures docs/reliability.md asks (300 worker, 100 server, 100 child kills, 20 power losses
 #: in 760 cycles).
-WEIGHTS = (6.0, 2.4, 2.6, 0.5, 0.4, 1.0)
+WEIGHTS = (6.0, 2.4, 3.0, 0.5, 0.4, 1.0)
 #: One cycle in this many runs ``watch-folders`` instead of ``worker``…
 WATCH_EVERY = 5
 #: …and one in this many the desktop app (offscreen), whose engine runs in the window.
 GUI_EVERY = 7
+#: How long a ``server`` or ``child`` fault waits for something to kill when there is none
+#: at its moment (the worker still starting, only in-engine tasks running), seconds.
+FIND_TARGET_FOR = 4.0
 #: Error types the chaos itself causes to a template's job (one retry): retried by hand.
 CAUSED = ("SUBPROCESS_CRASHED", "NETWORK_ERROR", "HTTP_ERROR", "TIMEOUT")
 
@@ -112,12 +115,17 @@ def is_server(p: psutil.Process) -> bool:
 
 
 def deal(
-    fault: str, worker: subprocess.Popen[str], data: Path, tally: Tally, rng: random.Random
+    fault: str,
+    worker: subprocess.Popen[str],
+    data: Path,
+    tally: Tally,
+    rng: random.Random,
+    since: float,
 ) -> None:
     """Deal ``fault`` to ``worker`` (running); it has ended when this returns. ``rng`` picks
     the process a ``server`` or ``child`` fault kills (the run's seed decides it)."""
     if fault in ("worker", "power"):
-        tally.redone += running_sleeps(data)
+        tally.redone += running_sleeps(data, since)
     if fault == "worker":
         worker.send_signal(signal.SIGKILL)
     elif fault == "power":
@@ -135,13 +143,15 @@ def deal(
         time.sleep(0.5)
         worker.send_signal(signal.SIGTERM)
     else:
-        below = descendants(worker.pid)
-        servers = [p for p in below if is_server(p)]
-        if fault == "server":
-            targets = servers
-        else:
-            jobs = [p for s in servers for p in descendants(s.pid)]
-            targets = [p for p in jobs if "resource_tracker" not in " ".join(_cmdline(p))]
+        # At the moment dealt, or as soon after as there is one (at most a few seconds).
+        deadline = time.monotonic() + FIND_TARGET_FOR
+        while not (targets := _targets(fault, worker)) and time.monotonic() < deadline:
+            if worker.poll() is not None:
+                break
+            time.sleep(0.05)
+        ffmpegs = [p for p in targets if "ffmpeg" in Path((_cmdline(p) or ["?"])[0]).name]
+        if ffmpegs and rng.random() < 0.5:
+            targets = ffmpegs  # short-lived on these clips: taken when there is one
         if not targets:
             tally.missed[fault] += 1
             worker.send_signal(signal.SIGKILL)
@@ -164,10 +174,27 @@ def deal(
         worker.wait(30)
 
 
-def running_sleeps(data: Path) -> list[float]:
-    """Seconds since each running SLEEP's last saved progress: what a kill now makes it redo."""
+def _targets(fault: str, worker: subprocess.Popen[str]) -> list[psutil.Process]:
+    """What a ``server`` fault kills (the worker's endpoints server), or a ``child`` fault (a
+    process of that server: a job's child, an ffmpeg, the fork server)."""
+    servers = [p for p in descendants(worker.pid) if is_server(p)]
+    if fault == "server":
+        return servers
+    jobs = [p for s in servers for p in descendants(s.pid)]
+    return [p for p in jobs if "resource_tracker" not in " ".join(_cmdline(p))]
+
+
+def running_sleeps(data: Path, since: float) -> list[float]:
+    """Seconds since each SLEEP the worker started at ``since`` runs saved its progress: what
+    a kill now makes it redo. (A row left ``running`` by an earlier kill, not yet recovered,
+    is not this kill's doing.)"""
     now = time.time()
-    rows = query(data, "SELECT heartbeat_at FROM task WHERE status = 'running' AND type = 'SLEEP'")
+    rows = query(
+        data,
+        "SELECT heartbeat_at FROM task WHERE status = 'running' AND type = 'SLEEP' "
+        "AND claimed_at >= ?",
+        since,
+    )
     return [max(0.0, now - at) for (at,) in rows if at is not None]
 
 
@@ -258,12 +285,13 @@ def run(seed: int, cycles: int, runs: int, clips: int, root: Path) -> Tally:
             if cycle % WATCH_EVERY == WATCH_EVERY - 1:
                 tally.watch_cycles += 1
                 process = start(data, *_watch_args(work))
+                filling = work.fill_watch(1.2)
             elif cycle % GUI_EVERY == GUI_EVERY - 1:
                 tally.gui_cycles += 1
                 process = start(data, "gui")
-                filling = work.fill_watch(1.2)
             else:
                 process = start(data, "worker", "--max-workers", "3")
+            since = time.time()
             time.sleep(rng.uniform(0.3, 2.5))
             if process.poll() is not None:  # it failed: say how
                 _, err = process.communicate()
@@ -271,7 +299,7 @@ def run(seed: int, cycles: int, runs: int, clips: int, root: Path) -> Tally:
                     f"cycle {cycle}: {process.args[3]} exited {process.returncode}: {err[-300:]}"
                 )
             else:
-                deal(fault, process, data, tally, rng)
+                deal(fault, process, data, tally, rng, since)
             if filling is not None:
                 filling.join()
             check_cycle(data, seen, cycle, tally.violations)
