@@ -8,7 +8,7 @@ and whether the bar looks live; no percent draws a busy bar.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -23,11 +23,15 @@ from fredica_app.gui.models import PROGRESS_ROLE, ProgressCell
 # Full enum spellings, looked up once (paint runs for every visible bar on every repaint).
 _PANEL = QStyle.PrimitiveElement.PE_PanelItemViewItem
 _BAR = QStyle.ControlElement.CE_ProgressBar
+_CONTENTS = QStyle.SubElement.SE_ProgressBarContents
 _ENABLED = QStyle.StateFlag.State_Enabled
 _HORIZONTAL = QStyle.StateFlag.State_Horizontal
 _CENTER = Qt.AlignmentFlag.AlignCenter
 _ELIDE = Qt.TextElideMode.ElideRight
 _DISABLED = QPalette.ColorGroup.Disabled
+_TEXT = QPalette.ColorRole.Text
+_ON_FILL = QPalette.ColorRole.HighlightedText
+_RTL = Qt.LayoutDirection.RightToLeft
 #: Space between the bar and the cell's edges, in pixels.
 MARGIN = 2
 #: Room the style keeps around the label inside the bar.
@@ -71,11 +75,38 @@ class ProgressDelegate(QStyledItemDelegate):
         else:
             bar.maximum = 100
             bar.progress = round(min(100.0, max(0.0, cell.percent)))
-        width = bar.rect.width() - _TEXT_PADDING
-        bar.text = option.fontMetrics.elidedText(cell.label, _ELIDE, width)
-        bar.textVisible = True
-        bar.textAlignment = _CENTER
+        # The bar without its text, then the label drawn here: the style draws it twice (light
+        # over the filled part, dark over the rest) at positions that need not agree, so that
+        # "1 / 2" came out garbled. Here both halves are one text at one place, each clipped to
+        # its side of the fill.
+        bar.textVisible = False
         style.drawControl(_BAR, bar, painter, widget)
+        width = bar.rect.width() - _TEXT_PADDING
+        text = option.fontMetrics.elidedText(cell.label, _ELIDE, width)
+        if text:
+            contents = style.subElementRect(_CONTENTS, bar, widget)
+            self._label(painter, bar, contents, text)
+
+    @staticmethod
+    def _label(painter: QPainter, bar: QStyleOptionProgressBar, contents: QRect, text: str) -> None:
+        """``text`` centred on the bar, light where the fill is under it and dark elsewhere:
+        the fill measured as the style draws it, inside the bar's contents rect."""
+        rect = bar.rect
+        filled = 0 if bar.maximum <= 0 else contents.width() * bar.progress // bar.maximum
+        done = QRect(contents)
+        done.setWidth(filled)
+        if bar.direction == _RTL:
+            done.moveRight(contents.right())
+        palette = bar.palette
+        painter.save()
+        painter.setClipRect(rect)
+        painter.setPen(palette.color(_TEXT))
+        painter.drawText(rect, _CENTER, text)
+        if filled > 0:
+            painter.setClipRect(done)
+            painter.setPen(palette.color(_ON_FILL))
+            painter.drawText(rect, _CENTER, text)
+        painter.restore()
 
     def sizeHint(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex

@@ -28,6 +28,7 @@ from PySide6.QtGui import QColor
 from fredica_app.display import clock, task_state
 from fredica_app.gui.table import DISPLAY, Index, RecordTableModel, Row
 from fredica_app.views.eta import UNKNOWN, SpeedMeter, format_eta
+from fredica_app.views.progress_label import bar_label
 from fredica_app.views.queue_state import Badge, badge
 from workers.records import RunRecord, TaskRecord
 from workers.states import ACTIVE, RunStatus, TaskStatus
@@ -244,8 +245,7 @@ def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:
 
 
 def _cell(percent: float, text: str, active: bool) -> ProgressCell:
-    label = f"{percent:.0f} %"
-    return ProgressCell(percent, f"{label} · {text}" if text else label, active)
+    return ProgressCell(percent, bar_label(percent, text), active)
 
 
 class RunTableModel(RecordTableModel):
