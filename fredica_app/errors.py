@@ -4,7 +4,7 @@ module re-exports them beside the application's, so callers import from one plac
 ::
 
     FredicaError                      (workers.errors)
-    ├── SpecError, NotFound, InvalidState
+    ├── SpecError, NotFound (AmbiguousId: the beginning of several ids), InvalidState
     ├── DatabaseError
     │   ├── NotAFredicaDatabase, DatabaseTooNew, DatabaseCorrupt, DatabaseLocked
 │   ├── StoreUnavailable          the database cannot be written (or failed under a write)
@@ -18,6 +18,7 @@ module re-exports them beside the application's, so callers import from one plac
 from __future__ import annotations
 
 from workers.errors import (
+    AmbiguousId,
     DatabaseCorrupt,
     DatabaseError,
     DatabaseLocked,
@@ -31,6 +32,7 @@ from workers.errors import (
 )
 
 __all__ = [
+    "AmbiguousId",
     "DataDirError",
     "DatabaseCorrupt",
     "DatabaseError",

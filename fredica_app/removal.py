@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fredica_app.errors import InvalidState, NotFound, SpecError
+from fredica_app.errors import AmbiguousId, InvalidState, NotFound, SpecError
 from fredica_app.library.importer import material_dir
 from fredica_app.library.store import MaterialRecord
 from fredica_app.services import Fredica
@@ -69,7 +69,9 @@ async def remove(app: Fredica, some_id: str, *, outputs: bool = False) -> Remova
     if material is not None:
         return await _remove_material(app, material, outputs)
     try:
-        run = await app.store.get_run(some_id)
+        run = await app.store.get_run(some_id)  # or the one run its id begins with
+    except AmbiguousId:
+        raise
     except NotFound:
         raise NotFound(
             f"no material or run with id {some_id!r} (`fredica materials` and `fredica runs` "

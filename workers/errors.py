@@ -5,6 +5,7 @@
     FredicaError                  base of every error a user may see (fredica_app adds its own)
     ├── SpecError                 a workflow spec that cannot be run; nothing was written
     ├── NotFound                  no task or run with that id
+    │   └── AmbiguousId           the beginning of several ids (they are listed)
     ├── InvalidState              the task or run is not in a state that allows the request
     ├── CursorExpired             the changes since a cursor can no longer all be told
     └── DatabaseError             the database cannot be used as it is
@@ -32,6 +33,10 @@ class SpecError(FredicaError, ValueError):
 
 class NotFound(FredicaError, LookupError):
     """No task or run with that id."""
+
+
+class AmbiguousId(NotFound):
+    """An id's beginning that several runs or tasks start with: the message lists them."""
 
 
 class InvalidState(FredicaError):

@@ -37,7 +37,8 @@ async def cmd_watch(app: Fredica, args: argparse.Namespace) -> int:
     queries = Queries(app.store)
     stop = asyncio.Event()
     with on_signals(lambda _sig: stop.set()):
-        watching = asyncio.create_task(_watch(queries, args.run_id, show))
+        run_id = None if args.run_id is None else (await app.store.get_run(args.run_id)).id
+        watching = asyncio.create_task(_watch(queries, run_id, show))
         stopped = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({watching, stopped}, return_when=asyncio.FIRST_COMPLETED)

@@ -132,6 +132,45 @@ def test_control_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert json.loads(out)["status"] == "completed"
 
 
+def test_every_verb_takes_the_ids_beginning_the_window_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The window and ``fredica runs`` show an id's first 8 characters; each verb takes
+    them (before: "no run e5ff0766"). A beginning of several ids is one line listing them."""
+    code, out, _ = fredica(capsys, tmp_path, "submit", write_spec(tmp_path, SPEC), "--json")
+    submitted = json.loads(out)
+    run, a = submitted["run_id"], submitted["task_ids"]["a"]
+    code, out, err = fredica(capsys, tmp_path, "pause", a[:8], "--json")
+    assert (code, json.loads(out)["changed"]) == (0, [a]), err
+    code, out, _ = fredica(capsys, tmp_path, "resume", a[:8], "--json")
+    assert json.loads(out)["changed"] == [a]
+    code, out, _ = fredica(capsys, tmp_path, "cancel", run[:8], "--json")
+    assert len(json.loads(out)["changed"]) == 3
+    code, out, _ = fredica(capsys, tmp_path, "retry", run[:8], "--json")
+    assert len(json.loads(out)["changed"]) == 3
+    assert fredica(capsys, tmp_path, "worker", "--until-idle")[0] == 0
+    code, out, _ = fredica(capsys, tmp_path, "run", run[:8], "--json")
+    assert (code, json.loads(out)["id"], json.loads(out)["status"]) == (0, run, "completed")
+    code, out, err = fredica(capsys, tmp_path, "remove", run[:8])
+    assert code == 0, err
+    code, _, err = fredica(capsys, tmp_path, "run", run[:8])
+    assert code == 1 and f"no run {run[:8]}" in err
+    # Enough runs that some first character begins several of their ids.
+    for _ in range(20):
+        fredica(
+            capsys,
+            tmp_path,
+            "submit",
+            write_spec(tmp_path, {"tasks": [{"key": "n", "type": "NOOP"}]}),
+        )
+    code, out, _ = fredica(capsys, tmp_path, "runs", "--json")
+    firsts = [r["id"][0] for r in json.loads(out)]
+    shared = next(c for c in firsts if firsts.count(c) > 1)
+    code, _, err = fredica(capsys, tmp_path, "run", shared)
+    assert code == 1 and err.count("\n") == 1
+    assert f"{shared!r} is the beginning of more than one run id: " in err and "type more" in err
+
+
 def test_unknown_ids_and_bad_states_are_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

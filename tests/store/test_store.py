@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from workers.db import create_sqlite_engine
-from workers.errors import InvalidState, NotFound, SpecError
+from workers.errors import AmbiguousId, InvalidState, NotFound, SpecError
 from workers.records import CreatedRun
 from workers.spec import TaskSpec, parse_spec, prepare_run, prepare_tasks
 from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
@@ -628,6 +629,34 @@ async def test_group_commit_completes_each_with_its_own_fence(
     done = await store.complete_many([(a.id, a.lease_token, {"a": 1}), (b.id, "stale", {"b": 1})])
     assert done == [True, False]
     assert (await store.get_task(created.task_ids["c"])).unmet_deps == 1
+
+
+async def test_the_beginning_of_an_id_names_its_run_or_task_when_only_one_starts_so(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """The window and ``fredica runs`` show an id's first 8 characters: those (or fewer, or
+    more) name the one run or task whose id starts with them; several are listed; what
+    starts no id, or holds a LIKE wildcard, is not found."""
+    created = await submit(store, registry, [noop(f"t{i}") for i in range(40)])
+    run = await store.get_run(created.run_id[:8])
+    assert run.id == created.run_id
+    task_id = created.task_ids["t0"]
+    assert (await store.get_task(task_id[:10])).id == task_id
+    assert (await store.find(task_id[:12])).id == task_id
+    # 40 ids over 16 first characters: some first character begins several of them.
+    first = Counter(t[0] for t in created.task_ids.values()).most_common(1)[0][0]
+    starting = sorted(t for t in created.task_ids.values() if t[0] == first)
+    listed = ", ".join(starting[:5]) + (", …" if len(starting) > 5 else "")
+    with pytest.raises(AmbiguousId) as caught:
+        await store.get_task(first)
+    assert str(caught.value) == (
+        f"{first!r} is the beginning of more than one task id: {listed}; type more of it"
+    )
+    with pytest.raises(AmbiguousId, match="run or task id"):
+        await store.find(first)
+    for nothing in ("zzzz", "%", "_", ""):
+        with pytest.raises(NotFound):
+            await store.get_task(nothing)
 
 
 async def test_reads_of_unknown_ids_say_so(store: TaskStore) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from workers import states
-from workers.errors import NotFound
+from workers.errors import AmbiguousId, NotFound
 from workers.records import (
     EventRecord,
     HeartbeatOutcome,
@@ -41,7 +41,7 @@ class ReadsMixin(StoreBase):
             raise NotFound(f"no task {task_id!r}")
         row = conn.execute(sa.select(task_t).where(task_t.c.id == task_id)).mappings().first()
         if row is None:
-            raise NotFound(f"no task {task_id}")
+            row = _one(_starting(conn, task_t, task_id), task_id, "task")
         return _task_record(row)
 
     async def get_run(self, run_id: str) -> RunRecord:
@@ -52,7 +52,7 @@ class ReadsMixin(StoreBase):
             raise NotFound(f"no run {run_id!r}")
         row = conn.execute(sa.select(run_t).where(run_t.c.id == run_id)).mappings().first()
         if row is None:
-            raise NotFound(f"no run {run_id}")
+            row = _one(_starting(conn, run_t, run_id), run_id, "run")
         return RunRecord.from_row(row)
 
     async def find(self, some_id: str) -> TaskRecord | RunRecord:
@@ -60,14 +60,21 @@ class ReadsMixin(StoreBase):
         return await self._read(self._find_tx, some_id)
 
     def _find_tx(self, conn: sa.Connection, some_id: str) -> TaskRecord | RunRecord:
-        try:
-            return self._get_run_tx(conn, some_id)
-        except NotFound:
-            pass
-        try:
-            return self._get_task_tx(conn, some_id)
-        except NotFound:
-            raise NotFound(f"no task or run with id {some_id!r}") from None
+        if not _is_text(some_id):
+            raise NotFound(f"no task or run with id {some_id!r}")
+        for table in (run_t, task_t):
+            exact = conn.execute(sa.select(table).where(table.c.id == some_id)).mappings().first()
+            if exact is not None:
+                return RunRecord.from_row(exact) if table is run_t else _task_record(exact)
+        runs = _starting(conn, run_t, some_id)
+        tasks = _starting(conn, task_t, some_id)
+        if len(runs) + len(tasks) > 1:
+            _one([*runs, *tasks], some_id, "run or task")
+        if runs:
+            return RunRecord.from_row(runs[0])
+        if tasks:
+            return _task_record(tasks[0])
+        raise NotFound(f"no task or run with id {some_id!r}")
 
     async def list_runs(
         self, limit: int | None = 1000, *, material_id: str | None = None
@@ -252,3 +259,36 @@ def _is_text(some_id: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+#: How many ids an ambiguous beginning lists.
+CANDIDATES = 5
+
+
+def _starting(conn: sa.Connection, table: sa.Table, prefix: str) -> list[Any]:
+    """The rows of ``table`` whose id starts with ``prefix`` (a few more than are listed: the
+    ids the window and ``fredica runs`` show are their first 8 characters). A range on the
+    primary key, not LIKE: ``%`` and ``_`` in what was typed mean themselves."""
+    if not prefix:
+        return []
+    query = (
+        sa.select(table)
+        .where(table.c.id >= prefix, table.c.id < prefix + "\U0010ffff")
+        .order_by(table.c.id)
+        .limit(CANDIDATES + 1)
+    )
+    return list(conn.execute(query).mappings())
+
+
+def _one(rows: list[Any], prefix: str, kind: str) -> Any:
+    """The one row an id's beginning names, or :class:`NotFound` (none) or
+    :class:`AmbiguousId` (several: listed, with what to do)."""
+    if len(rows) == 1:
+        return rows[0]
+    if not rows:
+        raise NotFound(f"no {kind} {prefix}")
+    listed = ", ".join(str(r["id"]) for r in rows[:CANDIDATES])
+    more = ", …" if len(rows) > CANDIDATES else ""
+    raise AmbiguousId(
+        f"{prefix!r} is the beginning of more than one {kind} id: {listed}{more}; type more of it"
+    )
