@@ -117,6 +117,22 @@ def task_progress(task: TaskRecord) -> str:
     return f"{100.0 if task.status is TaskStatus.COMPLETED else task.progress:.1f} %"
 
 
+def task_note(task: TaskRecord) -> str | None:
+    """What a finished job left to be read (its result's ``note``): an input shorter than its
+    header said, a contact sheet of fewer frames… None when it left none."""
+    note = (task.result or {}).get("note") if task.status is TaskStatus.COMPLETED else None
+    return note.strip() or None if isinstance(note, str) else None
+
+
+def note_lines(tasks: Iterable[TaskRecord]) -> list[str]:
+    """``warning: KEY: NOTE``, one line per task that finished with a note."""
+    return [
+        f"warning: {shown(t.key or t.id[:8])}: {shown(note)}"
+        for t in tasks
+        if (note := task_note(t)) is not None
+    ]
+
+
 def task_outputs(task: TaskRecord) -> list[str]:
     """The files its result names (a skipped task's too: they are what it would have made)."""
     outputs = (task.result or {}).get("outputs")
@@ -150,6 +166,8 @@ def run_lines(
     for task, line in zip(tasks, rendered[1:], strict=True):
         lines.append("  " + line)
         lines += [f"      → {path}" for path in task_outputs(task)]
+        if (note := task_note(task)) is not None:
+            lines.append(f"      warning: {shown(note)}")
     return lines
 
 
@@ -217,6 +235,8 @@ def runs_lines(
         status = r.status.value
         if p is not None and p.held and r.status not in _FINISHED_RUN:
             status += " (held)"
+        if p is not None and p.notes:
+            status += " (warning)" if p.notes == 1 else f" ({p.notes} warnings)"
         tasks = f"{r.done_tasks}/{r.total_tasks}"
         if r.failed_tasks:
             tasks += f", {r.failed_tasks} failed"

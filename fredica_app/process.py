@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from fredica_app.display import task_columns, task_label, task_outputs, task_state
+from fredica_app.display import note_lines, task_columns, task_label, task_outputs, task_state
 from fredica_app.errors import DatabaseLocked, MediaImportError
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries
@@ -277,6 +277,9 @@ async def _follow(
             if all(is_terminal(t.status) for ts in tasks.values() for t in ts):
                 break
             await follower.wait(POLL, interrupts.event)
+    # What the jobs left to be read (an input shorter than its header said…), once, at the end.
+    for line in note_lines(t for ts in follower.tasks.values() for t in ts):
+        console.print(line, style="yellow", markup=False, highlight=False)
     return ended_by
 
 

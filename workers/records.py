@@ -107,6 +107,8 @@ class RunProgress:
     progress_sum: float = 0.0
     #: Its unfinished tasks that are held (paused).
     held: int = 0
+    #: Its completed tasks whose result holds a note for the user (``result.note``).
+    notes: int = 0
 
     @property
     def fraction(self) -> float | None:

@@ -19,7 +19,7 @@ from collections import Counter
 from fredica_app.cli.shapes import print_json
 from fredica_app.desktop import power
 from fredica_app.desktop.power import CommandRunner, WhenDone
-from fredica_app.display import finished_run_line, worker_summary
+from fredica_app.display import finished_run_line, note_lines, worker_summary
 from fredica_app.doctor import diagnose
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica
@@ -170,7 +170,10 @@ class FinishedRuns:
         ids = [run.material_id] if run.material_id else []
         titles = await asyncio.to_thread(self.app.library.titles, ids)
         self.statuses[run.status.value] += 1
-        print(finished_run_line(run, progress, titles.get(run.material_id or "")), flush=True)
+        lines = [finished_run_line(run, progress, titles.get(run.material_id or ""))]
+        if progress is not None and progress.notes:  # what its jobs left to be read
+            lines += ["  " + line for line in note_lines(await self.app.store.list_tasks(run_id))]
+        print("\n".join(lines), flush=True)
 
     async def drain(self) -> None:
         """Wait for the lines still being read."""

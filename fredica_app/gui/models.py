@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QIcon
+from PySide6.QtWidgets import QApplication, QStyle
 
-from fredica_app.display import clock, task_state
+from fredica_app.display import clock, task_note, task_state
 from fredica_app.gui.table import DISPLAY, Index, RecordTableModel, Row
 from fredica_app.views.eta import UNKNOWN, SpeedMeter, format_eta
 from fredica_app.views.progress_label import bar_label
@@ -37,6 +38,8 @@ from workers.states import ACTIVE, RunStatus, TaskStatus
 TOOLTIP = Qt.ItemDataRole.ToolTipRole
 ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
 FOREGROUND = Qt.ItemDataRole.ForegroundRole
+DECORATION = Qt.ItemDataRole.DecorationRole
+_WARNING = QStyle.StandardPixmap.SP_MessageBoxWarning
 #: The progress column's :class:`ProgressCell`.
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 #: The row's record, on any column.
@@ -143,7 +146,10 @@ class TaskTableModel(RecordTableModel):
         if role == FOREGROUND:
             return _BADGE_COLOURS.get(self._badge(row.record)) if column == self.STATE else None
         if role == TOOLTIP:
-            return task_state(row.record)
+            note = task_note(row.record)
+            return task_state(row.record) + (f"\n⚠ {note}" if note else "")
+        if role == DECORATION:
+            return _warning_icon() if column == self.STATE and task_note(row.record) else None
         if role == RECORD_ROLE:
             return row.record
         return None
@@ -189,10 +195,15 @@ class TaskTableModel(RecordTableModel):
         if task.attempt:
             tries = task.max_retries + 1
             attempt = f"{task.attempt} / {tries}" if task.attempt <= tries else str(task.attempt)
+        # A job that finished with a note for the user (an input shorter than its header
+        # said…): its state says so, the icon and the tooltip say what.
+        state = badge_text(shown)
+        if task_note(task):
+            state += " · " + QCoreApplication.translate("TaskTableModel", "see the note")
         return (
             task.key or task.id[:8],
             task.type,
-            badge_text(shown),
+            state,
             cell.label,
             attempt,
             eta,
@@ -223,6 +234,12 @@ class TaskTableModel(RecordTableModel):
     def forget(self, row: Row) -> None:
         self._meters.pop(row.id, None)
         self._progress.pop(row.id, None)
+
+
+def _warning_icon() -> QIcon:
+    app = QApplication.instance()
+    style = app.style() if isinstance(app, QApplication) else None
+    return style.standardIcon(_WARNING) if style is not None else QIcon()
 
 
 def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:

@@ -119,6 +119,37 @@ def test_following_a_run_draws_a_task_again_only_when_it_changed(
     assert len(last) == 2  # PROBE and TRANSCODE_MP4, each drawn
 
 
+def test_a_note_a_job_leaves_is_a_warning_in_process_runs_run_and_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated input is transcoded as far as it goes, and its result says so: before,
+    ``process`` printed "done in 0.2 s" and nothing else. Now: a ``warning:`` line at the
+    end of ``process``, a mark in ``runs``, the note under its task in ``run``, and a
+    ``warning:`` line under the run's line in ``worker``."""
+    data = tmp_path / "data"
+    clip = make_sample(tmp_path / "cut.mkv", 6.0, kind="corrupt", size=(160, 120))
+    code, _, err = fredica(capsys, data, "process", str(clip), "--template", "transcode_mp4")
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1, err
+    assert warnings[0].startswith("warning: transcode: the input is shorter than its header")
+    code, out, _ = fredica(capsys, data, "runs")
+    assert "completed (warning)" in out
+    code, out, _ = fredica(capsys, data, "runs", "--json")
+    run_id = json.loads(out)[0]["id"]
+    code, out, _ = fredica(capsys, data, "run", run_id[:8])
+    assert "      warning: the input is shorter than its header" in out
+    # The same file again through `add` and `worker`: the warning under the run's line.
+    again = tmp_path / "again.mkv"
+    again.write_bytes(clip.read_bytes() + b"\0")  # another file (the library keeps one per content)
+    fredica(capsys, data, "add", str(again), "--template", "transcode_mp4")
+    code, out, err = fredica(capsys, data, "worker", "--until-idle")
+    assert code == 0, err
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("completed"))
+    assert lines[at + 1].startswith("  warning: transcode: the input is shorter"), out
+
+
 def test_process_of_a_file_that_is_not_media_fails_clearly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,14 +29,15 @@ async def app(tmp_path: Path) -> AsyncIterator[Fredica]:
 
 
 async def _runs_of_every_kind(app: Fredica) -> list[str]:
-    """A completed run with a material, a failed one (its second task cancelled by the
+    """A completed run with a material (one of its tasks left a note), a failed one (its second task cancelled by the
     cascade), one with a held task, one running part-way, one not started."""
     film = app.library.add(source="/media/Film.mkv", title="Film", local_path=None, kind="video")
     talk = app.library.add(source="/media/Talk.mkv", title="Talk", local_path=None, kind="video")
     store = app.store
-    done = await submit_chain(app, film.id, "a")
-    [c] = await store.claim("w", limit=1)
-    await store.complete(c.id, c.lease_token)
+    done = await submit_chain(app, film.id, "a", "b", "c")
+    for note in ("the input is shorter than its header claims", "", None):  # one note only
+        [c] = await store.claim("w", limit=1)
+        await store.complete(c.id, c.lease_token, {"note": note})
     failed = await submit_chain(app, talk.id, "a", "b")
     [c] = await store.claim("w", limit=1)
     await store.fail(c.id, c.lease_token, "broken", ErrorType.PAYLOAD_ERROR)
@@ -67,6 +68,7 @@ async def test_the_plain_read_gives_what_the_stores_give(app: Fredica) -> None:
     assert {r.status.value for r in runs} == {"completed", "failed", "pending", "running"}
     assert sorted(titles.values()) == ["Film", "Talk"]
     assert progress[ids[2]].held == 1 and progress[ids[1]].live_tasks == 0
+    assert progress[ids[0]].notes == 1 and progress[ids[3]].notes == 0
     assert progress[ids[3]].progress_sum == 40.0 and progress[ids[3]].started_at is not None
 
 

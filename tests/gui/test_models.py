@@ -169,6 +169,29 @@ def test_cells_say_what_the_task_is_doing(qtmodeltester: Any) -> None:
     assert cell(model, 0, T.ETA) == "—"
 
 
+def test_a_task_that_finished_with_a_note_is_marked_and_says_it(
+    qtmodeltester: Any, qapp: Any
+) -> None:
+    """A job's note (an input shorter than its header said): the state says to see it, a
+    warning icon marks it, the tooltip holds it; a task without one has neither."""
+    model = TaskTableModel()
+    note = "the input is shorter than its header claims: it holds 1.87 s"
+    model.load(
+        [
+            make_task(0, status=TaskStatus.COMPLETED, progress=100.0, result={"note": note}),
+            make_task(1, status=TaskStatus.COMPLETED, progress=100.0, result={"note": None}),
+        ]
+    )
+    qtmodeltester.check(model)
+    T = TaskTableModel
+    assert cell(model, 0, T.STATE) == "done · see the note"
+    assert cell(model, 1, T.STATE) == "done"
+    assert not cell(model, 0, T.STATE, Qt.ItemDataRole.DecorationRole).isNull()
+    assert cell(model, 1, T.STATE, Qt.ItemDataRole.DecorationRole) is None
+    assert note in cell(model, 0, T.STATE, Qt.ItemDataRole.ToolTipRole)
+    assert "⚠" not in cell(model, 1, T.STATE, Qt.ItemDataRole.ToolTipRole)
+
+
 def test_a_batch_changes_only_its_rows_once_each() -> None:
     model = TaskTableModel()
     model.load([make_task(n) for n in range(100)])

@@ -102,6 +102,10 @@ class ReadsMixin(StoreBase):
     def _run_progress_tx(self, conn: sa.Connection, run_ids: list[str]) -> dict[str, RunProgress]:
         status = task_t.c.status
         live = status.notin_((S.FAILED, S.CANCELLED))
+        # A completed task whose result holds a note for the user.
+        noted = (status == S.COMPLETED) & (
+            sa.func.coalesce(task_t.c.result["note"].as_string(), "") != ""
+        )
         rows = conn.execute(
             sa.select(
                 task_t.c.workflow_run_id,
@@ -111,12 +115,15 @@ class ReadsMixin(StoreBase):
                     sa.case((status == S.COMPLETED, 100.0), (live, task_t.c.progress), else_=0.0)
                 ),
                 sa.func.sum(sa.case((status.in_(states.ACTIVE) & task_t.c.is_paused, 1), else_=0)),
+                sa.func.sum(sa.case((noted, 1), else_=0)),
             )
             .where(task_t.c.workflow_run_id.in_(run_ids))
             .group_by(task_t.c.workflow_run_id)
         ).all()
         return {
-            r[0]: RunProgress(r[1], int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0))
+            r[0]: RunProgress(
+                r[1], int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0), int(r[5] or 0)
+            )
             for r in rows
         }
 

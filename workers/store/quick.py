@@ -31,7 +31,9 @@ RUN_PROGRESS_SQL = (
     f"SUM(CASE WHEN {_LIVE} THEN 1 ELSE 0 END), "
     f"SUM(CASE WHEN status = '{TaskStatus.COMPLETED.value}' THEN 100.0 "
     f"WHEN {_LIVE} THEN progress ELSE 0.0 END), "
-    f"SUM(CASE WHEN status IN ({_quoted(states.ACTIVE)}) AND is_paused THEN 1 ELSE 0 END) "
+    f"SUM(CASE WHEN status IN ({_quoted(states.ACTIVE)}) AND is_paused THEN 1 ELSE 0 END), "
+    f"SUM(CASE WHEN status = '{TaskStatus.COMPLETED.value}' "
+    "AND COALESCE(json_extract(result, '$.note'), '') != '' THEN 1 ELSE 0 END) "
     "FROM task WHERE workflow_run_id IN ({marks}) GROUP BY workflow_run_id"
 )
 
@@ -58,9 +60,9 @@ def run_progress(conn: sqlite3.Connection, run_ids: Collection[str]) -> dict[str
     out = {}
     for chunk in id_chunks(run_ids):
         sql = RUN_PROGRESS_SQL.format(marks=", ".join("?" * len(chunk)))
-        for run_id, started, live, progress, held in conn.execute(sql, chunk):
+        for run_id, started, live, progress, held, notes in conn.execute(sql, chunk):
             out[run_id] = RunProgress(
-                started, int(live or 0), float(progress or 0.0), int(held or 0)
+                started, int(live or 0), float(progress or 0.0), int(held or 0), int(notes or 0)
             )
     return out
 

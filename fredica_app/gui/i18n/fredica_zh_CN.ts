@@ -1978,6 +1978,10 @@
         <translation>运行</translation>
     </message>
     <message>
+        <source>see the note</source>
+        <translation>请查看备注</translation>
+    </message>
+    <message>
         <source>starting</source>
         <translation>正在启动</translation>
     </message>
