@@ -193,11 +193,15 @@ class TaskTableModel(RecordTableModel):
             eta = format_eta(meter.eta) if meter is not None else UNKNOWN
         attempt = ""
         if task.attempt:
-            tries = task.max_retries + 1
-            attempt = f"{task.attempt} / {tries}" if task.attempt <= tries else str(task.attempt)
+            # The attempts the user's retries allow, as spent: a failure spends one, a restart
+            # of Fredica under the task does not (it is told in the state instead).
+            tries, spent = task.max_retries + 1, task.retry_count + 1
+            attempt = f"{spent} / {tries}" if spent <= tries else str(spent)
         # A job that finished with a note for the user (an input shorter than its header
         # said…): its state says so, the icon and the tooltip say what.
         state = badge_text(shown)
+        if task.interruptions and shown not in _ENDED_BADLY:
+            state += " · " + QCoreApplication.translate("TaskTableModel", "resumed after a restart")
         if task_note(task):
             state += " · " + QCoreApplication.translate("TaskTableModel", "see the note")
         return (
@@ -234,6 +238,10 @@ class TaskTableModel(RecordTableModel):
     def forget(self, row: Row) -> None:
         self._meters.pop(row.id, None)
         self._progress.pop(row.id, None)
+
+
+#: Badges that say already how a task ended badly: a restart under it is not news there.
+_ENDED_BADLY = frozenset({Badge.INTERRUPTED, Badge.FAILED, Badge.CANCELLED})
 
 
 def _warning_icon() -> QIcon:

@@ -25,9 +25,8 @@ def make_task(n: int, **fields: Any) -> TaskRecord:
 
 
 def running(n: int, progress: float, text: str | None = None, **fields: Any) -> TaskRecord:
-    return make_task(
-        n, status=TaskStatus.RUNNING, progress=progress, status_text=text, attempt=1, **fields
-    )
+    fields = {"attempt": 1, **fields}
+    return make_task(n, status=TaskStatus.RUNNING, progress=progress, status_text=text, **fields)
 
 
 def make_run(n: int, **fields: Any) -> RunRecord:

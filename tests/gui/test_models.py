@@ -192,6 +192,27 @@ def test_a_task_that_finished_with_a_note_is_marked_and_says_it(
     assert "⚠" not in cell(model, 1, T.STATE, Qt.ItemDataRole.ToolTipRole)
 
 
+def test_a_restart_under_a_task_is_not_an_attempt_spent(qtmodeltester: Any) -> None:
+    """After Fredica was killed under it and restarted, a task claimed twice has spent one
+    attempt of its two (before: "Attempt 2 / 2", as if its retry were gone), and says it was
+    resumed after a restart; a failure does spend one."""
+    model = TaskTableModel()
+    model.load(
+        [
+            running(0, 30.0, max_retries=1, attempt=2, retry_count=0, interruptions=1),
+            running(1, 30.0, max_retries=1, attempt=2, retry_count=1),
+            make_task(2, status=TaskStatus.FAILED, error_type=ErrorType.INTERRUPTED,
+                      attempt=6, interruptions=6),
+        ]
+    )  # fmt: skip
+    qtmodeltester.check(model)
+    T = TaskTableModel
+    assert [cell(model, r, T.ATTEMPT) for r in range(3)] == ["1 / 2", "2 / 2", "1 / 1"]
+    assert cell(model, 0, T.STATE) == "running · resumed after a restart"
+    assert cell(model, 1, T.STATE) == "running"
+    assert cell(model, 2, T.STATE) == "interrupted"
+
+
 def test_a_batch_changes_only_its_rows_once_each() -> None:
     model = TaskTableModel()
     model.load([make_task(n) for n in range(100)])

@@ -1978,11 +1978,16 @@
         <translation>运行</translation>
     </message>
     <message>
+        <source>resumed after a restart</source>
+        <translation>重启后已恢复</translation>
+    </message>
+    <message>
         <source>see the note</source>
         <translation>请查看备注</translation>
     </message>
     <message>
         <source>starting</source>
+        <extracomment>Badges that say already how a task ended badly: a restart under it is not news there.</extracomment>
         <translation>正在启动</translation>
     </message>
 </context>
