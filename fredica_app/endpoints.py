@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fredica_app.entry import endpoints_server_argv
+from fredica_app.frozen import endpoints_server_argv
 
 if TYPE_CHECKING:
     from workers.executors.websocket import EndpointsAddress

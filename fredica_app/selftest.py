@@ -56,7 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from fredica_app import bundled_report
-from fredica_app.entry import is_frozen
+from fredica_app.frozen import is_frozen
+from fredica_app.selftest_check import REBUILD, CheckFailed
 from fredica_app.version import fredica_version
 
 #: Every check, in the order they run.
@@ -75,8 +76,6 @@ SPEECH_SECONDS = 3.0
 #: The encoded test clip must last this long, within the tolerance (AAC's priming adds a frame).
 CLIP_SECONDS = 1.0
 CLIP_TOLERANCE = 0.25
-#: The rebuild a bundle needs when a part is missing from it.
-REBUILD = "rebuild the bundle with packaging/fredica.spec"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +96,6 @@ class CheckResult:
     @property
     def status(self) -> str:
         return "skipped" if self.skipped else "ok" if self.ok else "FAILED"
-
-
-class CheckFailed(Exception):
-    """A check found something wrong: ``str(exc)`` says what, ``fix`` what to do."""
-
-    def __init__(self, detail: str, fix: str) -> None:
-        super().__init__(detail)
-        self.fix = fix
 
 
 def _fix(bundled: str, source: str) -> str:

@@ -30,9 +30,9 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QApplication
 
-from fredica_app.entry import is_frozen
+from fredica_app.frozen import is_frozen
 from fredica_app.gui.app import I18N_DIR, Translations, make_qapplication
-from fredica_app.selftest import REBUILD, CheckFailed
+from fredica_app.selftest_check import REBUILD, CheckFailed
 
 #: What the window is given to draw itself, shown.
 SETTLE_SECONDS = 0.3
@@ -49,7 +49,7 @@ def qt_version() -> str:
 def show_main_window(data_dir: Path) -> str:
     """Create the QApplication (as the app does), check that the zh_CN translation loads,
     show the main window in it on ``data_dir``, close it. Returns the check's detail; raises
-    :class:`~fredica_app.selftest.CheckFailed`, with what Qt said meanwhile (Qt's messages
+    :class:`~fredica_app.selftest_check.CheckFailed`, with what Qt said meanwhile (Qt's messages
     are kept from the terminal: the offscreen platform warns about what it cannot do)."""
     said: list[str] = []
     with _qt_messages(said):

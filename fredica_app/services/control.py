@@ -3,7 +3,7 @@ and pause or resume the queue. The CLI, ``fredica process`` and the GUI all come
 
 Where the change goes depends on where the engine runs, not on the caller:
 
-- an engine runs in this process (:meth:`Fredica.engine_session`): through its methods, so a
+- an engine runs in this process (`Fredica.engine_session`): through its methods, so a
   task it runs is signalled at once (its executor's cancel or pause channel), without waiting
   for the engine to notice a database write;
 - otherwise through the store: the engine of another process on the data directory (a
@@ -21,13 +21,26 @@ nothing and is not an error.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from pathlib import Path
+from typing import Literal, Protocol, get_args
 
 from workers.engine import WorkerEngine
 from workers.records import RunRecord
+from workers.store import TaskStore
 
-if TYPE_CHECKING:
-    from fredica_app.services.app import Fredica
+
+class Controlled(Protocol):
+    """What control needs of the application (``services.app.Fredica`` is one): named here
+    rather than imported, so that the application and its control do not import each other."""
+
+    @property
+    def running_engine(self) -> WorkerEngine | None: ...
+    @property
+    def store(self) -> TaskStore: ...
+    @property
+    def queue_flag(self) -> Path: ...
+    def set_queue_paused(self, paused: bool) -> None: ...
+
 
 Action = Literal["pause", "resume", "cancel", "retry"]
 #: The actions on a task or a run, in the order the CLI lists them.
@@ -54,7 +67,7 @@ class Control:
     engine is looked up at each call, so one instance serves before, during and after an
     engine session."""
 
-    def __init__(self, app: Fredica) -> None:
+    def __init__(self, app: Controlled) -> None:
         self._app = app
 
     @property

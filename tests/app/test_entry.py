@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from fredica_app import entry
+from fredica_app import entry, frozen
 
 RUN_ENTRY = "import sys; from fredica_app.entry import main; sys.exit(main())"
 
 
 def test_from_source_the_server_is_python_m_python_endpoints() -> None:
-    assert entry.endpoints_server_argv() == [sys.executable, "-m", "python_endpoints"]
+    assert frozen.endpoints_server_argv() == [sys.executable, "-m", "python_endpoints"]
 
 
 def test_frozen_the_server_is_the_bundle_executable_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "frozen", True, raising=False)
-    assert entry.is_frozen()
-    assert entry.endpoints_server_argv() == [sys.executable, entry.ENDPOINTS_SERVER_ARG]
+    assert frozen.is_frozen()
+    assert frozen.endpoints_server_argv() == [sys.executable, frozen.ENDPOINTS_SERVER_ARG]
 
 
 def test_the_server_argument_starts_the_endpoints_server(tmp_path: Path) -> None:
