@@ -29,8 +29,9 @@ async def app(tmp_path: Path) -> AsyncIterator[Fredica]:
 
 
 async def _runs_of_every_kind(app: Fredica) -> list[str]:
-    """A completed run with a material (one of its tasks left a note), a failed one (its second task cancelled by the
-    cascade), one with a held task, one running part-way, one not started."""
+    """A completed run with a material (one of its tasks left a note), a failed one (its
+    second task cancelled by the cascade), one with a held task, one running part-way, one
+    not started."""
     film = app.library.add(source="/media/Film.mkv", title="Film", local_path=None, kind="video")
     talk = app.library.add(source="/media/Talk.mkv", title="Talk", local_path=None, kind="video")
     store = app.store
