@@ -8,7 +8,7 @@ and whether the bar looks live; no percent draws a busy bar.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QSize, Qt
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -75,10 +75,8 @@ class ProgressDelegate(QStyledItemDelegate):
         else:
             bar.maximum = 100
             bar.progress = round(min(100.0, max(0.0, cell.percent)))
-        # The bar without its text, then the label drawn here: the style draws it twice (light
-        # over the filled part, dark over the rest) at positions that need not agree, so that
-        # "1 / 2" came out garbled. Here both halves are one text at one place, each clipped to
-        # its side of the fill.
+        # The bar without its text, then the label drawn here: the style cuts glyphs in two
+        # colours where the fill ends (see _label).
         bar.textVisible = False
         style.drawControl(_BAR, bar, painter, widget)
         width = bar.rect.width() - _TEXT_PADDING
@@ -89,23 +87,40 @@ class ProgressDelegate(QStyledItemDelegate):
 
     @staticmethod
     def _label(painter: QPainter, bar: QStyleOptionProgressBar, contents: QRect, text: str) -> None:
-        """``text`` centred on the bar, light where the fill is under it and dark elsewhere:
-        the fill measured as the style draws it, inside the bar's contents rect."""
+        """``text`` centred on the bar, each character whole in one colour: light when it
+        lies wholly on the fill, dark otherwise (dark reads on the fill too; a glyph cut in
+        two colours where the fill ends lost its light half, and "1 / 2" read as a quote
+        between two digits). The fill is measured as the style draws it, inside the bar's
+        contents rect."""
         rect = bar.rect
+        metrics = bar.fontMetrics
+        width = metrics.horizontalAdvance(text)
+        x = rect.x() + (rect.width() - width) / 2
+        baseline = rect.y() + (rect.height() + metrics.ascent() - metrics.descent()) / 2
+        at = QPointF(x, baseline)
+        # Where the light characters end: after the last one wholly on the fill.
+        cut = x
         filled = 0 if bar.maximum <= 0 else contents.width() * bar.progress // bar.maximum
-        done = QRect(contents)
-        done.setWidth(filled)
-        if bar.direction == _RTL:
-            done.moveRight(contents.right())
+        if filled > 0 and bar.direction != _RTL:
+            edge = contents.x() + filled
+            for end in range(1, len(text) + 1):
+                right = x + metrics.horizontalAdvance(text[:end])
+                if right > edge:
+                    break
+                cut = right
         palette = bar.palette
         painter.save()
-        painter.setClipRect(rect)
+        light = rect.adjusted(0, 0, 0, 0)
+        light.setRight(int(cut))
+        dark = rect.adjusted(0, 0, 0, 0)
+        dark.setLeft(int(cut) + 1 if cut > x else rect.left())
+        painter.setClipRect(dark)
         painter.setPen(palette.color(_TEXT))
-        painter.drawText(rect, _CENTER, text)
-        if filled > 0:
-            painter.setClipRect(done)
+        painter.drawText(at, text)
+        if cut > x:
+            painter.setClipRect(light)
             painter.setPen(palette.color(_ON_FILL))
-            painter.drawText(rect, _CENTER, text)
+            painter.drawText(at, text)
         painter.restore()
 
     def sizeHint(

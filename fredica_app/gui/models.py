@@ -273,27 +273,71 @@ def _cell(percent: float, text: str, active: bool) -> ProgressCell:
     return ProgressCell(percent, bar_label(percent, text), active)
 
 
+#: The workflows' names as a person reads them, by template (an unknown one: its own name).
+TEMPLATE_LABELS = {
+    "transcode_mp4": QT_TRANSLATE_NOOP("Templates", "Make an MP4"),
+    "download_transcode": QT_TRANSLATE_NOOP("Templates", "Download, then make an MP4"),
+    "extract_audio": QT_TRANSLATE_NOOP("Templates", "Extract the audio"),
+    "extract_subtitles": QT_TRANSLATE_NOOP("Templates", "Extract the subtitles"),
+    "thumbnail": QT_TRANSLATE_NOOP("Templates", "Contact sheet"),
+    "media": QT_TRANSLATE_NOOP("Templates", "MP4, audio and subtitles"),
+    "subtitles": QT_TRANSLATE_NOOP("Templates", "Subtitles from speech"),
+    "full": QT_TRANSLATE_NOOP("Templates", "Everything"),
+    "diagnostic": QT_TRANSLATE_NOOP("Templates", "Diagnostic"),
+    "noop_chain": QT_TRANSLATE_NOOP("Templates", "Chain of no-ops"),
+}
+
+
+def template_label(template: str | None) -> str:
+    """A workflow's name for a person: ``Make an MP4`` for ``transcode_mp4``; a run made
+    from a spec (no template), "Tasks"."""
+    if not template:
+        return QCoreApplication.translate("Templates", "Tasks")
+    label = TEMPLATE_LABELS.get(template)
+    return _translate("Templates", label) if label else template
+
+
 class RunTableModel(RecordTableModel):
-    """Runs, one per row: id, template, status, progress (tasks done of all), counts, start."""
+    """Runs, one per row, led by what they are about: the material's title (the file or the
+    URL's name; the run's id only in its tooltip), the workflow, then status, progress (tasks
+    done of all), counts, start. The titles come from the library: :meth:`set_titles`."""
 
     KIND = "run"
     RECORD = RunRecord
     TR_CONTEXT = "RunTableModel"
     HEADERS = (
-        QT_TRANSLATE_NOOP("RunTableModel", "Run"),
-        QT_TRANSLATE_NOOP("RunTableModel", "Template"),
+        QT_TRANSLATE_NOOP("RunTableModel", "File"),
+        QT_TRANSLATE_NOOP("RunTableModel", "Workflow"),
         QT_TRANSLATE_NOOP("RunTableModel", "State"),
         QT_TRANSLATE_NOOP("RunTableModel", "Progress"),
         QT_TRANSLATE_NOOP("RunTableModel", "Tasks"),
         QT_TRANSLATE_NOOP("RunTableModel", "Created"),
     )
-    ID, TEMPLATE, STATE, PROGRESS, TASKS, CREATED = range(6)
+    TITLE, TEMPLATE, STATE, PROGRESS, TASKS, CREATED = range(6)
 
     def __init__(
         self, parent: QObject | None = None, *, now: Callable[[], float] = time.time
     ) -> None:
         super().__init__(parent)
         self._now = now
+        # Material id → title, as the library said (set_titles).
+        self.titles: dict[str, str] = {}
+
+    def set_titles(self, titles: dict[str, str]) -> None:
+        """The library's titles of these materials: their runs' rows show them."""
+        self.titles.update(titles)
+        self.refresh(row.id for row in self._rows if (row.record.material_id or "") in titles)
+
+    def missing_titles(self) -> set[str]:
+        """The materials of the rows whose title is not known yet."""
+        return {m for row in self._rows if (m := row.record.material_id) and m not in self.titles}
+
+    def title(self, run: RunRecord) -> str:
+        """The row's title: its material's, "…" while the library has not said it yet, the
+        run's short id for a run of no material."""
+        if run.material_id is None:
+            return QCoreApplication.translate("RunTableModel", "run %1").replace("%1", run.id[:8])
+        return self.titles.get(run.material_id, "…")
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
         if not index.isValid():
@@ -307,13 +351,16 @@ class RunTableModel(RecordTableModel):
         if role == FOREGROUND:
             failed = row.record.status is RunStatus.FAILED
             return _ALERT if failed and column == self.STATE else None
+        if role == TOOLTIP:
+            run = row.record
+            return f"{self.title(run)}\n{run.template or ''}  ·  {run.id}"
         if role == RECORD_ROLE:
             return row.record
         return None
 
     def sort_key(self, column: int) -> Callable[[Row], Any]:
         """From the record: times and counts as numbers, a status by its place in the order
-        of statuses."""
+        of statuses, titles and workflows as they read."""
         if column == self.PROGRESS:
             return lambda row: row.record.done_tasks / max(1, row.record.total_tasks)
         if column == self.STATE:
@@ -324,14 +371,14 @@ class RunTableModel(RecordTableModel):
         if column == self.CREATED:
             return lambda row: row.record.created_at
         if column == self.TEMPLATE:
-            return lambda row: row.record.template or ""
-        return lambda row: row.id
+            return lambda row: template_label(row.record.template).casefold()
+        return lambda row: (self.title(row.record).casefold(), row.record.created_at)
 
     def render(self, row: Row) -> tuple[str, ...]:
         run: RunRecord = row.record
         return (
-            run.id[:8],
-            run.template or "",
+            self.title(run),
+            template_label(run.template),
             _translate("RunStatus", _RUN_STATUS_TEXT[run.status]),
             _run_progress(run).label,
             _run_counts(run),

@@ -14,7 +14,10 @@ rows because of a batch. Actions go through the application host; an error shows
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -32,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fredica_app.display import task_outputs
+from fredica_app.display import shown, task_outputs
 from fredica_app.gui.delegates import ProgressDelegate
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
@@ -46,6 +49,11 @@ from workers.changes import Change, Snapshot, Tombstone
 from workers.records import TaskRecord
 from workers.states import TaskStatus
 
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
+
+log = logging.getLogger(__name__)
+
 #: The search filters this long after the last key (a keystroke does not refilter 10,000 rows).
 SEARCH_MS = 200
 #: After a batch, the actions follow the selection's new records this much later (once per
@@ -57,7 +65,7 @@ MESSAGE_MS = 10_000
 _ASCENDING = Qt.SortOrder.AscendingOrder
 _DESCENDING = Qt.SortOrder.DescendingOrder
 _TASK_WIDTHS = (170, 130, 90, 260, 70, 80, 80)
-_RUN_WIDTHS = (90, 130, 90, 200, 230, 110)
+_RUN_WIDTHS = (220, 170, 90, 200, 200, 110)
 _FOCUS_IN = QEvent.Type.FocusIn
 
 
@@ -75,7 +83,8 @@ class QueuePage(QWidget):
         self.counts = TrackedCounts()
         self.tasks = TaskTableModel(self, badges=self.badge_of)
         self.runs = RunTableModel(self)
-        self.filter = TaskFilterProxy(self.tasks, self.badge_of, self)
+        self._titles_asked: set[str] = set()
+        self.filter = TaskFilterProxy(self.tasks, self.badge_of, self, titles=self.runs.titles)
         self._scope = Scope.TASKS
         #: The last line shown (errors and notes), for tests and for the page's own label.
         self.last_message = ""
@@ -93,7 +102,7 @@ class QueuePage(QWidget):
         self.search = QLineEdit()
         self.search.setObjectName("queue-search")
         self.search.setClearButtonEnabled(True)
-        self.search.setPlaceholderText(self.tr("Search tasks: name, type or run"))
+        self.search.setPlaceholderText(self.tr("Search: file, task, type or run"))
         self.search.setMaximumWidth(self.sidebar.maximumWidth())
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
@@ -179,6 +188,7 @@ class QueuePage(QWidget):
         """(Re)load from a snapshot: the one time the counts are made from all tasks."""
         self.counts = TrackedCounts(snapshot.tasks)
         self.runs.load(snapshot)
+        self._ask_titles()
         self.tasks.load(snapshot)
         self._update_sidebar()
         self.commands.refresh()
@@ -196,6 +206,7 @@ class QueuePage(QWidget):
             elif isinstance(record, Tombstone) and record.kind == "task":
                 counts.apply(record)
         self.runs.apply(batch)
+        self._ask_titles()
         self.tasks.apply(batch)
         moved = counts.take_moved().difference(changed)
         if moved:
@@ -207,6 +218,36 @@ class QueuePage(QWidget):
             self.runs_view.selectionModel().hasSelection()
         ):
             self._actions_timer.start()
+
+    def _ask_titles(self) -> None:
+        """Ask the library for the titles of the runs' materials it has not said yet (off the
+        GUI thread; each material once)."""
+        wanted = self.runs.missing_titles() - self._titles_asked
+        if not wanted:
+            return
+        self._titles_asked |= wanted
+        gone = self.tr("(removed from the library)")
+
+        async def read(app: Fredica) -> dict[str, str]:
+            found = await asyncio.to_thread(app.library.titles, wanted)
+            return {m: shown(found[m]) if m in found else gone for m in wanted}
+
+        try:
+            self.host.call(read, self._got_titles, self._titles_failed(wanted))
+        except RuntimeError:  # the application has closed
+            self._titles_asked -= wanted
+
+    def _got_titles(self, titles: dict[str, str]) -> None:
+        self.runs.set_titles(titles)
+        if self.filter.active:  # a search may now find these files' tasks
+            self.filter.refilter()
+
+    def _titles_failed(self, wanted: set[str]) -> Callable[[Exception], None]:
+        def failed(exc: Exception) -> None:
+            log.warning("could not read the materials' titles: %s", exc)
+            self._titles_asked -= wanted  # asked again with the next change
+
+        return failed
 
     def badge_of(self, task: TaskRecord) -> Badge:
         """A task's badge as counted (its dependencies' records considered)."""

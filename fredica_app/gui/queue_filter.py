@@ -15,7 +15,7 @@ the records (``RecordTableModel.sort``), and the proxy keeps that order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from PySide6.QtCore import (
     QModelIndex,
@@ -45,8 +45,12 @@ class TaskFilterProxy(QSortFilterProxyModel):
         tasks: TaskTableModel,
         badge_of: Callable[[TaskRecord], Badge],
         parent: QObject | None = None,
+        *,
+        titles: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(parent)
+        #: Material id → title (the runs' model keeps it): the search finds a file's tasks.
+        self._titles = titles if titles is not None else {}
         self.setDynamicSortFilter(False)
         self.setSourceModel(tasks)
         self._tasks = tasks
@@ -75,7 +79,8 @@ class TaskFilterProxy(QSortFilterProxyModel):
             self._changed()
 
     def set_text(self, text: str) -> None:
-        """Only tasks whose key, type, id or run id contain ``text`` (any case)."""
+        """Only tasks whose key, type, id, run id or material's title contain ``text`` (any
+        case)."""
         folded = text.strip().casefold()
         if folded != self._text:
             self.beginFilterChange()
@@ -97,7 +102,8 @@ class TaskFilterProxy(QSortFilterProxyModel):
         if self._badge is not None and self._badge_of(task) is not self._badge:
             return False
         if self._text:
-            hay = f"{task.key or ''}\n{task.type}\n{task.id}\n{task.workflow_run_id or ''}"
+            title = self._titles.get(task.material_id or "", "")
+            hay = f"{task.key or ''}\n{task.type}\n{task.id}\n{task.workflow_run_id or ''}\n{title}"
             return self._text in hay.casefold()
         return True
 

@@ -1,7 +1,8 @@
 """The progress bar's label, painted offscreen with the app's style: one text at one place,
-light where the fill is under it and dark elsewhere — at any fill, every pixel of the bar is
-the fully filled bar's on the filled side and the empty bar's on the other (a label drawn
-twice at two places, or clipped at another edge than the fill's, breaks that)."""
+each character whole in one colour — light wholly on the fill, dark elsewhere. At any fill,
+the bar is the fully filled bar's well inside the fill, and the empty bar's past its end (a
+label drawn twice at two places, or light text past the fill, breaks that); and no column of
+the label past the fill holds light text."""
 
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ def test_the_label_is_one_text_split_where_the_fill_ends(qtbot: Any, percent: in
     full = render(view, ProgressCell(100.0, label))
     part = render(view, ProgressCell(float(percent), label))
     edge = fill_edge(view, percent)
+    glyph = view.fontMetrics().horizontalAdvance("W")  # the widest a character may be
     for x in range(W):
-        if abs(x - edge) <= 2:
-            continue  # the fill's own edge
+        if edge - glyph - 2 <= x <= edge + 2:
+            continue  # the fill's own edge, and the character it may cross (drawn dark)
         like = full if x < edge else empty
         for y in range(MARGIN + 2, H - MARGIN - 2):
             assert part.pixel(x, y) == like.pixel(x, y), (x, y)

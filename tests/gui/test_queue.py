@@ -680,3 +680,60 @@ def test_ten_thousand_rows_take_a_burst_without_stalling_or_reset(
     page.commands.refresh()
     assert time.perf_counter() - began < 0.2
     assert len(page.selection().tasks) == page.filter.rowCount()
+
+
+def test_runs_lead_with_their_file_and_workflow_and_a_search_finds_a_file(
+    qtbot: Any, app_host: Any, live_page: QueuePage
+) -> None:
+    """The runs table says which file each run is about (its material's title, read from
+    the library) and its workflow in words; the run's id is in the tooltip only; the search
+    finds a file's tasks by its title."""
+    page = live_page
+
+    async def two_files(app: Any) -> list[str]:
+        ids = []
+        for name in ("Holiday in Crete.mkv", "Lecture 3.mp4"):
+            material = app.library.add(source=f"/media/{name}", title=name, local_path=None,
+                                       kind="video")  # fmt: skip
+            spec = {
+                "material_id": material.id,
+                "tasks": [{"key": "wait", "type": "SLEEP", "payload": {"seconds": 300}}],
+            }
+            ids.append((await app.submit(spec)).run_id)
+        return ids
+
+    holiday, lecture = call(app_host, two_files)
+    loose = call(app_host, lambda app: app.submit({"tasks": [{"key": "n", "type": "NOOP"}]}))
+
+    def title_of(run_id: str) -> str | None:
+        row = page.runs.row_of(run_id)
+        return None if row is None else page.runs.index(row, RunTableModel.TITLE).data()
+
+    qtbot.waitUntil(lambda: title_of(lecture) == "Lecture 3.mp4", timeout=30_000)
+    assert title_of(holiday) == "Holiday in Crete.mkv"
+    qtbot.waitUntil(lambda: title_of(loose.run_id) is not None, timeout=30_000)
+    assert title_of(loose.run_id) == f"run {loose.run_id[:8]}"
+    row = page.runs.row_of(holiday)
+    assert row is not None
+    assert page.runs.index(row, RunTableModel.TEMPLATE).data() == "Tasks"  # a spec, no template
+    tooltip = page.runs.index(row, RunTableModel.TITLE).data(Qt.ItemDataRole.ToolTipRole)
+    assert holiday in tooltip
+    assert not any(holiday[:8] in str(page.runs.index(row, c).data()) for c in range(6))
+
+    page.search.setText("crete")
+    holiday_tasks = {t.id for t in call(app_host, lambda app: app.store.list_tasks(holiday))}
+    qtbot.waitUntil(lambda: set(shown_ids(page)) == holiday_tasks, timeout=10_000)
+
+
+def test_a_workflow_is_named_in_words_and_a_title_waits_for_the_library(qtbot: Any) -> None:
+    model = RunTableModel()
+    model.load([make_run(1, material_id="m1", template="transcode_mp4"),
+                make_run(2, material_id="m2", template="something_new")])  # fmt: skip
+    T = RunTableModel
+    assert [model.index(r, T.TITLE).data() for r in range(2)] == ["…", "…"]
+    assert model.missing_titles() == {"m1", "m2"}
+    assert model.index(0, T.TEMPLATE).data() == "Make an MP4"
+    assert model.index(1, T.TEMPLATE).data() == "something_new"  # not known: its own name
+    model.set_titles({"m1": "Film.mkv"})
+    assert [model.index(r, T.TITLE).data() for r in range(2)] == ["Film.mkv", "…"]
+    assert model.missing_titles() == {"m2"}

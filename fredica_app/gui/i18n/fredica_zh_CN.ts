@@ -937,9 +937,13 @@
 <context>
     <name>QueuePage</name>
     <message>
-        <source>Search tasks: name, type or run</source>
+        <source>Search: file, task, type or run</source>
         <extracomment>The search filters this long after the last key (a keystroke does not refilter 10,000 rows). After a batch, the actions follow the selection&apos;s new records this much later (once per burst of batches). How long a line stays shown. The columns&apos; first widths, before the user&apos;s own are restored. A run&apos;s id: show its details. The last line shown (errors and notes), for tests and for the page&apos;s own label.</extracomment>
-        <translation>搜索任务：名称、类型或运行</translation>
+        <translation>搜索：文件、任务、类型或运行</translation>
+    </message>
+    <message>
+        <source>(removed from the library)</source>
+        <translation>（已从媒体库移除）</translation>
     </message>
 </context>
 <context>
@@ -1259,12 +1263,12 @@
 <context>
     <name>RunTableModel</name>
     <message>
-        <source>Run</source>
-        <translation>运行</translation>
+        <source>File</source>
+        <translation>文件</translation>
     </message>
     <message>
-        <source>Template</source>
-        <translation>模板</translation>
+        <source>Workflow</source>
+        <translation>工作流</translation>
     </message>
     <message>
         <source>State</source>
@@ -1281,6 +1285,10 @@
     <message>
         <source>Created</source>
         <translation>创建时间</translation>
+    </message>
+    <message>
+        <source>run %1</source>
+        <translation>运行 %1</translation>
     </message>
     <message>
         <source>no tasks</source>
@@ -2014,6 +2022,54 @@
     <message>
         <source>Downloads a web address: it cannot run on a local file.</source>
         <translation>用于下载网址：不能在本地文件上运行。</translation>
+    </message>
+</context>
+<context>
+    <name>Templates</name>
+    <message>
+        <source>Make an MP4</source>
+        <extracomment>The workflows&apos; names as a person reads them, by template (an unknown one: its own name).</extracomment>
+        <translation>生成 MP4</translation>
+    </message>
+    <message>
+        <source>Download, then make an MP4</source>
+        <translation>下载后生成 MP4</translation>
+    </message>
+    <message>
+        <source>Extract the audio</source>
+        <translation>提取音频</translation>
+    </message>
+    <message>
+        <source>Extract the subtitles</source>
+        <translation>提取字幕</translation>
+    </message>
+    <message>
+        <source>Contact sheet</source>
+        <translation>缩略图总览</translation>
+    </message>
+    <message>
+        <source>MP4, audio and subtitles</source>
+        <translation>MP4、音频和字幕</translation>
+    </message>
+    <message>
+        <source>Subtitles from speech</source>
+        <translation>语音生成字幕</translation>
+    </message>
+    <message>
+        <source>Everything</source>
+        <translation>全部处理</translation>
+    </message>
+    <message>
+        <source>Diagnostic</source>
+        <translation>诊断</translation>
+    </message>
+    <message>
+        <source>Chain of no-ops</source>
+        <translation>空操作链</translation>
+    </message>
+    <message>
+        <source>Tasks</source>
+        <translation>任务</translation>
     </message>
 </context>
 <context>
