@@ -103,8 +103,9 @@ class ProgressDelegate(QStyledItemDelegate):
         filled = 0 if bar.maximum <= 0 else contents.width() * bar.progress // bar.maximum
         if filled > 0 and bar.direction != _RTL:
             edge = contents.x() + filled
-            for end in range(1, len(text) + 1):
-                right = x + metrics.horizontalAdvance(text[:end])
+            right = x
+            for char in text:  # up to the edge only: a cost per bar of a few characters
+                right += metrics.horizontalAdvance(char)
                 if right > edge:
                     break
                 cut = right
