@@ -18,8 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QMimeData, QSize, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
@@ -54,6 +61,21 @@ SNAPSHOT_RUNS = 1000
 SNAPSHOT_TASKS = 20_000
 #: Between two reads of the queue's pause flag (another process may change it).
 QUEUE_FLAG_MS = 1000
+
+
+#: The share of the screen's free area a first window takes, each way.
+FIRST_SHARE = 0.8
+#: …but not less than this (a small screen: as much of it as there is).
+FIRST_MIN = QSize(1000, 640)
+
+
+def first_size(window: QWidget) -> QSize:
+    """The size of a window opened for the first time: about 80 % of its screen's free area
+    (a 1280 by 800 screen gives 1024 by 640), never more than the area, never less than the
+    layout needs where the screen has room."""
+    area = (window.screen() or QGuiApplication.primaryScreen()).availableGeometry().size()
+    wanted = QSize(int(area.width() * FIRST_SHARE), int(area.height() * FIRST_SHARE))
+    return wanted.expandedTo(FIRST_MIN).boundedTo(area)
 
 
 class MainWindow(QMainWindow):
@@ -148,8 +170,8 @@ class MainWindow(QMainWindow):
         self._flag_timer.setInterval(QUEUE_FLAG_MS)
         self._flag_timer.timeout.connect(self._read_queue_flag)
 
-        self.resize(1180, 760)
-        self.view_state.restore("window", self)
+        if not self.view_state.restore("window", self):
+            self.resize(first_size(self))  # the first launch; later, the size it was left at
         self.view_state.restore("main-splitter", self.splitter)
         for page in (self.library, self.queue, self.details, self.settings):
             restore = getattr(page, "restore_view_state", None)

@@ -221,3 +221,24 @@ def test_a_data_directory_that_cannot_be_opened_is_said_and_nothing_hangs(
 
 async def _nothing(app: Any) -> None:
     return None
+
+
+def test_a_first_window_takes_most_of_its_screen_and_then_the_size_it_was_left_at(
+    qtbot: Any, data_dir: Path
+) -> None:
+    """About 80 % of the screen's free area the first time (it was a fixed 1180 by 760, which
+    clipped the columns on a large screen and overflowed a small one); from then on, the
+    size it was left at."""
+    from fredica_app.gui.window import FIRST_MIN
+
+    window = MainWindow(AppHost(data_dir), data_dir)
+    qtbot.addWidget(window)
+    area = window.screen().availableGeometry().size()
+    want_w = min(max(int(area.width() * 0.8), FIRST_MIN.width()), area.width())
+    want_h = min(max(int(area.height() * 0.8), FIRST_MIN.height()), area.height())
+    assert (window.width(), window.height()) == (want_w, want_h)
+    window.resize(want_w - 100, want_h - 50)
+    window._save_view_state()
+    again = MainWindow(AppHost(data_dir), data_dir)
+    qtbot.addWidget(again)
+    assert (again.width(), again.height()) == (want_w - 100, want_h - 50)
