@@ -18,7 +18,7 @@ row's strings are built (once per version of the row, as the rest of them).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -114,9 +114,9 @@ class TaskTableModel(RecordTableModel):
         QT_TRANSLATE_NOOP("TaskTableModel", "Progress"),
         QT_TRANSLATE_NOOP("TaskTableModel", "Attempt"),
         QT_TRANSLATE_NOOP("TaskTableModel", "ETA"),
-        QT_TRANSLATE_NOOP("TaskTableModel", "Run"),
+        QT_TRANSLATE_NOOP("TaskTableModel", "File"),
     )
-    NAME, TYPE, STATE, PROGRESS, ATTEMPT, ETA, RUN = range(7)
+    NAME, TYPE, STATE, PROGRESS, ATTEMPT, ETA, FILE = range(7)
     _RIGHT_ALIGNED: ClassVar[frozenset[int]] = frozenset({ATTEMPT, ETA})
 
     def __init__(
@@ -125,10 +125,13 @@ class TaskTableModel(RecordTableModel):
         *,
         clock: Callable[[], float] = time.monotonic,
         badges: Callable[[TaskRecord], Badge] = badge,
+        titles: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(parent)
         self._clock = clock
         self._badge = badges
+        # Material id → title (the runs' model keeps it): the file a task's row is about.
+        self._titles = titles if titles is not None else {}
         self._meters: dict[str, SpeedMeter] = {}
         self._progress: dict[str, ProgressCell] = {}
 
@@ -170,7 +173,17 @@ class TaskTableModel(RecordTableModel):
             return lambda row: row.record.attempt
         if column == self.ETA:
             return self._eta_key
-        return lambda row: (row.record.workflow_run_id or "", row.record.created_at)
+        return lambda row: (self._file(row.record).casefold(), row.record.created_at)
+
+    def _file(self, task: TaskRecord) -> str:
+        """The file the task is about; its run's short id for a run of no material."""
+        if task.material_id:
+            return self._titles.get(task.material_id, "…")
+        return (task.workflow_run_id or "")[:8]
+
+    def refresh_materials(self, material_ids: Collection[str]) -> None:
+        """These materials' titles came: their tasks' rows show them."""
+        self.refresh(r.id for r in self._rows if (r.record.material_id or "") in material_ids)
 
     def _eta_key(self, row: Row) -> float:
         meter = self._meters.get(row.id)
@@ -200,7 +213,7 @@ class TaskTableModel(RecordTableModel):
         # A job that finished with a note for the user (an input shorter than its header
         # said…): its state says so, the icon and the tooltip say what.
         state = badge_text(shown)
-        if task.interruptions and shown not in _ENDED_BADLY:
+        if task.interruptions and shown in _UNDER_WAY:
             state += " · " + QCoreApplication.translate("TaskTableModel", "resumed after a restart")
         if task_note(task):
             state += " · " + QCoreApplication.translate("TaskTableModel", "see the note")
@@ -211,7 +224,7 @@ class TaskTableModel(RecordTableModel):
             cell.label,
             attempt,
             eta,
-            (task.workflow_run_id or "")[:8],
+            self._file(task),
         )
 
     def observe(self, record: Any, previous: Any | None) -> None:
@@ -240,8 +253,9 @@ class TaskTableModel(RecordTableModel):
         self._progress.pop(row.id, None)
 
 
-#: Badges that say already how a task ended badly: a restart under it is not news there.
-_ENDED_BADLY = frozenset({Badge.INTERRUPTED, Badge.FAILED, Badge.CANCELLED})
+#: Badges of a task still under way: where a restart under it is news (once it has ended,
+#: how it ended is what counts).
+_UNDER_WAY = frozenset({Badge.WAITING, Badge.QUEUED, Badge.RUNNING, Badge.PAUSED})
 
 
 def _warning_icon() -> QIcon:

@@ -64,7 +64,7 @@ MESSAGE_MS = 10_000
 #: The columns' first widths, before the user's own are restored.
 _ASCENDING = Qt.SortOrder.AscendingOrder
 _DESCENDING = Qt.SortOrder.DescendingOrder
-_TASK_WIDTHS = (170, 130, 90, 260, 70, 80, 80)
+_TASK_WIDTHS = (150, 130, 110, 260, 70, 80, 180)
 _RUN_WIDTHS = (220, 170, 90, 200, 200, 110)
 _FOCUS_IN = QEvent.Type.FocusIn
 
@@ -81,8 +81,8 @@ class QueuePage(QWidget):
         self.host = host
         self.feed = feed
         self.counts = TrackedCounts()
-        self.tasks = TaskTableModel(self, badges=self.badge_of)
         self.runs = RunTableModel(self)
+        self.tasks = TaskTableModel(self, badges=self.badge_of, titles=self.runs.titles)
         self._titles_asked: set[str] = set()
         self.filter = TaskFilterProxy(self.tasks, self.badge_of, self, titles=self.runs.titles)
         self._scope = Scope.TASKS
@@ -239,6 +239,7 @@ class QueuePage(QWidget):
 
     def _got_titles(self, titles: dict[str, str]) -> None:
         self.runs.set_titles(titles)
+        self.tasks.refresh_materials(titles)
         if self.filter.active:  # a search may now find these files' tasks
             self.filter.refilter()
 

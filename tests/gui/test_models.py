@@ -211,6 +211,9 @@ def test_a_restart_under_a_task_is_not_an_attempt_spent(qtmodeltester: Any) -> N
     assert cell(model, 0, T.STATE) == "running · resumed after a restart"
     assert cell(model, 1, T.STATE) == "running"
     assert cell(model, 2, T.STATE) == "interrupted"
+    # Once it has ended well, how is what counts: no word of the restart.
+    model.apply([make_task(0, status=TaskStatus.COMPLETED, progress=100.0, interruptions=1)])
+    assert cell(model, 0, T.STATE) == "done"
 
 
 def test_a_batch_changes_only_its_rows_once_each() -> None:

@@ -720,8 +720,13 @@ def test_runs_lead_with_their_file_and_workflow_and_a_search_finds_a_file(
     assert holiday in tooltip
     assert not any(holiday[:8] in str(page.runs.index(row, c).data()) for c in range(6))
 
-    page.search.setText("crete")
+    # The tasks' rows name their file too (they named their run's id).
     holiday_tasks = {t.id for t in call(app_host, lambda app: app.store.list_tasks(holiday))}
+    task_row = page.tasks.row_of(next(iter(holiday_tasks)))
+    assert task_row is not None
+    file_cell = page.tasks.index(task_row, TaskTableModel.FILE)
+    qtbot.waitUntil(lambda: file_cell.data() == "Holiday in Crete.mkv", timeout=10_000)
+    page.search.setText("crete")
     qtbot.waitUntil(lambda: set(shown_ids(page)) == holiday_tasks, timeout=10_000)
 
 

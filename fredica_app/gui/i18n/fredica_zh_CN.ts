@@ -578,7 +578,7 @@
     <name>MainWindow</name>
     <message>
         <source>Library</source>
-        <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The window has closed for good (not for a change of language). Closing it hid it instead: the app goes on in the tray. Whether closing the window should hide it (the app goes on in the tray) rather than quit; the app sets it (a tray, ``close_to_tray``, tasks running). What to do when the queue is done (:meth:`attach_when_done`). Says why nothing new starts while the engine cannot write its database.</extracomment>
+        <extracomment>What the window&apos;s snapshot loads: the newest runs and their tasks, up to these many. Between two reads of the queue&apos;s pause flag (another process may change it). The share of the screen&apos;s free area a first window takes, each way. …but not less than this (a small screen: as much of it as there is). The window has closed for good (not for a change of language). Closing it hid it instead: the app goes on in the tray. Whether closing the window should hide it (the app goes on in the tray) rather than quit; the app sets it (a tray, ``close_to_tray``, tasks running). What to do when the queue is done (:meth:`attach_when_done`). Says why nothing new starts while the engine cannot write its database.</extracomment>
         <translation>媒体库</translation>
     </message>
     <message>
@@ -1982,8 +1982,8 @@
         <translation>剩余时间</translation>
     </message>
     <message>
-        <source>Run</source>
-        <translation>运行</translation>
+        <source>File</source>
+        <translation>文件</translation>
     </message>
     <message>
         <source>resumed after a restart</source>
@@ -1995,7 +1995,7 @@
     </message>
     <message>
         <source>starting</source>
-        <extracomment>Badges that say already how a task ended badly: a restart under it is not news there.</extracomment>
+        <extracomment>Badges of a task still under way: where a restart under it is news (once it has ended, how it ended is what counts).</extracomment>
         <translation>正在启动</translation>
     </message>
 </context>
