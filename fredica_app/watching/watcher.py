@@ -146,6 +146,14 @@ class _Folder:
         return str(self.config.folder)
 
 
+@dataclass(frozen=True, slots=True)
+class _Submitted:
+    """A run found already submitted for a row taken over (as ``submit_for_material`` says
+    of one it makes)."""
+
+    run_id: str
+
+
 class FolderWatcher:
     """Watches ``folders`` and submits each new media file once it has settled for ``settle``
     seconds (see the module's docstring).
@@ -459,16 +467,24 @@ class FolderWatcher:
         return f"already submitted as {row.path} (renamed or moved): not submitted again"
 
     async def _submit(
-        self, folder: _Folder, row: WatchedFileRecord, reports: list[WatchReport]
+        self,
+        folder: _Folder,
+        row: WatchedFileRecord,
+        reports: list[WatchReport],
+        *,
+        taken_over: bool = False,
     ) -> None:
         """Import a file taken in and submit its folder's template; its row records the run.
         When it cannot be done, the row is let go (the file is taken in again at the next
-        rescan, or when it changes)."""
+        rescan, or when it changes). ``taken_over``: a watcher that stopped took this row in;
+        it may have submitted the run before it stopped, and that run is this row's, whatever
+        its state now (submitting again would run the file twice once the first has ended)."""
         path = Path(row.path)
         try:
             imported = await self.app.import_items([row.path])
             material = imported.materials[0]
-            run = await self.app.submit_for_material(material, row.template)
+            earlier = await self._submitted_since(material.id, row) if taken_over else None
+            run = earlier or await self.app.submit_for_material(material, row.template)
         except _IMPORT_ERRORS as exc:
             with contextlib.suppress(*_STORE_ERRORS):
                 await asyncio.to_thread(self._watched.release, row)
@@ -531,7 +547,17 @@ class FolderWatcher:
             # Gone, or other bytes now: what is there now is taken in as any new file.
             await asyncio.to_thread(self._watched.release, taken)
             return
-        await self._submit(folder, taken, reports)
+        await self._submit(folder, taken, reports, taken_over=True)
+
+    async def _submitted_since(self, material_id: str, row: WatchedFileRecord) -> _Submitted | None:
+        """The run of ``row``'s template for this material made since the row was taken in
+        (by the watcher that stopped before recording it), if there is one."""
+        runs = await self.app.store.list_runs(None, material_id=material_id)
+        # Store and wall times agree to within the store clock's adjustments: a second's slack.
+        found = [
+            r for r in runs if r.template == row.template and r.created_at >= row.created_at - 1
+        ]
+        return _Submitted(min(found, key=lambda r: r.created_at).id) if found else None
 
     # --- reports ---------------------------------------------------------------------------------
 

@@ -434,6 +434,37 @@ async def test_a_file_taken_in_but_never_submitted_is_submitted_at_the_next_star
         assert len(await runs(app)) == 2
 
 
+async def test_a_watcher_killed_after_it_submitted_but_before_it_recorded_runs_nothing_twice(
+    tmp_path: Path, folder: Path
+) -> None:
+    """The chaos run's case: a watcher took a file in, submitted its run, and was killed
+    before it recorded the run on the file's row; the run then ran to its end. The next
+    watcher takes the row over and finds that run: it records it rather than submitting the
+    file again (before: a second run, since the first was no longer active to be found)."""
+    path = folder / "film.mkv"
+    path.write_bytes(content(60))
+    async with opened(tmp_path / "data") as app:
+        store = WatchedFiles(app.store.engine)
+        taken = store.take_in(
+            folder=str(folder),
+            template="transcode_mp4",
+            content_fingerprint=content_fingerprint(path),
+            path=str(path),
+            now=time.time() - 2 * STALE_AFTER,
+        )
+        assert taken is not None
+        imported = await app.import_items([str(path)])
+        first = await app.submit_for_material(imported.materials[0], "transcode_mp4")
+        await app.store.cancel_run(first.run_id)  # it ran to its end (cancelled, here)
+
+        w = FolderWatcher(app, [watch(folder)], 0.2, rescan=NO_RESCAN)
+        reports = await w.scan_once()
+        assert [(r.kind, r.run_id) for r in reports] == [("submitted", first.run_id)]
+        assert [r.id for r in await runs(app)] == [first.run_id]
+        (row,) = rows(app)
+        assert row.workflow_run_id == first.run_id
+
+
 async def test_two_watchers_on_one_data_directory_submit_each_file_once(
     tmp_path: Path, folder: Path
 ) -> None:
