@@ -121,12 +121,12 @@ def check_end(
     violations += [f"task {t} completed {n} times" for t, n in twice]
     unfinished = query(
         data,
-        "SELECT id, type, status, error_type, interruptions, charged_interruptions FROM task "
-        "WHERE status != 'completed'",
+        "SELECT id, type, status, error_type, interruptions, charged_interruptions, error "
+        "FROM task WHERE status != 'completed'",
     )
     violations += [
-        f"task {t} ({kind}) {s} ({e}; {n} interruptions, {c} charged)"
-        for t, kind, s, e, n, c in unfinished
+        f"task {t} ({kind}) {s} ({e}; {n} interruptions, {c} charged): {(err or '')[:200]}"
+        for t, kind, s, e, n, c, err in unfinished
     ]
     verified: dict[str, int] = {}
     for task_type, payload in query(data, "SELECT type, payload FROM task"):

@@ -39,6 +39,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -349,8 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="fredica-chaos-") as root:
-        tally = run(args.seed, args.cycles, args.runs, args.clips, Path(root))
+    root = Path(tempfile.mkdtemp(prefix="fredica-chaos-"))
+    tally = run(args.seed, args.cycles, args.runs, args.clips, root)
+    if tally.violations:  # kept, to be looked into: the database, the logs, the files
+        print(f"kept for a look: {root}", file=sys.stderr)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
     seconds = time.monotonic() - started
     print("\n".join(report(tally, seconds)))
     if args.json:
