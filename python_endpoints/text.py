@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clean_text"]
+__all__ = ["clean_text", "is_text"]
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` can be stored and shown as it is: no lone surrogate (what an argument
+    or a file name's bytes that are not UTF-8 become). No id Fredica makes holds one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def clean_text(text: str) -> str:
@@ -16,11 +26,7 @@ def clean_text(text: str) -> str:
     terminal and Qt all refuse to encode it. Bytes escaped that way are decoded back first, so
     whatever of them is UTF-8 reads as it should. A message is for people: this loses nothing
     a person could read. (Paths and results are stored losslessly instead, as ASCII JSON.)"""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATES.sub(_decoded, text)
-    return text
+    return text if is_text(text) else _SURROGATES.sub(_decoded, text)
 
 
 #: A run of the surrogates undecodable bytes become (U+DC80 to U+DCFF), or any other one.

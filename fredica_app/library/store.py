@@ -15,7 +15,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from fredica_app.library.models import Material
-from python_endpoints.text import clean_text
+from python_endpoints.text import clean_text, is_text
 
 material_t = cast(sa.Table, Material.__table__)
 
@@ -53,15 +53,6 @@ def _record(row: sa.Row[Any]) -> MaterialRecord:
     )
 
 
-def _encodable(text: str) -> bool:
-    """Whether ``text`` is UTF-8 text (not a lone surrogate of an undecodable argument)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 class LibraryStore:
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
@@ -95,7 +86,7 @@ class LibraryStore:
         return self._get(str(values["id"]))
 
     def get(self, material_id: str) -> MaterialRecord | None:
-        if not _encodable(material_id):  # SQLite refuses it, and no id holds one
+        if not is_text(material_id):  # SQLite refuses it, and no id holds one
             return None
         with self._engine.connect() as conn:
             row = conn.execute(sa.select(material_t).where(material_t.c.id == material_id)).first()

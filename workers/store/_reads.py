@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from python_endpoints.text import is_text
 from workers import states
 from workers.errors import AmbiguousId, NotFound
 from workers.records import (
@@ -37,7 +38,7 @@ class ReadsMixin(StoreBase):
         return await self._read(self._get_task_tx, task_id)
 
     def _get_task_tx(self, conn: sa.Connection, task_id: str) -> TaskRecord:
-        if not _is_text(task_id):
+        if not is_text(task_id):
             raise NotFound(f"no task {task_id!r}")
         row = conn.execute(sa.select(task_t).where(task_t.c.id == task_id)).mappings().first()
         if row is None:
@@ -48,7 +49,7 @@ class ReadsMixin(StoreBase):
         return await self._read(self._get_run_tx, run_id)
 
     def _get_run_tx(self, conn: sa.Connection, run_id: str) -> RunRecord:
-        if not _is_text(run_id):
+        if not is_text(run_id):
             raise NotFound(f"no run {run_id!r}")
         row = conn.execute(sa.select(run_t).where(run_t.c.id == run_id)).mappings().first()
         if row is None:
@@ -60,7 +61,7 @@ class ReadsMixin(StoreBase):
         return await self._read(self._find_tx, some_id)
 
     def _find_tx(self, conn: sa.Connection, some_id: str) -> TaskRecord | RunRecord:
-        if not _is_text(some_id):
+        if not is_text(some_id):
             raise NotFound(f"no task or run with id {some_id!r}")
         for table in (run_t, task_t):
             exact = conn.execute(sa.select(table).where(table.c.id == some_id)).mappings().first()
@@ -256,16 +257,6 @@ class ReadsMixin(StoreBase):
             .group_by(task_t.c.resource)
         ).all()
         return {r[0]: int(r[1]) for r in rows}
-
-
-def _is_text(some_id: str) -> bool:
-    """Whether an id typed by someone is text SQLite can take: no id holds the lone
-    surrogates of bytes that are not UTF-8 (a paste gone wrong), so such an id names nothing."""
-    try:
-        some_id.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 #: How many ids an ambiguous beginning lists.
