@@ -132,8 +132,9 @@ class WorkerEngine(ControlChannels):
         self.retention = retention
         self._pruned_at: float | None = None  # monotonic time of the last prune started
         self.last_prune: PruneReport | None = None
-        #: Set when the database failed under the engine (disk full, read-only, locked past
-        #: the timeout): the engine stops, and :meth:`run` raises it.
+        #: Set when the database failed under the engine for a reason that does not pass by
+        #: itself (read-only, an I/O error, the file replaced): the engine stops, and
+        #: :meth:`run` raises it. A full disk or a lock holds it instead (:attr:`held`).
         self._fatal: StoreUnavailable | None = None
         #: Set while the database cannot be written for a reason that passes by itself (a
         #: full disk, a lock another program keeps): nothing new is claimed, what finished
@@ -208,9 +209,10 @@ class WorkerEngine(ControlChannels):
         """Claim and run tasks until :meth:`stop` (or, with ``until_idle``, until nothing is
         running, claimable or waiting for a retry timer; held tasks do not count).
 
-        Raises :class:`StoreUnavailable` when the database fails under it (no task's fault):
-        its running attempts are stopped without writing anything, for recovery to resume
-        at the next start."""
+        Raises :class:`StoreUnavailable` when the database fails under it for a reason that
+        does not pass by itself (no task's fault): its running attempts are stopped without
+        writing anything, for recovery to resume at the next start. A full disk or a lock held
+        by another program is waited out (:attr:`held`)."""
         if not self._started:
             await self.start(recover=False)
         self._claim_hint = True  # whatever happened since the last run, look first

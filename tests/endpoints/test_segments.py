@@ -322,6 +322,17 @@ def test_a_checkpoint_of_another_encode_or_with_a_missing_piece_is_not_trusted(
     assert sorted(p.name for p in tmp_path.iterdir()) == [".movie.mp4.fredica.json", "movie.mp4"]
 
 
+async def first_segment_done(ws: Any) -> dict[str, Any]:
+    """Read progress frames until one's checkpoint lists a finished segment; that checkpoint."""
+    async with asyncio.timeout(60):
+        while True:
+            frame = json.loads(await ws.recv())
+            assert frame["type"] == "progress", frame
+            found = frame.get("extras", {}).get("checkpoint")
+            if found and len(found["segments"]) >= 1:
+                return dict(found)
+
+
 @pytest.mark.slow
 async def test_a_killed_child_resumes_from_its_checkpoint_through_the_server(
     server: int,
@@ -334,14 +345,8 @@ async def test_a_killed_child_resumes_from_its_checkpoint_through_the_server(
     checkpoint: dict[str, Any] | None = None
     async with open_task(server, name="transcode_mp4") as ws:
         await start(ws, **params)
+        checkpoint = await first_segment_done(ws)
         async with asyncio.timeout(60):
-            while True:
-                frame = json.loads(await ws.recv())
-                assert frame["type"] == "progress", frame
-                found = frame.get("extras", {}).get("checkpoint")
-                if found and len(found["segments"]) >= 1:
-                    checkpoint = found
-                    break
             for _ in range(1000):
                 running = ffmpeg_processes(str(output.parent))
                 if running:
@@ -399,14 +404,7 @@ async def test_a_disk_that_fills_mid_encode_pauses_it_keeping_the_segments_done(
         checkpoint: dict[str, Any] | None = None
         async with open_task(server, name="transcode_mp4") as ws:
             await start(ws, **params)
-            async with asyncio.timeout(60):
-                while True:
-                    frame = json.loads(await ws.recv())
-                    assert frame["type"] == "progress", frame
-                    found = frame.get("extras", {}).get("checkpoint")
-                    if found and len(found["segments"]) >= 1:
-                        checkpoint = found
-                        break
+            checkpoint = await first_segment_done(ws)
             ballast = await asyncio.to_thread(fill, disk)
             async with asyncio.timeout(60):
                 while (frame := json.loads(await ws.recv()))["type"] == "progress":
