@@ -164,12 +164,23 @@ class EndpointsProcess:
         from workers.executors.websocket import EndpointsAddress  # not needed to start it
 
         assert self.process is not None and self.process.stdout is not None
+        line = b""
         try:
             line = await asyncio.wait_for(self.process.stdout.readline(), self.start_timeout)
             port = int(json.loads(line)["port"])
         except (TimeoutError, ValueError, KeyError, TypeError) as exc:
+            process = self.process
+            if not line and not isinstance(exc, TimeoutError):
+                with contextlib.suppress(TimeoutError):  # its end, rather than a stop's
+                    await asyncio.wait_for(process.wait(), 2)
             await self.stop()
-            raise OSError(f"the endpoints server did not start: {exc!r}") from None
+            if isinstance(exc, TimeoutError):
+                why = f"it said no port within {self.start_timeout:g} s"
+            elif not line:  # it ended first: killed, or it said why on stderr
+                why = f"it exited (code {process.returncode}) before saying its port"
+            else:
+                why = f"it said {line[:100]!r}, not its port"
+            raise OSError(f"the endpoints server did not start: {why}") from None
         self._address = EndpointsAddress(self.host, port, token)
         self.starts += 1
         log.info("started the endpoints server (pid %d, port %d)", self.process.pid, port)

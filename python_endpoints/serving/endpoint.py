@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import multiprocessing
 import multiprocessing.synchronize
 import os
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -54,6 +56,11 @@ from python_endpoints.serving.child import (
     JobFailed,
     _child_main,
 )
+
+log = logging.getLogger(__name__)
+
+#: Waits before starting a job's child again when the fork server was found dead.
+FORK_SERVER_WAITS = (0.05, 0.2, 0.5)
 
 Emit = Callable[[JobFrame], Awaitable[None]]
 
@@ -233,7 +240,18 @@ class _Child:
             daemon=True,
             name=f"fredica-{name}",
         )
-        process.start()
+        for pause in (*FORK_SERVER_WAITS, None):
+            try:
+                process.start()
+                break
+            except (EOFError, ConnectionError) as exc:
+                # The fork server died (killed, or the machine short of memory): once its
+                # death is seen (a moment after), the next start makes a new one. A job is
+                # not failed for what happened to the fork server.
+                if pause is None:
+                    raise
+                log.warning("the children's fork server was gone (%r): starting another", exc)
+                time.sleep(pause)
         writer.close()  # the child holds the only writer: its death is the reader's EOF
         job_reader.close()
         return cls(process, reader, job_writer, cancel, resume)

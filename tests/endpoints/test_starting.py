@@ -5,7 +5,9 @@ fork server, real children."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -164,3 +166,33 @@ def test_a_child_applies_the_environment_it_is_sent(
     assert os.environ[ENV_NAME] == "before"
     assert "FREDICA_TEST_ONLY_IN_FORK_SERVER" not in os.environ
     assert os.getcwd() == sent["cwd"] != str(tmp_path)
+
+
+@forked_only
+async def test_a_fork_server_that_dies_as_a_job_starts_is_replaced_and_the_job_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The fork server killed (by hand, or by the kernel short of memory) while it forks a
+    job's child: the start reads EOF where the child's pid should be. It starts another
+    fork server and the job runs — not a failed job (``EOFError``) for what the fork server
+    went through."""
+    from multiprocessing import forkserver
+
+    starting.start_early()
+    srv = EndpointServer({"where": WhereAmI}, TOKEN)
+    port = await srv.start()
+    try:
+        await one_job(port)  # the fork server runs
+        pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # alive to the check, deaf to the request
+        job = asyncio.create_task(one_job(port))
+        await asyncio.sleep(0.5)  # the start waits for the child's pid
+        os.kill(pid, signal.SIGKILL)
+        seen = await asyncio.wait_for(job, 30)
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
+    assert FORK_SERVER in seen["parent"]
+    assert forkserver._forkserver._forkserver_pid not in (None, pid)  # type: ignore[attr-defined]
+    assert "fork server was gone" in caplog.text

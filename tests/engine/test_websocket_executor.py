@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
@@ -209,11 +210,16 @@ async def test_child_crashes_are_failed_attempts(
 
 
 async def test_no_server_is_a_retryable_connection_loss(
-    store: TaskStore, registry: TaskTypeRegistry
+    store: TaskStore, registry: TaskTypeRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    asked = 0
+
     async def nowhere() -> EndpointsAddress:
+        nonlocal asked
+        asked += 1
         return EndpointsAddress("127.0.0.1", 9, TOKEN)  # the discard port: nobody listens
 
+    monkeypatch.setattr(SleepSubprocessExecutor, "reconnect_waits", (0.01, 0.01))
     store.backoff = BackoffPolicy(base=0.05, cap=0.1)
     task_id = await submit(store, registry, seconds=0.1, max_retries=1)
     await asyncio.wait_for(engine(store, nowhere).run(until_idle=True), 30)
@@ -223,6 +229,85 @@ async def test_no_server_is_a_retryable_connection_loss(
         ErrorType.CONNECTION_LOST,
         1,
     )
+    assert asked == 2 * 3  # each attempt tried three times, the address asked each time
+
+
+async def test_a_server_that_just_died_is_asked_for_again_and_no_retry_is_used(
+    store: TaskStore,
+    registry: TaskTypeRegistry,
+    address: Callable[[], Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The app's server was killed a moment before the task connected: the address it had
+    refuses; the next ask finds the new server (the app starts one), and the attempt goes on."""
+    answers = [EndpointsAddress("127.0.0.1", 9, TOKEN)]
+
+    async def restarting() -> EndpointsAddress:
+        return answers.pop() if answers else await address()
+
+    monkeypatch.setattr(SleepSubprocessExecutor, "reconnect_waits", (0.05,))
+    task_id = await submit(store, registry, seconds=0.2, max_retries=0)
+    await asyncio.wait_for(engine(store, restarting).run(until_idle=True), 30)
+    task = await store.get_task(task_id)
+    assert (task.status, task.attempt, task.retry_count) == (TaskStatus.COMPLETED, 1, 0)
+
+
+async def test_a_server_killed_while_it_starts_is_started_again_within_the_attempt(
+    store: TaskStore, registry: TaskTypeRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's server dies before it says its port (killed as it starts): the start is
+    told with its exit code, and the attempt asks again — a new server — using no retry."""
+    import fredica_app.endpoints as app_endpoints
+
+    real = app_endpoints.endpoints_server_argv
+    spawned: list[str] = []
+
+    def dies_first() -> list[str]:
+        spawned.append("server")
+        if len(spawned) == 1:
+            return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), 9)"]
+        return real()
+
+    monkeypatch.setattr(app_endpoints, "endpoints_server_argv", dies_first)
+    monkeypatch.setattr(SleepSubprocessExecutor, "reconnect_waits", (0.05,))
+    endpoints = EndpointsProcess()
+    task_id = await submit(store, registry, seconds=0.2, max_retries=0)
+    try:
+        with pytest.raises(OSError, match=r"exited \(code -9\) before saying its port"):
+            await endpoints.address()
+        spawned.clear()
+        await asyncio.wait_for(engine(store, endpoints.address).run(until_idle=True), 60)
+    finally:
+        await endpoints.stop()
+    task = await store.get_task(task_id)
+    assert (task.status, task.attempt, task.retry_count) == (TaskStatus.COMPLETED, 1, 0)
+    assert len(spawned) == 2 and endpoints.starts == 1
+
+
+async def test_a_server_dying_during_the_handshake_is_a_connection_lost_not_a_crash(
+    store: TaskStore, registry: TaskTypeRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server killed while it answers the opening handshake: the connection ends before
+    its response. Tried again, then a retryable CONNECTION_LOST — not the executor raising
+    (which the engine would record as EXECUTOR_ERROR, a bug's mark)."""
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the request, whole
+        writer.close()
+
+    dying = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = dying.sockets[0].getsockname()[1]
+
+    async def source() -> EndpointsAddress:
+        return EndpointsAddress("127.0.0.1", port, TOKEN)
+
+    monkeypatch.setattr(SleepSubprocessExecutor, "reconnect_waits", (0.01,))
+    async with dying:
+        task_id = await submit(store, registry, seconds=0.1, max_retries=0)
+        await asyncio.wait_for(engine(store, source).run(until_idle=True), 30)
+    task = await store.get_task(task_id)
+    assert (task.status, task.error_type) == (TaskStatus.FAILED, ErrorType.CONNECTION_LOST)
+    assert "cannot reach the endpoints server" in (task.error or "")
 
 
 async def test_wrong_token_is_not_retried(

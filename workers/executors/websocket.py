@@ -9,10 +9,12 @@ completion, ``error`` into a failed attempt with its error type, ``cancelled`` i
 A progress frame's ``extras.checkpoint`` becomes the task's checkpoint (what the next attempt
 resumes from): opaque here, its format is the job's own. A payload's ``check_skip`` is sent
 with ``init_param_and_run``: whether the output is already there is for the endpoints server
-to tell, where the files are. A connection that cannot be made or is lost is a retryable
-failure (``CONNECTION_LOST``) — except this machine's server vanishing mid-task (killed or
-crashed: the connection ends with no close frame), which is an interruption of the task, not
-a failure of it (``SERVER_STOPPED``: the store queues it again, using no retry).
+to tell, where the files are. A connection that cannot be made is tried again a few times
+within the attempt (the server may have just died: asking for its address starts another),
+then it, or a connection lost, is a retryable failure (``CONNECTION_LOST``) — except this
+machine's server vanishing mid-task (killed or crashed: the connection ends with no close
+frame), which is an interruption of the task, not a failure of it (``SERVER_STOPPED``: the
+store queues it again, using no retry).
 
 A task one of whose dependencies was skipped *for a reason* — its input had nothing for it
 (``{"skipped": true, "reason": "no audio"}``: EXTRACT_AUDIO of a silent video) — has nothing
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus, InvalidURI
 
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
@@ -119,6 +121,8 @@ class WebSocketExecutor(BaseExecutor):
     #: can take the engine down.
     in_process = False
     connect_timeout: ClassVar[float] = 10.0
+    #: Waits between tries at a connection that could not be made (see :meth:`_open`).
+    reconnect_waits: ClassVar[tuple[float, ...]] = (0.2, 1.0, 3.0)
     #: How often the task's pause/cancel channels are looked at.
     control_interval: ClassVar[float] = 0.05
 
@@ -136,37 +140,15 @@ class WebSocketExecutor(BaseExecutor):
         reason = skipped_upstream(ctx.upstream)
         if reason is not None:
             return ExecuteResult(result={"skipped": True, "reason": reason, "outputs": []})
-        try:
-            address = await self.address()
-        except OSError as exc:
-            return _lost(f"the endpoints server could not be started: {exc}")
-        if address is None:
-            return _lost("the endpoints server is not running")
-        try:
-            ws = await connect(
-                address.url(self.endpoint),
-                additional_headers={"Authorization": f"Bearer {address.token}"},
-                ssl=address.ssl,
-                proxy=address.proxy,
-                max_size=MAX_FRAME_BYTES,
-                open_timeout=self.connect_timeout,
-            )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            refused = status in (401, 403, 404)  # a wrong token or endpoint: retrying won't help
-            return ExecuteResult(
-                error=f"the endpoints server refused the connection (HTTP {status})",
-                error_type=ErrorType.EXECUTOR_ERROR if refused else ErrorType.CONNECTION_LOST,
-                retryable=not refused,
-            )
-        except (OSError, TimeoutError, InvalidURI) as exc:
-            return _lost(
-                f"cannot reach the endpoints server at {address.url(self.endpoint)}: {exc}"
-            )
+        opened = await self._open(ctx)
+        if isinstance(opened, ExecuteResult):
+            return opened
+        address, ws = opened
         async with ws:
-            await ws.send(self.init_frame(task, ctx))
-            control = asyncio.create_task(self._forward_control(ws, ctx))
+            control: asyncio.Task[None] | None = None
             try:
+                await ws.send(self.init_frame(task, ctx))
+                control = asyncio.create_task(self._forward_control(ws, ctx))
                 return await self._receive(ws, ctx)
             except ConnectionClosed as exc:
                 if exc.rcvd is None and not address.remote:
@@ -179,9 +161,73 @@ class WebSocketExecutor(BaseExecutor):
                     )
                 return _lost("the connection to the endpoints server was lost")
             finally:
-                control.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
-                    await control
+                if control is not None:
+                    control.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                        await control
+
+    async def _open(
+        self, ctx: ExecutionContext
+    ) -> tuple[EndpointsAddress, ClientConnection] | ExecuteResult:
+        """The connection to the endpoint, or why there is none. A connection that cannot
+        be made — refused, timed out, closed during the opening handshake, or a server that
+        died while it started — is tried again after each of :attr:`reconnect_waits`, the
+        address asked anew each time: this machine's server may have just been killed
+        (asking starts a new one) and a remote one may be restarting. Only when every try
+        fails is the attempt lost (``CONNECTION_LOST``, retryable); a server that refuses
+        the token or the endpoint is not tried again."""
+        waits = iter(self.reconnect_waits)
+        while True:
+            opened = await self._try_open()
+            if not isinstance(opened, ExecuteResult):
+                return opened
+            if opened.error_type is not ErrorType.CONNECTION_LOST or not opened.retryable:
+                return opened
+            wait = next(waits, None)
+            if wait is None:
+                return opened
+            log.info("%s; trying again in %.1f s", opened.error, wait)
+            await asyncio.sleep(wait)
+            if ctx.cancelled:
+                raise TaskCancelled(ctx.task.id)
+
+    async def _try_open(self) -> tuple[EndpointsAddress, ClientConnection] | ExecuteResult:
+        """One try at :meth:`_open`."""
+        try:
+            address = await self.address()
+        except OSError as exc:  # it died while it started (killed?): the next ask starts another
+            return _lost(f"the endpoints server could not be started: {exc}")
+        if address is None:
+            return _lost("the endpoints server is not running")
+        url = address.url(self.endpoint)
+        try:
+            ws = await connect(
+                url,
+                additional_headers={"Authorization": f"Bearer {address.token}"},
+                ssl=address.ssl,
+                proxy=address.proxy,
+                max_size=MAX_FRAME_BYTES,
+                open_timeout=self.connect_timeout,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            refused = status in (401, 403, 404)  # a wrong token or endpoint: for good
+            return ExecuteResult(
+                error=f"the endpoints server refused the connection (HTTP {status})",
+                error_type=ErrorType.EXECUTOR_ERROR if refused else ErrorType.CONNECTION_LOST,
+                retryable=not refused,
+            )
+        except InvalidURI as exc:  # the same address again would be no better
+            return ExecuteResult(
+                error=f"cannot reach the endpoints server at {url}: {exc}",
+                error_type=ErrorType.CONNECTION_LOST,
+                retryable=False,
+            )
+        except (OSError, TimeoutError, InvalidMessage) as exc:
+            # InvalidMessage: the connection ended before the server's answer (it died
+            # during the handshake).
+            return _lost(f"cannot reach the endpoints server at {url}: {exc}")
+        return address, ws
 
     def init_frame(self, task: TaskRecord, ctx: ExecutionContext) -> str:
         """The attempt's ``init_param_and_run`` frame, as sent: :meth:`params`, the task's id
