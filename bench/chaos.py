@@ -11,7 +11,8 @@ dealt at a seeded random moment:
 
 - ``worker``: ``kill -9`` of the worker;
 - ``server``: ``kill -9`` of its endpoints server (the worker goes on, and starts another);
-- ``child``: ``kill -9`` of a job's child process or of an ffmpeg it runs;
+- ``child``: ``kill -9`` of a job's child process, of an ffmpeg it runs, or of the fork
+  server that forks those children (counted apart: its death ends the children it forked);
 - ``stop``: SIGSTOP of the worker past its heartbeat, then SIGCONT;
 - ``quit``: a graceful stop (SIGTERM);
 - ``power``: the worker's whole process group and session killed at once (power loss).
@@ -75,7 +76,7 @@ CAUSED = ("SUBPROCESS_CRASHED", "NETWORK_ERROR", "HTTP_ERROR", "TIMEOUT")
 @dataclass
 class Tally:
     dealt: Counter[str] = field(default_factory=Counter)
-    #: Of the ``child`` faults: which process was killed (``ffmpeg``, ``child``).
+    #: Of the ``child`` faults: which process was killed (``ffmpeg``, ``child``, ``fork server``).
     children: Counter[str] = field(default_factory=Counter)
     #: A fault asked for but not dealt (no server or child alive at that moment).
     missed: Counter[str] = field(default_factory=Counter)
@@ -160,8 +161,7 @@ def deal(
             return
         target = rng.choice(targets)
         if fault == "child":
-            program = Path((_cmdline(target) or ["?"])[0]).name
-            tally.children["ffmpeg" if "ffmpeg" in program else "child"] += 1
+            tally.children[_kind_of_child(target)] += 1
         with contextlib.suppress(psutil.Error):
             target.kill()
         time.sleep(1.5)  # the worker notices, and goes on; then it is let go gracefully
@@ -173,6 +173,15 @@ def deal(
         tally.violations.append(f"the worker did not end after {fault}")
         worker.kill()
         worker.wait(30)
+
+
+def _kind_of_child(p: psutil.Process) -> str:
+    """``ffmpeg``, ``fork server`` (which forks the jobs' children: its death ends those it
+    forked) or ``child`` (a job's)."""
+    cmdline = _cmdline(p)
+    if "ffmpeg" in Path((cmdline or ["?"])[0]).name:
+        return "ffmpeg"
+    return "fork server" if "multiprocessing.forkserver" in " ".join(cmdline) else "child"
 
 
 def _targets(fault: str, worker: subprocess.Popen[str]) -> list[psutil.Process]:
