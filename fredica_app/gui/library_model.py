@@ -50,17 +50,13 @@ NO_FLAGS = Qt.ItemFlag.NoItemFlags
 FOREGROUND = Qt.ItemDataRole.ForegroundRole
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 LEFT = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-#: A failed output, as the queue shows a failed task (readable on light and dark).
+# A failed output, as the queue shows a failed task (readable on light and dark).
 ALERT = QColor(0xC6, 0x28, 0x28)
-#: The value the sort proxy compares: a casefolded title, seconds, bytes (-1 when unknown).
+# The value the sort proxy compares: a casefolded title, seconds, bytes (-1 when unknown).
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
-#: The row's MaterialRecord, on any column.
+# The row's MaterialRecord, on any column.
 MATERIAL_ROLE = Qt.ItemDataRole.UserRole + 2
 _ROOT = QModelIndex()
-
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("LibraryModel", text)
 
 
 class LibraryModel(QAbstractTableModel):
@@ -73,30 +69,30 @@ class LibraryModel(QAbstractTableModel):
         self.board = board
         self._rows: list[MaterialRecord] = []
         self._where: dict[str, int] = {}
-        #: Display strings per material id, built when first shown, dropped on a change.
+        # Display strings per material id, built when first shown, dropped on a change.
         self._cells: dict[str, tuple[str, ...]] = {}
         self._headers = (
-            _tr("Title"),
-            _tr("Kind"),
-            _tr("Duration"),
-            _tr("Size"),
-            _tr("Outputs"),
+            QCoreApplication.translate("LibraryModel", "Title"),
+            QCoreApplication.translate("LibraryModel", "Kind"),
+            QCoreApplication.translate("LibraryModel", "Duration"),
+            QCoreApplication.translate("LibraryModel", "Size"),
+            QCoreApplication.translate("LibraryModel", "Outputs"),
         )
         self._kinds = {
-            "video": _tr("video"),
-            "audio": _tr("audio"),
-            "other": _tr("other"),
-            "unknown": _tr("unknown"),
+            "video": QCoreApplication.translate("LibraryModel", "video"),
+            "audio": QCoreApplication.translate("LibraryModel", "audio"),
+            "other": QCoreApplication.translate("LibraryModel", "other"),
+            "unknown": QCoreApplication.translate("LibraryModel", "unknown"),
         }
         self._words = {
-            OutputState.QUEUED: _tr("queued"),
-            OutputState.RUNNING: _tr("running"),
-            OutputState.PAUSED: _tr("paused"),
-            OutputState.DONE: _tr("done"),
-            OutputState.FAILED: _tr("failed"),
-            OutputState.CANCELLED: _tr("cancelled"),
+            OutputState.QUEUED: QCoreApplication.translate("LibraryModel", "queued"),
+            OutputState.RUNNING: QCoreApplication.translate("LibraryModel", "running"),
+            OutputState.PAUSED: QCoreApplication.translate("LibraryModel", "paused"),
+            OutputState.DONE: QCoreApplication.translate("LibraryModel", "done"),
+            OutputState.FAILED: QCoreApplication.translate("LibraryModel", "failed"),
+            OutputState.CANCELLED: QCoreApplication.translate("LibraryModel", "cancelled"),
         }
-        #: Made when first drawn (the style's icons need the application to exist).
+        # Made when first drawn (the style's icons need the application to exist).
         self._icons: dict[str, QIcon] = {}
 
     # --- reading -------------------------------------------------------------------------

@@ -83,6 +83,9 @@ def test_the_compiled_file_is_built_from_the_source(tmp_path: Path) -> None:
 
 
 def test_the_window_speaks_chinese_when_asked(qapp: Any, qtbot: Any, data_dir: Path) -> None:
+    from PySide6.QtCore import QModelIndex, Qt
+    from PySide6.QtWidgets import QTableView, QTreeView
+
     from fredica_app.gui.app import Translations
     from fredica_app.gui.host import AppHost
     from fredica_app.gui.window import MainWindow
@@ -99,6 +102,16 @@ def test_the_window_speaks_chinese_when_asked(qapp: Any, qtbot: Any, data_dir: P
         window.feed.snapshot.emit(Snapshot(cursor=1, tasks=tasks))
         assert "3" in window.activity_label.text()
         assert "task(s)" not in window.activity_label.text()
+        # Every table's column headers (the library's were English: a helper's strings that
+        # the extraction could not see).
+        headers = {
+            str(view.model().headerData(c, Qt.Orientation.Horizontal))
+            for view in window.findChildren(QTableView) + window.findChildren(QTreeView)
+            if view.model() is not None
+            for c in range(view.model().columnCount(QModelIndex()))
+        }
+        english = sorted(h for h in headers if re.fullmatch(r"[A-Za-z ]+", h))
+        assert len(headers) > 10 and not english, english
     finally:
         languages.install("en")
     window = MainWindow(AppHost(data_dir), data_dir)
