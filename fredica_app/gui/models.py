@@ -18,7 +18,7 @@ row's strings are built (once per version of the row, as the rest of them).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -336,6 +336,10 @@ class RunTableModel(RecordTableModel):
         self._now = now
         # Material id → title, as the library said (set_titles).
         self.titles: dict[str, str] = {}
+        # Run id → how many of its tasks finished with a note for the user (set_notes).
+        self.notes: dict[str, int] = {}
+        # Run id → its done tasks when its notes were last asked for.
+        self._notes_asked: dict[str, int] = {}
 
     def set_titles(self, titles: dict[str, str]) -> None:
         """The library's titles of these materials: their runs' rows show them."""
@@ -345,6 +349,30 @@ class RunTableModel(RecordTableModel):
     def missing_titles(self) -> set[str]:
         """The materials of the rows whose title is not known yet."""
         return {m for row in self._rows if (m := row.record.material_id) and m not in self.titles}
+
+    def notes_to_ask(self) -> list[str]:
+        """The runs whose notes may have changed since asked: a task of theirs finished since.
+        They count as asked from now on (:meth:`notes_not_read` puts them back)."""
+        asked = self._notes_asked
+        wanted = [
+            row.id
+            for row in self._rows
+            if row.record.done_tasks and asked.get(row.id) != row.record.done_tasks
+        ]
+        for run_id in wanted:
+            asked[run_id] = self._rows[self._where[run_id]].record.done_tasks
+        return wanted
+
+    def notes_not_read(self, run_ids: Iterable[str]) -> None:
+        """These runs' notes could not be read: ask again with the next change."""
+        for run_id in run_ids:
+            self._notes_asked.pop(run_id, None)
+
+    def set_notes(self, notes: dict[str, int]) -> None:
+        """How many tasks of these runs finished with a note: their rows show a warning."""
+        changed = [i for i, n in notes.items() if self.notes.get(i, 0) != n]
+        self.notes.update(notes)
+        self.refresh(changed)
 
     def title(self, run: RunRecord) -> str:
         """The row's title: its material's, "…" while the library has not said it yet, the
@@ -367,7 +395,17 @@ class RunTableModel(RecordTableModel):
             return _ALERT if failed and column == self.STATE else None
         if role == TOOLTIP:
             run = row.record
-            return f"{self.title(run)}\n{run.template or ''}  ·  {run.id}"
+            tip = f"{self.title(run)}\n{run.template or ''}  ·  {run.id}"
+            notes = self.notes.get(run.id, 0)
+            if notes:
+                said = QCoreApplication.translate(
+                    "RunTableModel", "%n task(s) left a note: see its tasks", "", notes
+                )
+                tip += f"\n⚠ {said}"
+            return tip
+        if role == DECORATION:
+            noted = column == self.STATE and self.notes.get(row.id, 0)
+            return _warning_icon() if noted else None
         if role == RECORD_ROLE:
             return row.record
         return None

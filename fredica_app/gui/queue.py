@@ -61,6 +61,8 @@ SEARCH_MS = 200
 ACTIONS_MS = 150
 #: How long a line stays shown.
 MESSAGE_MS = 10_000
+#: The runs' notes are read this long after a change (once per burst of changes).
+NOTES_AFTER_MS = 300
 #: The columns' first widths, before the user's own are restored.
 _ASCENDING = Qt.SortOrder.AscendingOrder
 _DESCENDING = Qt.SortOrder.DescendingOrder
@@ -84,6 +86,11 @@ class QueuePage(QWidget):
         self.runs = RunTableModel(self)
         self.tasks = TaskTableModel(self, badges=self.badge_of, titles=self.runs.titles)
         self._titles_asked: set[str] = set()
+        # The runs' notes are asked for a moment after a burst of changes, once for it all.
+        self._notes_timer = QTimer(self)
+        self._notes_timer.setSingleShot(True)
+        self._notes_timer.setInterval(NOTES_AFTER_MS)
+        self._notes_timer.timeout.connect(self._ask_notes)
         self.filter = TaskFilterProxy(self.tasks, self.badge_of, self, titles=self.runs.titles)
         self._scope = Scope.TASKS
         #: The last line shown (errors and notes), for tests and for the page's own label.
@@ -189,6 +196,7 @@ class QueuePage(QWidget):
         self.counts = TrackedCounts(snapshot.tasks)
         self.runs.load(snapshot)
         self._ask_titles()
+        self._notes_timer.start()
         self.tasks.load(snapshot)
         self._update_sidebar()
         self.commands.refresh()
@@ -207,6 +215,8 @@ class QueuePage(QWidget):
                 counts.apply(record)
         self.runs.apply(batch)
         self._ask_titles()
+        if not self._notes_timer.isActive():
+            self._notes_timer.start()
         self.tasks.apply(batch)
         moved = counts.take_moved().difference(changed)
         if moved:
@@ -236,6 +246,26 @@ class QueuePage(QWidget):
             self.host.call(read, self._got_titles, self._titles_failed(wanted))
         except RuntimeError:  # the application has closed
             self._titles_asked -= wanted
+
+    def _ask_notes(self) -> None:
+        """Ask the queue how many tasks of each run that moved on left a note (off the GUI
+        thread): those runs' rows show a warning."""
+        wanted = self.runs.notes_to_ask()
+        if not wanted:
+            return
+
+        async def read(app: Fredica) -> dict[str, int]:
+            progress = await app.store.run_progress(wanted)
+            return {i: progress[i].notes if i in progress else 0 for i in wanted}
+
+        def failed(exc: Exception) -> None:
+            log.warning("could not read the runs' notes: %s", exc)
+            self.runs.notes_not_read(wanted)
+
+        try:
+            self.host.call(read, self.runs.set_notes, failed)
+        except RuntimeError:  # the application has closed
+            self.runs.notes_not_read(wanted)
 
     def _got_titles(self, titles: dict[str, str]) -> None:
         self.runs.set_titles(titles)

@@ -742,3 +742,40 @@ def test_a_workflow_is_named_in_words_and_a_title_waits_for_the_library(qtbot: A
     model.set_titles({"m1": "Film.mkv"})
     assert [model.index(r, T.TITLE).data() for r in range(2)] == ["Film.mkv", "…"]
     assert model.missing_titles() == {"m2"}
+
+
+def test_a_run_whose_task_left_a_note_is_marked_in_the_runs_table(
+    qtbot: Any, app_host: Any, live_page: QueuePage
+) -> None:
+    """A job's note (an input shorter than its header said) marks its run's row too: a
+    warning icon by its state, and the tooltip says how many of its tasks left one."""
+    page = live_page
+    note = "the input is shorter than its header claims: it holds 1.87 s"
+    spec = {
+        "tasks": [
+            {"key": "a", "type": "NOOP", "payload": {"note": note}},
+            {"key": "b", "type": "NOOP"},
+        ]
+    }
+    noted = call(app_host, lambda app: app.submit(spec))
+    plain = call(app_host, lambda app: app.submit({"tasks": [{"key": "a", "type": "NOOP"}]}))
+
+    def state_cell(run_id: str, role: Qt.ItemDataRole) -> Any:
+        row = page.runs.row_of(run_id)
+        if row is None:
+            return None
+        return page.runs.index(row, RunTableModel.STATE).data(role)
+
+    decoration = Qt.ItemDataRole.DecorationRole
+    qtbot.waitUntil(lambda: state_cell(noted.run_id, decoration) is not None, timeout=30_000)
+    assert "1 task(s) left a note" in state_cell(noted.run_id, Qt.ItemDataRole.ToolTipRole)
+    qtbot.waitUntil(
+        lambda: (
+            call(app_host, lambda app: app.store.get_run(plain.run_id)).status.value == "completed"
+        ),
+        timeout=30_000,
+    )
+    qtbot.wait(1000)  # past the notes' read after its last change
+    assert page.runs.row_of(plain.run_id) is not None
+    assert state_cell(plain.run_id, decoration) is None
+    assert "⚠" not in state_cell(plain.run_id, Qt.ItemDataRole.ToolTipRole)

@@ -1001,7 +1001,7 @@
     <name>QueuePage</name>
     <message>
         <source>Search: file, task, type or run</source>
-        <extracomment>The search filters this long after the last key (a keystroke does not refilter 10,000 rows). After a batch, the actions follow the selection&apos;s new records this much later (once per burst of batches). How long a line stays shown. The columns&apos; first widths, before the user&apos;s own are restored. A run&apos;s id: show its details. The last line shown (errors and notes), for tests and for the page&apos;s own label.</extracomment>
+        <extracomment>The search filters this long after the last key (a keystroke does not refilter 10,000 rows). After a batch, the actions follow the selection&apos;s new records this much later (once per burst of batches). How long a line stays shown. The runs&apos; notes are read this long after a change (once per burst of changes). The columns&apos; first widths, before the user&apos;s own are restored. A run&apos;s id: show its details. The last line shown (errors and notes), for tests and for the page&apos;s own label.</extracomment>
         <translation>搜索：文件、任务、类型或运行</translation>
     </message>
     <message>
@@ -1352,6 +1352,10 @@
     <message>
         <source>run %1</source>
         <translation>运行 %1</translation>
+    </message>
+    <message>
+        <source>%n task(s) left a note: see its tasks</source>
+        <translation>%n 个任务留下了提示：请查看其任务</translation>
     </message>
     <message>
         <source>no tasks</source>
