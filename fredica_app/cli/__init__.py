@@ -166,7 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _discard_stdout()
             return EXIT_BROKEN_PIPE
         except FredicaError as exc:
-            from fredica_app.display import shown  # imported only when there is an error to say
+            from fredica_app.views.records import (
+                shown,  # imported only when there is an error to say
+            )
 
             # One line: a name the message quotes may hold a newline or a terminal's escape.
             print(f"fredica: error: {shown(str(exc))}", file=sys.stderr)
@@ -228,9 +230,9 @@ def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
     paths = resolve_paths(args.data_dir).ensure()
     command_log.start(paths.log_file)
     if args.command == "settings":  # needs no database
-        from fredica_app import settings_cli
+        from fredica_app.cli import settings as settings_command
 
-        return settings_cli.run(
+        return settings_command.run(
             paths.settings_file,
             args.action,
             getattr(args, "key", ""),
@@ -339,7 +341,7 @@ async def _main(args: argparse.Namespace) -> int:
             await endpoints.stop()
         raise
     if app.settings_problem:
-        from fredica_app.display import shown
+        from fredica_app.views.records import shown
 
         # One line: the problem may quote a key of the file holding a newline or an escape.
         print(f"fredica: warning: {shown(app.settings_problem)}", file=sys.stderr)

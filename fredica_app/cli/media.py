@@ -8,15 +8,16 @@ import asyncio
 import sys
 from pathlib import Path
 
+from fredica_app.cli.display import table
 from fredica_app.cli.output import print_run
+from fredica_app.cli.process import Outcome, ensure_sample, process, run_or_follow
 from fredica_app.cli.shapes import created_json, material_json, print_json, run_json
-from fredica_app.display import duration, shown, table
 from fredica_app.errors import FredicaError, MediaImportError, SpecError
 from fredica_app.jobs import JOBS
-from fredica_app.process import Outcome, ensure_sample, process, run_or_follow
 from fredica_app.removal import remove
 from fredica_app.services import Fredica
 from fredica_app.templates import BUILTIN, get_template
+from fredica_app.views.records import duration, shown
 
 
 async def cmd_templates(app: Fredica, args: argparse.Namespace) -> int:

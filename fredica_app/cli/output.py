@@ -7,7 +7,7 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from fredica_app.display import run_lines
+from fredica_app.cli.display import run_lines
 from fredica_app.services import Fredica
 from workers.records import RunRecord, TaskRecord
 

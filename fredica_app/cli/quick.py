@@ -14,9 +14,9 @@ import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 
+from fredica_app.cli.display import runs_lines
 from fredica_app.cli.shapes import print_json, run_json
 from fredica_app.dbfile import open_current
-from fredica_app.display import runs_lines
 from fredica_app.library import quick as library_reads
 from fredica_app.paths import AppPaths
 from workers.records import RunProgress, RunRecord

@@ -6,10 +6,10 @@ import argparse
 import asyncio
 import sys
 
+from fredica_app.cli.display import restart_log_lines
 from fredica_app.cli.output import print_run
 from fredica_app.cli.quick import show_runs
 from fredica_app.cli.shapes import created_json, print_json, restart_entry_json, run_json
-from fredica_app.display import restart_log_lines
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica, load_spec_file
 from workers.retention import RetentionPolicy

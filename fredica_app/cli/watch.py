@@ -18,11 +18,12 @@ import sys
 import time
 from collections.abc import Callable
 
+from fredica_app.cli.display import task_progress
+from fredica_app.cli.process import on_signals
 from fredica_app.cli.shapes import run_json, task_json
-from fredica_app.display import task_progress, task_state
-from fredica_app.process import on_signals
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries, RunFilter, TaskFilter
+from fredica_app.views.records import task_state
 from workers.changes import Change, Tombstone, run_ended
 from workers.errors import NotFound
 from workers.records import RunRecord, TaskRecord

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from fredica_app.cli.worker import FinishedRuns
-from fredica_app.display import shown
 from fredica_app.errors import DatabaseLocked
 from fredica_app.services import Fredica
 from fredica_app.settings import WatchFolder
+from fredica_app.views.records import shown
 from fredica_app.watching import FolderWatcher, WatchReport
 from workers.engine import WorkerEngine
 

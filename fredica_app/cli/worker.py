@@ -16,10 +16,10 @@ import sys
 import time
 from collections import Counter
 
+from fredica_app.cli.display import finished_run_line, note_lines, worker_summary
 from fredica_app.cli.shapes import print_json
 from fredica_app.desktop import power
 from fredica_app.desktop.power import CommandRunner, WhenDone
-from fredica_app.display import finished_run_line, note_lines, worker_summary
 from fredica_app.doctor import diagnose
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica

@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fredica_app.display import clock
 from fredica_app.gui.dag_view import DagScene, DagView
 from fredica_app.gui.details_paint import badge_text, legend_html
 from fredica_app.gui.details_panel import TaskPanel
@@ -35,6 +34,7 @@ from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
 from fredica_app.gui.persist import ViewState
 from fredica_app.views.queue_state import Badge
+from fredica_app.views.records import clock
 from workers.changes import Change, Tombstone
 from workers.records import RunRecord, TaskRecord
 from workers.states import RunStatus

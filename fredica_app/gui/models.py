@@ -2,7 +2,7 @@
 
 Inputs are plain records (``workers.records``) and change batches, never Qt types: the same
 snapshot and change sets the CLI reads. What a row says comes from ``fredica_app.views`` (the
-badge, the ETA) and ``fredica_app.display`` (a task's state in words, for the tooltip).
+badge, the ETA) and ``fredica_app.views.records`` (a task's state in words, for the tooltip).
 
 Besides the display text, a cell answers:
 
@@ -26,11 +26,11 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import QApplication, QStyle
 
-from fredica_app.display import clock, task_note, task_state
 from fredica_app.gui.table import DISPLAY, Index, RecordTableModel, Row
 from fredica_app.views.eta import UNKNOWN, SpeedMeter, format_eta
 from fredica_app.views.progress_label import bar_label
 from fredica_app.views.queue_state import Badge, badge
+from fredica_app.views.records import clock, task_note, task_state
 from workers.records import RunRecord, TaskRecord
 from workers.states import ACTIVE, RunStatus, TaskStatus
 

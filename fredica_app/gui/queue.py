@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fredica_app.display import shown, task_outputs
 from fredica_app.gui.delegates import ProgressDelegate
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
@@ -45,6 +44,7 @@ from fredica_app.gui.queue_actions import QueueActions, Scope, Selection
 from fredica_app.gui.queue_filter import TaskFilterProxy
 from fredica_app.gui.queue_sidebar import StateSidebar, TrackedCounts
 from fredica_app.views.queue_state import Badge, badge
+from fredica_app.views.records import shown, task_outputs
 from workers.changes import Change, Snapshot, Tombstone
 from workers.records import TaskRecord
 from workers.states import TaskStatus

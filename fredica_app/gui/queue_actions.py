@@ -23,9 +23,9 @@ from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QIcon, QKeySequence
 from PySide6.QtWidgets import QMenu, QStyle, QWidget
 
-from fredica_app.display import task_outputs
 from fredica_app.gui.host import AppHost
 from fredica_app.views.queue_state import ActionName, selection_actions
+from fredica_app.views.records import task_outputs
 from workers.errors import FredicaError
 from workers.records import RunRecord, TaskRecord
 from workers.states import RunStatus

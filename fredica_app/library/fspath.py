@@ -7,7 +7,7 @@ SQLite refuses to store as text. So a path that is not valid UTF-8 is stored as
 the very ``str`` it was: the file opens again. A valid path is stored as it is (one that
 begins with the prefix itself is encoded too, so that reading back is never ambiguous).
 
-A path is shown to people through :func:`fredica_app.display.shown`, never as stored.
+A path is shown to people through :func:`fredica_app.views.records.shown`, never as stored.
 
 Pure: strings in, strings out.
 """

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from fredica_app.display import task_outputs
+from fredica_app.views.records import task_outputs
 from workers.changes import Tombstone
 from workers.records import TaskRecord
 from workers.states import ACTIVE, ErrorType, TaskStatus

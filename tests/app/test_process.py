@@ -21,8 +21,8 @@ import av
 import psutil
 import pytest
 
-from fredica_app import process as process_module
 from fredica_app.cli import main
+from fredica_app.cli import process as process_module
 from python_endpoints.jobs.sample import make_sample
 
 pytestmark = pytest.mark.slow

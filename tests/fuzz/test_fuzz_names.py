@@ -23,11 +23,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fredica_app.cli import main
-from fredica_app.display import shown
 from fredica_app.library.fingerprint import MEDIA_EXTENSIONS
 from fredica_app.library.fspath import from_stored, to_stored
 from fredica_app.services import Fredica
 from fredica_app.settings import WatchFolder
+from fredica_app.views.records import shown
 from fredica_app.watching import FolderWatcher, WatchReport
 from python_endpoints.text import clean_text
 from tests.fuzz.hostile import file_name, fuzz, name_bytes

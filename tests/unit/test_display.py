@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from rich.cells import cell_len
 
-from fredica_app.display import (
-    duration,
-    run_elapsed,
-    run_eta,
-    run_lines,
-    runs_lines,
-    table,
-    task_state,
-)
+from fredica_app.cli.display import run_elapsed, run_eta, run_lines, runs_lines, table
+from fredica_app.views.records import clock, duration, task_state
 from tests.support.records import task_record
 from workers.records import RunProgress, RunRecord, TaskRecord
 from workers.states import RunStatus, TaskStatus
@@ -161,3 +155,10 @@ def test_durations_read_naturally() -> None:
         "59 min 59 s",
         "1 h 02 min",
     ]
+
+
+def test_a_clock_time_is_the_time_today_and_the_date_another_day() -> None:
+    noon = time.mktime((2026, 3, 1, 12, 0, 0, 0, 0, -1))
+    assert clock(noon + 3 * 3600 + 27, noon) == "15:00:27"
+    assert clock(noon - 86_400, noon) == "2026-02-28 12:00"
+    assert clock(None, noon) == "-"

@@ -20,10 +20,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
-from fredica_app.display import note_lines, task_columns, task_label, task_outputs, task_state
+from fredica_app.cli.display import note_lines, task_columns, task_label
 from fredica_app.errors import DatabaseLocked, MediaImportError
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries
+from fredica_app.views.records import task_outputs, task_state
 from workers.records import RunRecord, TaskRecord
 from workers.states import TaskStatus, is_terminal
 
