@@ -80,7 +80,8 @@ CLIP_TOLERANCE = 0.25
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check's outcome (like :class:`fredica_app.doctor.Check`, timed, and skippable)."""
+    """One check's outcome (like :class:`fredica_app.services.doctor.Check`, timed, and
+    skippable)."""
 
     name: str
     ok: bool

@@ -20,9 +20,9 @@ from fredica_app.cli.display import finished_run_line, note_lines, worker_summar
 from fredica_app.cli.shapes import print_json
 from fredica_app.desktop import power
 from fredica_app.desktop.power import CommandRunner, WhenDone
-from fredica_app.doctor import diagnose
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica
+from fredica_app.services.doctor import diagnose
 from workers.events import EngineHeld, Event, RunChanged
 
 #: Run statuses a run ends in (``worker`` prints a line for each).

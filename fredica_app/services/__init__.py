@@ -6,6 +6,8 @@
 - :mod:`.control`: pausing, resuming, cancelling and retrying tasks and runs, pausing the
   queue — through the engine of this process when one runs, through the database otherwise.
 - :mod:`.queries`: what a viewer reads — a snapshot of runs and tasks, then the changes since.
+- :mod:`.doctor`: what Fredica needs checked (settings, folders, database, the endpoints server
+  with a job's round trip, ffmpeg, encoders, speech models), each with how to fix it.
 
 Nothing here speaks SQL (the stores do) or Qt (the GUI does), nor prints: what a command
 shows, its JSON included, is the CLI's.

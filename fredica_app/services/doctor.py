@@ -1,4 +1,4 @@
-"""``fredica doctor``: check what Fredica needs and say how to fix what is missing."""
+"""Check what Fredica needs and say how to fix what is missing (``fredica doctor`` prints it)."""
 
 from __future__ import annotations
 
