@@ -14,8 +14,8 @@ from fredica_app.cli.process import Outcome, ensure_sample, process, run_or_foll
 from fredica_app.cli.shapes import created_json, material_json, print_json, run_json
 from fredica_app.errors import FredicaError, MediaImportError, SpecError
 from fredica_app.jobs import JOBS
-from fredica_app.removal import remove
 from fredica_app.services import Fredica
+from fredica_app.services.removal import remove
 from fredica_app.templates import BUILTIN, get_template
 from fredica_app.views.records import duration, shown
 

@@ -18,8 +18,8 @@ from fredica_app.errors import FredicaError
 from fredica_app.library.fingerprint import is_media_name, is_url
 from fredica_app.library.importer import ImportReport, material_dir
 from fredica_app.library.store import MaterialRecord
-from fredica_app.removal import Removal, remove
 from fredica_app.services import Fredica
+from fredica_app.services.removal import Removal, remove
 from workers.records import CreatedRun
 
 
@@ -109,7 +109,7 @@ class Removed:
 async def remove_materials(
     app: Fredica, materials: Sequence[MaterialRecord], *, outputs: bool
 ) -> list[Removed]:
-    """Remove each material (:func:`fredica_app.removal.remove`), its outputs too when
+    """Remove each material (:func:`fredica_app.services.removal.remove`), its outputs too when
     ``outputs``."""
     out = []
     for material in materials:

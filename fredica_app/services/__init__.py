@@ -6,6 +6,8 @@
 - :mod:`.control`: pausing, resuming, cancelling and retrying tasks and runs, pausing the
   queue — through the engine of this process when one runs, through the database otherwise.
 - :mod:`.queries`: what a viewer reads — a snapshot of runs and tasks, then the changes since.
+- :mod:`.removal`: a material out of the library (its finished runs with it), a run out of
+  the queue.
 - :mod:`.doctor`: what Fredica needs checked (settings, folders, database, the endpoints server
   with a job's round trip, ffmpeg, encoders, speech models), each with how to fix it.
 

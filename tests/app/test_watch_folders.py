@@ -34,8 +34,8 @@ from fredica_app.errors import TemplateError
 from fredica_app.library.fingerprint import content_fingerprint
 from fredica_app.library.watched import WatchedFileRecord, WatchedFiles
 from fredica_app.paths import resolve_paths
-from fredica_app.removal import remove
 from fredica_app.services import Fredica
+from fredica_app.services.removal import remove
 from fredica_app.settings import Settings, WatchFolder, save_settings
 from fredica_app.watching import FolderWatcher, WatchReport
 from fredica_app.watching import watcher as watcher_module

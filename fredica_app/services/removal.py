@@ -1,4 +1,5 @@
-"""``fredica remove``: take a material out of the library, or a run out of the queue.
+"""Take a material out of the library, or a run out of the queue (`fredica remove`, and the
+window's Remove).
 
 A run goes with everything that belongs to it — its tasks, their dependencies, timeline and
 restart-log entries — by the queue's own code for that (the one a prune runs: ``delete_run``).
