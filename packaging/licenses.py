@@ -84,6 +84,8 @@ def named_files(facts: Facts) -> list[str]:
     if facts.pyav_ffmpeg:
         named += facts.pyav_ffmpeg.location.split(", ")
     named += [m.location for m in (facts.whisper, facts.vad) if m is not None]
+    if facts.icons:
+        named.append(facts.icons.licence_file)
     return named
 
 

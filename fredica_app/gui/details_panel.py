@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QStackedWidget,
-    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -38,6 +37,7 @@ from PySide6.QtWidgets import (
 
 from fredica_app.gui.details_paint import badge_text
 from fredica_app.gui.host import AppHost
+from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.views import error_hints
 from fredica_app.views.queue_state import Badge
 from python_endpoints.text import clean_text
@@ -277,7 +277,7 @@ class TaskPanel(QWidget):
         self.outputs.clear()
         paths = result.get("outputs")
         paths = [str(p) for p in paths] if isinstance(paths, list) else []
-        icon = self.style().standardIcon(QStyle.StandardPixmap.SP_FileIcon)
+        icon = symbol("file")
         for path in paths:
             item = QListWidgetItem(icon, path, self.outputs)
             item.setData(PATH_ROLE, path)
@@ -311,7 +311,7 @@ class TaskPanel(QWidget):
         self.retry_note.setText(note)
 
     def _warning_icon(self) -> QIcon:
-        return self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        return symbol("triangle-alert", WARNING)
 
     # --- actions ---------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from PySide6.QtGui import (
     QAction,
     QDesktopServices,
     QGuiApplication,
+    QIcon,
     QKeyEvent,
     QKeySequence,
     QPalette,
@@ -50,7 +51,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QStackedWidget,
-    QStyle,
     QTableView,
     QToolBar,
     QToolButton,
@@ -73,6 +73,7 @@ from fredica_app.gui.library_work import (
     start_runs,
 )
 from fredica_app.gui.persist import ViewState
+from fredica_app.gui.symbols import ERROR, WARNING, symbol
 from fredica_app.library.fingerprint import MEDIA_EXTENSIONS
 from fredica_app.library.store import MaterialRecord
 from fredica_app.services import Fredica
@@ -89,7 +90,6 @@ TABLE_STATE = "library-table"
 _LAST_FOLDER = "library/last-folder"
 _LAST_TEMPLATE = "library/template"
 _OPEN = (Mode.ENGINE, Mode.ATTACHED)
-_SP = QStyle.StandardPixmap
 
 
 class MaterialTable(QTableView):
@@ -132,7 +132,7 @@ class MessageLine(QFrame):
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.close_button = QToolButton()
         self.close_button.setAutoRaise(True)
-        self.close_button.setIcon(self.style().standardIcon(_SP.SP_TitleBarCloseButton))
+        self.close_button.setIcon(symbol("x"))
         self.close_button.setToolTip(self.tr("Dismiss"))
         self.close_button.clicked.connect(self.hide)
         row = QHBoxLayout(self)
@@ -144,13 +144,13 @@ class MessageLine(QFrame):
 
     def show_message(self, text: str, level: str = INFO, details: str | None = None) -> None:
         icon = {
-            self.INFO: _SP.SP_MessageBoxInformation,
-            self.WARNING: _SP.SP_MessageBoxWarning,
-            self.ERROR: _SP.SP_MessageBoxCritical,
-            self.BUSY: _SP.SP_BrowserReload,
+            self.INFO: symbol("info"),
+            self.WARNING: symbol("triangle-alert", WARNING),
+            self.ERROR: symbol("circle-x", ERROR),
+            self.BUSY: symbol("refresh-cw"),
         }[level]
         size = self.fontMetrics().height()
-        self.icon.setPixmap(self.style().standardIcon(icon).pixmap(size, size))
+        self.icon.setPixmap(icon.pixmap(size, size))
         self.level = level
         self.label.setText(text)
         self.setToolTip(details or "")
@@ -228,25 +228,21 @@ class LibraryPage(QWidget):
             self.reload()
 
     def _build_actions(self) -> None:
-        style = self.style()
-
-        def action(text: str, icon: QStyle.StandardPixmap, slot: Callable[[], Any]) -> QAction:
-            made = QAction(style.standardIcon(icon), text, self)
+        def action(text: str, icon: QIcon, slot: Callable[[], Any]) -> QAction:
+            made = QAction(icon, text, self)
             made.triggered.connect(slot)
             return made
 
         self.add_files_action = action(
-            self.tr("Add files…"), _SP.SP_FileIcon, self.add_files_dialog
+            self.tr("Add files…"), symbol("file-plus"), self.add_files_dialog
         )
         self.add_folder_action = action(
-            self.tr("Add folder…"), _SP.SP_DirIcon, self.add_folder_dialog
+            self.tr("Add folder…"), symbol("folder-plus"), self.add_folder_dialog
         )
-        self.add_urls_action = action(self.tr("Add URLs…"), _SP.SP_DriveNetIcon, self.paste_urls)
-        self.start_action = action(
-            self.tr("Start template…"), _SP.SP_MediaPlay, self.start_template
-        )
-        self.open_action = action(self.tr("Open folder"), _SP.SP_DirOpenIcon, self.open_folder)
-        self.remove_action = action(self.tr("Remove"), _SP.SP_TrashIcon, self.remove_selected)
+        self.add_urls_action = action(self.tr("Add URLs…"), symbol("link"), self.paste_urls)
+        self.start_action = action(self.tr("Start template…"), symbol("play"), self.start_template)
+        self.open_action = action(self.tr("Open folder"), symbol("folder-open"), self.open_folder)
+        self.remove_action = action(self.tr("Remove"), symbol("trash-2"), self.remove_selected)
         # Shown in the menus; the table's own keys do the work (MaterialTable).
         for act, key in (
             (self.start_action, QKeySequence(Qt.Key.Key_Return)),

@@ -23,8 +23,8 @@ from PySide6.QtCore import (
     Qt,
 )
 from PySide6.QtGui import QColor, QIcon
-from PySide6.QtWidgets import QApplication, QStyle
 
+from fredica_app.gui.symbols import symbol
 from fredica_app.gui.table import row_ranges
 from fredica_app.library.store import MaterialRecord
 from fredica_app.views.library_view import (
@@ -231,15 +231,11 @@ class LibraryModel(QAbstractTableModel):
     def _icon(self, material: MaterialRecord) -> QIcon:
         icons = self._icons
         if not icons:
-            style = QApplication.style()
             icons.update(
-                (name, style.standardIcon(pixmap))
-                for name, pixmap in (
-                    ("video", QStyle.StandardPixmap.SP_MediaPlay),
-                    ("audio", QStyle.StandardPixmap.SP_MediaVolume),
-                    ("url", QStyle.StandardPixmap.SP_DriveNetIcon),
-                    ("other", QStyle.StandardPixmap.SP_FileIcon),
-                )
+                video=symbol("film"),
+                audio=symbol("music"),
+                url=symbol("globe"),
+                other=symbol("file"),
             )
         if material.is_url and material.kind not in ("video", "audio"):
             return icons["url"]

@@ -20,12 +20,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtGui import QColor, QIcon
-from PySide6.QtWidgets import QApplication, QStyle
 
+from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.gui.table import DISPLAY, Index, RecordTableModel, Row
 from fredica_app.views.eta import UNKNOWN, SpeedMeter, format_eta
 from fredica_app.views.progress_label import bar_label
@@ -39,7 +40,6 @@ TOOLTIP = Qt.ItemDataRole.ToolTipRole
 ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
 FOREGROUND = Qt.ItemDataRole.ForegroundRole
 DECORATION = Qt.ItemDataRole.DecorationRole
-_WARNING = QStyle.StandardPixmap.SP_MessageBoxWarning
 #: The progress column's :class:`ProgressCell`.
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 #: The row's record, on any column.
@@ -258,10 +258,9 @@ class TaskTableModel(RecordTableModel):
 _UNDER_WAY = frozenset({Badge.WAITING, Badge.QUEUED, Badge.RUNNING, Badge.PAUSED})
 
 
+@cache
 def _warning_icon() -> QIcon:
-    app = QApplication.instance()
-    style = app.style() if isinstance(app, QApplication) else None
-    return style.standardIcon(_WARNING) if style is not None else QIcon()
+    return symbol("triangle-alert", WARNING)
 
 
 def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QIcon, QKeySequence
-from PySide6.QtWidgets import QMenu, QStyle, QWidget
+from PySide6.QtWidgets import QMenu, QWidget
 
 from fredica_app.gui.host import AppHost
+from fredica_app.gui.symbols import symbol
 from fredica_app.views.queue_state import ActionName, selection_actions
 from fredica_app.views.records import task_outputs
 from workers.errors import FredicaError
@@ -41,7 +42,6 @@ MAX_FOLDERS = 5
 _UNFINISHED_RUN = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
 _ONLY_HERE = Qt.ShortcutContext.WidgetShortcut
 _NATIVE = QKeySequence.SequenceFormat.NativeText
-_SP = QStyle.StandardPixmap
 
 
 class Scope(enum.Enum):
@@ -74,7 +74,6 @@ class QueueActions(QObject):
         self._selection = selection
         #: How a folder is opened (a test replaces it): the desktop's file manager, no shell.
         self.open_url: Callable[[QUrl], bool] = QDesktopServices.openUrl
-        style = parent.style()
 
         def make(text: str, icon: QIcon, *keys: QKeySequence) -> QAction:
             action = QAction(icon, text, self)
@@ -84,32 +83,28 @@ class QueueActions(QObject):
             return action
 
         key = QKeySequence
-        self.pause = make(self.tr("Pause"), style.standardIcon(_SP.SP_MediaPause), key("Ctrl+P"))
-        self.resume = make(self.tr("Resume"), style.standardIcon(_SP.SP_MediaPlay), key("Ctrl+R"))
+        self.pause = make(self.tr("Pause"), symbol("pause"), key("Ctrl+P"))
+        self.resume = make(self.tr("Resume"), symbol("play"), key("Ctrl+R"))
         self.cancel = make(
             self.tr("Cancel"),
-            style.standardIcon(_SP.SP_DialogCancelButton),
+            symbol("circle-x"),
             key(key.StandardKey.Delete),
         )
-        self.retry = make(
-            self.tr("Retry"), style.standardIcon(_SP.SP_BrowserReload), key("Ctrl+Shift+R")
-        )
+        self.retry = make(self.tr("Retry"), symbol("rotate-ccw"), key("Ctrl+Shift+R"))
         self.open_output = make(
             self.tr("Open output"),
-            style.standardIcon(_SP.SP_DirOpenIcon),
+            symbol("folder-open"),
             key(Qt.Key.Key_Return),
             key(Qt.Key.Key_Enter),
         )
         self.copy_error = make(
             self.tr("Copy error"),
-            QIcon.fromTheme(QIcon.ThemeIcon.EditCopy, style.standardIcon(_SP.SP_FileIcon)),
+            symbol("copy"),
             key(key.StandardKey.Copy),
         )
-        self.details = make(self.tr("Details"), style.standardIcon(_SP.SP_FileDialogDetailedView))
+        self.details = make(self.tr("Details"), symbol("workflow"))
         #: Checked: no new task starts; running ones finish (``fredica pause-queue``).
-        self.pause_queue = QAction(
-            style.standardIcon(_SP.SP_MediaStop), self.tr("Pause queue after current"), self
-        )
+        self.pause_queue = QAction(symbol("square"), self.tr("Pause queue after current"), self)
         self.pause_queue.setCheckable(True)
         self.pause_queue.setToolTip(
             self.tr("Start no new task; the running ones finish. Kept until unchecked.")

@@ -2,7 +2,8 @@
 the GUI package, and only when the check runs.
 
 It proves what a bundle must carry for the window: PySide6 and its libraries, the platform
-plugin, the compiled zh_CN translation, and every module the main window imports. The window
+plugin, the compiled zh_CN translation, the icons (their SVG files and Qt's SVG module), and
+every module the main window imports. The window
 is Fredica's own :class:`~fredica_app.gui.window.MainWindow`, shown before its host has started
 — the state every window is in for its first moments — so no engine and no database is
 needed: the window draws, and its calls wait for a host that never opens.
@@ -28,6 +29,7 @@ from PySide6.QtCore import (
     qInstallMessageHandler,
     qVersion,
 )
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from fredica_app.frozen import is_frozen
@@ -76,6 +78,12 @@ def _qt_messages(into: list[str]) -> Iterator[None]:
         qInstallMessageHandler(previous)
 
 
+def _drawn(icon: QIcon) -> bool:
+    """Whether ``icon`` draws anything at 24 pixels."""
+    image = icon.pixmap(24, 24).toImage()
+    return any(image.pixelColor(x, y).alpha() for x in range(24) for y in range(24))
+
+
 def _show_main_window(data_dir: Path) -> str:
     from fredica_app.gui.host import AppHost
     from fredica_app.gui.window import MainWindow
@@ -97,6 +105,7 @@ def _show_main_window(data_dir: Path) -> str:
         window = MainWindow(AppHost(data_dir), data_dir)
         try:
             library = window.nav.item(0).text()
+            icon_drawn = _drawn(window.nav.item(0).icon())
             window.show()
             _settle(qapp)
             shown = window.isVisible() and window.windowHandle() is not None
@@ -110,6 +119,13 @@ def _show_main_window(data_dir: Path) -> str:
         raise CheckFailed(
             f"the main window did not show on the {qapp.platformName()} platform",
             "set QT_QPA_PLATFORM=offscreen, or run it on a desktop session",
+        )
+    if not icon_drawn:
+        raise CheckFailed(
+            "the window's icons draw nothing (its SVG files, or Qt's SVG module, are missing)",
+            f"the bundle lacks them: {REBUILD}"
+            if is_frozen()
+            else "check fredica_app/gui/icons and PySide6.QtSvg",
         )
     if library == ENGLISH_LIBRARY:
         raise CheckFailed(

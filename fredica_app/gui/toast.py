@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QStyle,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
 from shiboken6 import isValid
 
 from fredica_app.gui import theme
+from fredica_app.gui.symbols import symbol
 
 #: How long a toast stays (milliseconds), unless the pointer rests on it.
 TOAST_MS = 8000
@@ -90,9 +90,7 @@ class Toast(QFrame):
         font.setBold(True)
         self.title.setFont(font)
         self.close_button = QToolButton()
-        self.close_button.setIcon(
-            self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarCloseButton)
-        )
+        self.close_button.setIcon(symbol("x"))
         self.close_button.setToolTip(self.tr("Close"))
         self.close_button.setAutoRaise(True)
         self.close_button.clicked.connect(self.dismiss)

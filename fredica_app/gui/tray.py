@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QIcon
-from PySide6.QtWidgets import QApplication, QMenu, QStyle, QSystemTrayIcon
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 from shiboken6 import isValid
 
 from fredica_app.gui.icon import app_icon, badged_icon
+from fredica_app.gui.symbols import symbol
 from fredica_app.views.eta import SpeedMeter, format_eta
 from fredica_app.views.queue_state import Badge
 from workers.changes import Change, Snapshot, Tombstone
@@ -48,7 +49,6 @@ _REASON = QSystemTrayIcon.ActivationReason
 _OPENS = (
     (_REASON.DoubleClick,) if sys.platform == "darwin" else (_REASON.Trigger, _REASON.DoubleClick)
 )
-_SP = QStyle.StandardPixmap
 
 
 class QueueProgress:
@@ -144,18 +144,13 @@ class Tray(QObject):
         self.icon = QSystemTrayIcon(app_icon(), self)
         self.menu = QMenu()
         self.menu.setObjectName("tray-menu")
-        style = QApplication.style()
         self.show_action = self.menu.addAction(app_icon(), self.tr("Show Fredica"))
         self.show_action.triggered.connect(self._toggle_window)
         self.menu.addSeparator()
-        self.pause_action = self.menu.addAction(
-            style.standardIcon(_SP.SP_MediaPause), self.tr("Pause queue")
-        )
+        self.pause_action = self.menu.addAction(symbol("pause"), self.tr("Pause queue"))
         self.pause_action.setToolTip(self.tr("Start no new task; the running ones finish"))
         self.pause_action.triggered.connect(lambda: self._set_queue_paused(True))
-        self.resume_action = self.menu.addAction(
-            style.standardIcon(_SP.SP_MediaPlay), self.tr("Resume queue")
-        )
+        self.resume_action = self.menu.addAction(symbol("play"), self.tr("Resume queue"))
         self.resume_action.triggered.connect(lambda: self._set_queue_paused(False))
         #: Submenus (``add_submenu``) go above this separator, between the queue and Quit.
         self._submenus_end = self.menu.addSeparator()

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QProgressBar,
     QPushButton,
-    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -48,6 +47,7 @@ from fredica_app.desktop.power import (
     seconds_left,
 )
 from fredica_app.errors import FredicaError
+from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.views.queue_state import Badge
 
 log = logging.getLogger(__name__)
@@ -90,10 +90,8 @@ class CountdownDialog(QDialog):
 
         sleep = action is WhenDone.SLEEP
         icon = QLabel()
-        pixmap = QStyle.StandardPixmap.SP_MessageBoxInformation
-        if not sleep:
-            pixmap = QStyle.StandardPixmap.SP_MessageBoxWarning
-        icon.setPixmap(self.style().standardIcon(pixmap).pixmap(48, 48))
+        shown = symbol("info") if sleep else symbol("triangle-alert", WARNING)
+        icon.setPixmap(shown.pixmap(48, 48))
         icon.setAlignment(Qt.AlignmentFlag.AlignTop)
         heading = QLabel(self.tr("The queue is done"))
         font = QFont(heading.font())

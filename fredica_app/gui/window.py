@@ -36,7 +36,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QSplitter,
     QStackedWidget,
-    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -50,6 +49,7 @@ from fredica_app.gui.library import LibraryPage
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.queue import QueuePage
 from fredica_app.gui.settings_page import SettingsPage
+from fredica_app.gui.symbols import symbol
 from fredica_app.gui.when_done import WhenDoneController, queue_is_busy, when_done_menu
 from fredica_app.services.queries import Queries
 from fredica_app.views.queue_state import Badge
@@ -124,14 +124,13 @@ class MainWindow(QMainWindow):
             self.pages.addWidget(page)
         self.nav = QListWidget()
         self.nav.setObjectName("nav")
-        style = self.style()
         for text, icon in (
-            (self.tr("Library"), QStyle.StandardPixmap.SP_DirIcon),
-            (self.tr("Queue"), QStyle.StandardPixmap.SP_BrowserReload),
-            (self.tr("Run details"), QStyle.StandardPixmap.SP_FileDialogDetailedView),
-            (self.tr("Settings"), QStyle.StandardPixmap.SP_FileDialogInfoView),
+            (self.tr("Library"), symbol("library")),
+            (self.tr("Queue"), symbol("list-video")),
+            (self.tr("Run details"), symbol("workflow")),
+            (self.tr("Settings"), symbol("settings")),
         ):
-            QListWidgetItem(style.standardIcon(icon), text, self.nav)
+            QListWidgetItem(icon, text, self.nav)
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
 
         right = QWidget()

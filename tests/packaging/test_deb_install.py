@@ -122,6 +122,9 @@ def test_the_bundle_carries_no_unused_qt_or_test_tools(built: Built) -> None:
         assert unused not in names, unused
     assert (internal / "fredica_app" / "_migrations" / "env.py").is_file()
     assert (internal / "fredica_app" / "gui" / "i18n" / "fredica_zh_CN.qm").is_file()
+    icons = internal / "fredica_app" / "gui" / "icons"  # drawn by QtSvg: the selftest draws one
+    assert (icons / "LICENSE").is_file() and (icons / "play.svg").is_file()
+    assert any("QtSvg" in n for n in names)
     assert (internal / "python_endpoints" / "jobs" / "assets" / "speech-en.opus").is_file()
     licences = built.out / "fredica" / "licenses"
     assert (licences / "THIRD_PARTY.md").is_file() and (licences / "LGPL-3.0.txt").is_file()

@@ -330,17 +330,26 @@ def test_qt_and_models_are_described_from_the_installed_wheels(report: str) -> N
 
 
 @pytest.fixture
-def stand_in_bundle(tmp_path: Path) -> Path:
+def stand_in_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A one-folder bundle whose ``_internal`` is this environment's site-packages (a link):
-    the parts a report names are there for real, where a bundle has them."""
+    the parts a report names are there for real, where a bundle has them. The app's own
+    package (its icons) is not in site-packages here: it is a second folder of the bundle,
+    as a macOS app has two."""
     bundle = tmp_path / "fredica"
     bundle.mkdir()
     (bundle / "_internal").symlink_to(sysconfig.get_paths()["purelib"], target_is_directory=True)
+    (bundle / "app" / "fredica_app").mkdir(parents=True)
+    (bundle / "app" / "fredica_app" / "gui").symlink_to(ROOT / "fredica_app" / "gui")
+    monkeypatch.setattr(licenses, "bundle_dirs", bundle_parts)
     return bundle
 
 
+def bundle_parts(bundle: Path) -> tuple[Path, tuple[Path, ...]]:
+    return bundle / "licenses", (bundle / "_internal", bundle / "app")
+
+
 def bundle_layout(bundle: Path) -> bundled_report.Bundle:
-    return bundled_report.Bundle(bundle / "licenses", (bundle / "_internal",))
+    return bundled_report.Bundle(*bundle_parts(bundle))
 
 
 def test_a_bundle_s_report_is_written_from_it_with_its_python_s_own_facts(
