@@ -85,6 +85,11 @@ def badge_text(shown: Badge) -> str:
     return _translate("Badge", BADGE_TEXT[shown])
 
 
+def run_status_text(status: RunStatus) -> str:
+    """A run's status in the interface's language."""
+    return _translate("RunStatus", _RUN_STATUS_TEXT[status])
+
+
 @dataclass(frozen=True, slots=True)
 class ProgressCell:
     """What the progress delegate draws: a bar at ``percent`` (None: it moves but cannot say
@@ -430,7 +435,7 @@ class RunTableModel(RecordTableModel):
         return (
             self.title(run),
             template_label(run.template),
-            _translate("RunStatus", _RUN_STATUS_TEXT[run.status]),
+            run_status_text(run.status),
             _run_progress(run).label,
             _run_counts(run),
             clock(run.created_at, self._now()),

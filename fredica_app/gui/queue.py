@@ -19,7 +19,16 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPoint,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,6 +38,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QSplitter,
+    QStyle,
     QTableView,
     QToolBar,
     QVBoxLayout,
@@ -38,7 +48,14 @@ from PySide6.QtWidgets import (
 from fredica_app.gui.delegates import ProgressDelegate
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
-from fredica_app.gui.models import RunTableModel, TaskTableModel
+from fredica_app.gui.models import (
+    TEMPLATE_LABELS,
+    RunTableModel,
+    TaskTableModel,
+    badge_text,
+    run_status_text,
+    template_label,
+)
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.queue_actions import QueueActions, Scope, Selection
 from fredica_app.gui.queue_filter import TaskFilterProxy
@@ -47,7 +64,7 @@ from fredica_app.views.queue_state import Badge, badge
 from fredica_app.views.records import shown, task_outputs
 from workers.changes import Change, Snapshot, Tombstone
 from workers.records import TaskRecord
-from workers.states import TaskStatus
+from workers.states import RunStatus, TaskStatus
 
 if TYPE_CHECKING:
     from fredica_app.services import Fredica
@@ -66,8 +83,13 @@ NOTES_AFTER_MS = 300
 #: The columns' first widths, before the user's own are restored.
 _ASCENDING = Qt.SortOrder.AscendingOrder
 _DESCENDING = Qt.SortOrder.DescendingOrder
-_TASK_WIDTHS = (150, 130, 110, 260, 70, 80, 180)
-_RUN_WIDTHS = (220, 170, 90, 200, 200, 110)
+#: The columns' first widths, before the user's own are restored: the widest of these samples
+#: of their content (and of the header), a column of bars as wide as given; ``None``: the
+#: column that takes the room left (the file's name). What the samples fit: the workflows'
+#: names, the states, the longest times.
+_BAR = 160
+#: A column of text is never made wider than this at first (its cells are elided).
+_WIDEST = 170
 _FOCUS_IN = QEvent.Type.FocusIn
 
 
@@ -98,8 +120,14 @@ class QueuePage(QWidget):
 
         self.sidebar = StateSidebar()
         self.sidebar.chosen.connect(self.filter.set_badge)
-        self.runs_view = _table(self.runs, "queue-runs", _RUN_WIDTHS, RunTableModel.PROGRESS)
-        self.tasks_view = _table(self.filter, "queue-tasks", _TASK_WIDTHS, TaskTableModel.PROGRESS)
+        self.runs_view = _table(
+            self.runs, "queue-runs", RunTableModel.PROGRESS, RunTableModel.TITLE
+        )
+        self.tasks_view = _table(
+            self.filter, "queue-tasks", TaskTableModel.PROGRESS, TaskTableModel.FILE
+        )
+        _fit(self.runs_view, _run_samples())
+        _fit(self.tasks_view, _task_samples())
         _sort_on_click(self.runs_view, self.runs)
         _sort_on_click(self.tasks_view, self.tasks)
         self.commands = QueueActions(host, self.selection, self)
@@ -140,10 +168,11 @@ class QueuePage(QWidget):
         self.splitter.setStretchFactor(1, 3)
         self.splitter.setChildrenCollapsible(False)
 
+        # The actions across the whole page, above the states and the tables: on a 1280-pixel
+        # screen they fit there, where beside the states they were folded behind "»".
         right = QVBoxLayout()
         right.setContentsMargins(0, 0, 0, 0)
         right.setSpacing(4)
-        right.addWidget(self.toolbar)
         right.addWidget(self.notice)
         right.addWidget(self.splitter, 1)
         left = QVBoxLayout()
@@ -151,10 +180,15 @@ class QueuePage(QWidget):
         left.setSpacing(4)
         left.addWidget(self.search)
         left.addWidget(self.sidebar, 1)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(6, 6, 6, 6)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
         row.addLayout(left)
         row.addLayout(right, 1)
+        page = QVBoxLayout(self)
+        page.setContentsMargins(6, 6, 6, 6)
+        page.setSpacing(4)
+        page.addWidget(self.toolbar)
+        page.addLayout(row, 1)
 
         self._wire_views()
         self._actions_timer = QTimer(self)
@@ -383,9 +417,10 @@ def _selected_rows(view: QTableView) -> list[int]:
     return list(rows)
 
 
-def _table(model: Any, name: str, widths: tuple[int, ...], progress: int) -> QTableView:
+def _table(model: Any, name: str, progress: int, stretch: int) -> QTableView:
     """A table of a queue model: rows selected whole, the progress column drawn as bars, fixed
-    row heights and set column widths (sizing to contents would read every row)."""
+    row heights; ``stretch``, the column that takes the room the others leave (sizing every
+    column to its contents would read every row: :func:`_fit` sizes them from samples)."""
     view = QTableView()
     view.setObjectName(name)
     view.setModel(model)
@@ -403,10 +438,52 @@ def _table(model: Any, name: str, widths: tuple[int, ...], progress: int) -> QTa
     rows.setDefaultSectionSize(view.fontMetrics().height() + 10)
     header = view.horizontalHeader()
     header.setHighlightSections(False)
-    header.setStretchLastSection(True)
-    for column, width in enumerate(widths):
-        header.resizeSection(column, width)
+    header.setStretchLastSection(False)
+    header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
     return view
+
+
+def _fit(view: QTableView, samples: dict[int, list[str] | int]) -> None:
+    """Each column as wide as the widest of its header and its samples (a number: that many
+    pixels, for a column of bars); the stretching column keeps what is left."""
+    header = view.horizontalHeader()
+    metrics = view.fontMetrics()
+    model = view.model()
+    pad = 2 * view.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin) + 16  # the sort mark
+    for column, sample in samples.items():
+        if isinstance(sample, int):
+            header.resizeSection(column, sample)
+            continue
+        title = str(model.headerData(column, Qt.Orientation.Horizontal))
+        widest = max(metrics.horizontalAdvance(text) for text in [title, *sample])
+        header.resizeSection(column, min(widest + pad, _WIDEST))
+
+
+def _run_samples() -> dict[int, list[str] | int]:
+    m = RunTableModel
+    tr = QCoreApplication.translate
+    counts = (
+        f"{tr('RunTableModel', '%n running', '', 2)} · {tr('RunTableModel', '%n pending', '', 3)}"
+    )
+    return {
+        m.TEMPLATE: [template_label(t) for t in TEMPLATE_LABELS],
+        m.STATE: [run_status_text(s) for s in RunStatus],
+        m.PROGRESS: _BAR,
+        m.TASKS: [counts],
+        m.CREATED: ["2026-12-31 23:59"],
+    }
+
+
+def _task_samples() -> dict[int, list[str] | int]:
+    m = TaskTableModel
+    return {
+        m.NAME: ["export_subtitles"],
+        m.TYPE: ["EXPORT_SUBTITLES"],
+        m.STATE: [badge_text(b) for b in Badge],
+        m.PROGRESS: _BAR,
+        m.ATTEMPT: ["2 / 3"],
+        m.ETA: ["1 h 02 min"],
+    }
 
 
 def _sort_on_click(view: QTableView, model: Any) -> None:

@@ -104,7 +104,9 @@ class QueueActions(QObject):
         )
         self.details = make(self.tr("Details"), symbol("workflow"))
         #: Checked: no new task starts; running ones finish (``fredica pause-queue``).
-        self.pause_queue = QAction(symbol("square"), self.tr("Pause queue after current"), self)
+        self.pause_queue = QAction(
+            symbol("circle-pause"), self.tr("Pause queue after current"), self
+        )
         self.pause_queue.setCheckable(True)
         self.pause_queue.setToolTip(
             self.tr("Start no new task; the running ones finish. Kept until unchecked.")

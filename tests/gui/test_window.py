@@ -242,3 +242,41 @@ def test_a_first_window_takes_most_of_its_screen_and_then_the_size_it_was_left_a
     again = MainWindow(AppHost(data_dir), data_dir)
     qtbot.addWidget(again)
     assert (again.width(), again.height()) == (want_w - 100, want_h - 50)
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_at_1280_by_800_the_queue_needs_no_sideways_scrolling_and_no_folded_toolbar(
+    qtbot: Any, qapp: Any, data_dir: Path, language: str
+) -> None:
+    """A laptop's screen: the runs' and the tasks' columns fit their table (no horizontal
+    scroll bar) and every action of the toolbar shows (none folded behind "»"), in either
+    language."""
+    from PySide6.QtWidgets import QToolButton
+
+    from fredica_app.gui.app import Translations
+
+    languages = Translations(qapp)
+    languages.install(language)
+    try:
+        window = MainWindow(AppHost(data_dir), data_dir)
+        qtbot.addWidget(window)
+        window.resize(1280, 800)
+        window.show()
+        window.nav.setCurrentRow(1)  # the queue
+        qtbot.waitExposed(window)
+        qapp.processEvents()
+        queue = window.queue
+        for view in (queue.runs_view, queue.tasks_view):
+            assert view.horizontalScrollBar().maximum() == 0, view.objectName()
+            header = view.horizontalHeader()
+            assert header.length() <= view.viewport().width() + 1
+        folded = [
+            b
+            for b in queue.toolbar.findChildren(QToolButton)
+            if b.objectName() == "qt_toolbar_ext_button" and b.isVisible()
+        ]
+        assert not folded
+        actions = [a for a in queue.toolbar.actions() if not a.isSeparator()]
+        assert all(queue.toolbar.widgetForAction(a).isVisible() for a in actions)
+    finally:
+        languages.install("en")
