@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # shapes only: a quick command imports this module, not the app's stack
-    from fredica_app.library.store import MaterialRecord
+    from fredica_app.library.records import MaterialRecord
     from fredica_app.services import ControlResult
     from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
 

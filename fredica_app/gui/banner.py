@@ -20,7 +20,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QShowEvent
@@ -39,10 +39,12 @@ from shiboken6 import isValid
 
 from fredica_app.gui import theme
 from fredica_app.gui.host import AppHost, HostState, Mode
-from fredica_app.services import Fredica
 from workers.errors import InvalidState, NotFound
 from workers.records import RestartLogEntry, TaskRecord
 from workers.states import ACTIVE, TaskStatus
+
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
 
 #: Between two reads of the restart log while the banner shows (milliseconds).
 REFRESH_MS = 10_000

@@ -32,14 +32,16 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
 from fredica_app.errors import DatabaseLocked, FredicaError
-from fredica_app.services import Fredica
-from workers.engine import WorkerEngine
 from workers.records import RecoveryReport
+
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
+    from workers.engine import WorkerEngine
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,15 @@ T = TypeVar("T")
 ATTACH_RETRY = 3.0
 #: Seconds between two looks at whether the settings name other watch folders.
 WATCH_SETTINGS_POLL = 1.0
+
+
+def _open(data_dir: Path | str | None) -> Fredica:
+    """Open the application on the host's thread. Its modules (SQLAlchemy, pydantic, the
+    engine: about a second) are imported there, while the window shows itself — not before
+    it."""
+    from fredica_app.services import Fredica
+
+    return Fredica.open(data_dir)
 
 
 class Mode(enum.Enum):
@@ -105,7 +116,7 @@ class AppHost(QObject):
     ) -> None:
         super().__init__(parent)
         self._data_dir = data_dir
-        self._opener = opener or (lambda d: Fredica.open(d))
+        self._opener = opener or _open
         self._run_engine = run_engine
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

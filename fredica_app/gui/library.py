@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import shiboken6
 from PySide6.QtCore import (
@@ -75,10 +75,12 @@ from fredica_app.gui.library_work import (
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.symbols import ERROR, WARNING, symbol
 from fredica_app.library.fingerprint import MEDIA_EXTENSIONS
-from fredica_app.library.store import MaterialRecord
-from fredica_app.services import Fredica
+from fredica_app.library.records import MaterialRecord
 from fredica_app.views.library_view import OutputBoard, probed_materials, urls_in
 from workers.changes import Snapshot
+
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
 
 T = TypeVar("T")
 

@@ -7,6 +7,7 @@ methods that a test replaces.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -22,8 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fredica_app.library.store import MaterialRecord
-from fredica_app.templates import BUILTIN, Template
+from fredica_app.library.records import MaterialRecord
+
+if TYPE_CHECKING:
+    from fredica_app.templates import Template
 
 _NAME_ROLE = Qt.ItemDataRole.UserRole
 _OK = QDialogButtonBox.StandardButton.Ok
@@ -33,6 +36,8 @@ _CANCEL = QDialogButtonBox.StandardButton.Cancel
 def media_templates() -> list[Template]:
     """The templates that run on a material (``fredica add``/``process`` offer the same),
     in the catalogue's order."""
+    from fredica_app.templates import BUILTIN  # pydantic models: when a dialog asks, not sooner
+
     return [t for t in BUILTIN.values() if t.needs_source]
 
 

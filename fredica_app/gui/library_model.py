@@ -6,7 +6,7 @@ A fresh read of the library replaces the rows by removals and appends
 (:func:`~fredica_app.views.library_view.plan_update`), never a reset unless the order changed:
 the selection survives a reload. Besides the display text, a cell answers
 :data:`SORT_ROLE` (the raw value the sort proxy compares), :data:`MATERIAL_ROLE` (the row's
-:class:`~fredica_app.library.store.MaterialRecord`), a tooltip, an icon and an alignment.
+:class:`~fredica_app.library.records.MaterialRecord`), a tooltip, an icon and an alignment.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from PySide6.QtGui import QColor, QIcon
 
 from fredica_app.gui.symbols import symbol
 from fredica_app.gui.table import row_ranges
-from fredica_app.library.store import MaterialRecord
+from fredica_app.library.records import MaterialRecord
 from fredica_app.views.library_view import (
     OutputBoard,
     OutputState,

@@ -13,14 +13,19 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fredica_app.errors import FredicaError
 from fredica_app.library.fingerprint import is_media_name, is_url
-from fredica_app.library.importer import ImportReport, material_dir
-from fredica_app.library.store import MaterialRecord
-from fredica_app.services import Fredica
-from fredica_app.services.removal import Removal, remove
+from fredica_app.library.records import MaterialRecord
 from workers.records import CreatedRun
+
+if TYPE_CHECKING:
+    # The library's importer and the removal need the database: imported where they run, on
+    # the host's thread, not with the window.
+    from fredica_app.library.importer import ImportReport
+    from fredica_app.services import Fredica
+    from fredica_app.services.removal import Removal
 
 
 class Refused(enum.Enum):
@@ -67,6 +72,8 @@ async def import_checked(
         found = ((item, check_item(item, urls_only=urls_only)) for item in items)
         return [(item, why) for item, why in found if why is not None]
 
+    from fredica_app.library.importer import ImportReport
+
     refused = await asyncio.to_thread(check)
     bad = {item for item, _ in refused}
     keep = [item for item in items if item not in bad]
@@ -111,6 +118,8 @@ async def remove_materials(
 ) -> list[Removed]:
     """Remove each material (:func:`fredica_app.services.removal.remove`), its outputs too when
     ``outputs``."""
+    from fredica_app.services.removal import remove
+
     out = []
     for material in materials:
         try:
@@ -123,6 +132,8 @@ async def remove_materials(
 def folder_of(library_dir: Path, material: MaterialRecord) -> Path | None:
     """The folder to show for a material: its output folder once there is one, else the
     folder of its file; None when neither exists yet (a URL not downloaded)."""
+    from fredica_app.library.importer import material_dir
+
     outputs = material_dir(library_dir, material)
     if outputs.is_dir():
         return outputs

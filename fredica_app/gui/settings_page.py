@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -33,11 +33,13 @@ from fredica_app import models
 from fredica_app.gui import settings_work as work
 from fredica_app.gui.host import AppHost, HostState, Mode
 from fredica_app.gui.settings_form import PALETTE_EVENTS, SettingsForm, error_style
-from fredica_app.services import Fredica
 from fredica_app.settings import WatchFolder
 from fredica_app.views.encoders import by_backend
 from workers.records import TaskRecord
 from workers.states import ACTIVE, TaskStatus
+
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
 
 #: Between two looks at a model download's task (milliseconds).
 DOWNLOAD_POLL_MS = 500

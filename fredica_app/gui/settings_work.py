@@ -24,14 +24,13 @@ import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from fredica_app import jobs, models
+from fredica_app import models
 from fredica_app.desktop import autostart
 from fredica_app.errors import FredicaError, SettingsError
-from fredica_app.services import Fredica
 from fredica_app.settings import Settings, read_settings_data, write_settings_text
 from fredica_app.views.encoders import Encoder, hardware_encoders, parse_version
 from python_endpoints.jobs import ffmpeg as ff
@@ -61,6 +60,9 @@ FORM_KEYS = (
     "watch_folders",
     "watch_settle_seconds",
 )
+
+if TYPE_CHECKING:
+    from fredica_app.services import Fredica
 #: Read from ``app.settings`` when work is submitted (``jobs.app_values``): a saved change
 #: applies to new runs at once. ``ui_language`` and ``ui_theme`` apply at once too: the page
 #: says so (``language_changed``, ``theme_changed``) and the application follows.
@@ -329,6 +331,8 @@ async def download_model(app: Fredica, name: str) -> str:
         max_retries=3,
         idempotency_key=f"settings:{DOWNLOAD_KEY}:{name}",
     )
+    from fredica_app import jobs  # the job catalogue: once the application is open
+
     jobs.fill_from_settings(task, jobs.app_values(app.settings, app.models_dir))
     spec = WorkflowSpec(template=DOWNLOAD_KEY, tasks=[task])
     created = await app.store.create_run(prepare_run(spec, app.registry))

@@ -51,7 +51,6 @@ from fredica_app.gui.queue import QueuePage
 from fredica_app.gui.settings_page import SettingsPage
 from fredica_app.gui.symbols import symbol
 from fredica_app.gui.when_done import WhenDoneController, queue_is_busy, when_done_menu
-from fredica_app.services.queries import Queries
 from fredica_app.views.queue_state import Badge
 from workers.changes import RunFilter, TaskFilter
 from workers.events import EngineHeld
@@ -256,6 +255,8 @@ class MainWindow(QMainWindow):
                 self.held_bar.show()
 
     def _start_feed(self) -> None:
+        from fredica_app.services.queries import Queries  # with the store: once it is open
+
         app = self.host.app
         assert app is not None
         self._bridge = ChangeBridge(

@@ -16,7 +16,8 @@ from urllib.parse import unquote, urlsplit
 
 from fredica_app.errors import MediaImportError
 from fredica_app.library.fingerprint import fingerprint, is_media_name, is_url, kind_from_name
-from fredica_app.library.store import LibraryStore, MaterialRecord
+from fredica_app.library.records import MaterialRecord
+from fredica_app.library.store import LibraryStore
 
 
 @dataclass

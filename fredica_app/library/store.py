@@ -9,33 +9,15 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, cast
 
 import sqlalchemy as sa
 
 from fredica_app.library.models import Material
+from fredica_app.library.records import MaterialRecord
 from python_endpoints.text import clean_text, is_text
 
 material_t = cast(sa.Table, Material.__table__)
-
-
-@dataclass(frozen=True, slots=True)
-class MaterialRecord:
-    id: str
-    source: str
-    title: str
-    local_path: str | None
-    kind: str
-    size: int | None
-    duration: float | None
-    fingerprint: str | None
-    meta: dict[str, Any]
-    created_at: float
-
-    @property
-    def is_url(self) -> bool:
-        return self.source.startswith(("http://", "https://"))
 
 
 def _record(row: sa.Row[Any]) -> MaterialRecord:

@@ -17,14 +17,17 @@ shows, its JSON included, is the CLI's.
 
 from __future__ import annotations
 
-from fredica_app.services.app import Fredica
-from fredica_app.services.control import ACTIONS, Action, Control, ControlResult
-from fredica_app.services.submission import (
-    Submission,
-    load_spec_file,
-    needs_site_download,
-    uses_gpu,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fredica_app.services.app import Fredica
+    from fredica_app.services.control import ACTIONS, Action, Control, ControlResult
+    from fredica_app.services.submission import (
+        Submission,
+        load_spec_file,
+        needs_site_download,
+        uses_gpu,
+    )
 
 __all__ = [
     "ACTIONS",
@@ -37,3 +40,22 @@ __all__ = [
     "needs_site_download",
     "uses_gpu",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The package's names, imported when first asked for: importing one of its light
+    modules (``notices``, ``queries``) must not import the database and the engine (about a
+    second) with it — the window shows itself before they are needed."""
+    if name == "Fredica":
+        from fredica_app.services.app import Fredica
+
+        return Fredica
+    if name in ("ACTIONS", "Action", "Control", "ControlResult"):
+        from fredica_app.services import control
+
+        return getattr(control, name)
+    if name in ("Submission", "load_spec_file", "needs_site_download", "uses_gpu"):
+        from fredica_app.services import submission
+
+        return getattr(submission, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from fredica_app.errors import AmbiguousId, InvalidState, NotFound, SpecError
 from fredica_app.library.importer import material_dir
-from fredica_app.library.store import MaterialRecord
+from fredica_app.library.records import MaterialRecord
 from fredica_app.services import Fredica
 from workers.records import RunRecord
 from workers.retention import PruneReport

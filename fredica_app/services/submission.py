@@ -18,7 +18,8 @@ from fredica_app import jobs, models
 from fredica_app.errors import SpecError, TemplateError
 from fredica_app.library.fingerprint import is_media_name
 from fredica_app.library.importer import Importer, ImportReport, material_dir, material_stem
-from fredica_app.library.store import LibraryStore, MaterialRecord
+from fredica_app.library.records import MaterialRecord
+from fredica_app.library.store import LibraryStore
 from fredica_app.paths import AppPaths
 from fredica_app.settings import Settings
 from fredica_app.templates import get_template, with_download_first

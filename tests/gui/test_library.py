@@ -30,7 +30,7 @@ from fredica_app.gui.library_model import MATERIAL_ROLE, SORT_ROLE, LibraryModel
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.window import MainWindow
 from fredica_app.library.importer import material_dir
-from fredica_app.library.store import MaterialRecord
+from fredica_app.library.records import MaterialRecord
 from fredica_app.views.library_view import OutputBoard
 from tests.gui.factory import make_run
 from tests.gui.hosting import call
