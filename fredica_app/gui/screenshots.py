@@ -4,11 +4,13 @@
 
 What it does, in a fresh data directory: makes three sample videos with speech, adds them to
 the library and starts the ``full`` pipeline on one and ``subtitles`` on another; runs a
-``fredica worker`` on it and kills it (``kill -9``) while it transcodes — a real crash. Then
-it opens the window: recovery resumes the interrupted tasks and the restart banner says so,
-while the engine transcodes and transcribes. Each screen (library, queue, run details with
-the ``full`` DAG, restart review, settings) is saved in English and Simplified Chinese, light
-and dark: ``<screen>-<language>-<theme>.png``.
+``fredica worker`` on it and kills it (``kill -9``) while it transcribes — a real crash. Then
+it opens the window: recovery resumes the interrupted tasks and the restart banner says so;
+the restart review (the banner and its list) is saved first, while the transcription it
+lists still runs, then the entries are dismissed and, while the engine transcodes and
+transcribes, each other screen (queue, run details with the ``full`` DAG, library, settings).
+Each is saved in English and Simplified Chinese, light and dark:
+``<screen>-<language>-<theme>.png``.
 
 Runs without a display (Qt's offscreen platform, on a 1600 by 1000 screen).
 
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ SCREEN = {"name": "screen", "x": 0, "y": 0, "width": 1600, "height": 1000, "logi
 WINDOW = (1360, 820)
 #: The screens and the languages and themes each is rendered in.
 PASSES = (("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark"))
-SCREENS = ("queue", "details", "restart-review", "library", "settings")
+SCREENS = ("restart-review", "queue", "details", "library", "settings")
 #: What ``--desktop`` renders.
 DESKTOP = ("tray-menu.png", "notification-toast.png", "settings-desktop.png")
 
@@ -57,8 +59,8 @@ def _offscreen() -> None:
 
 
 def prepare(data_dir: Path, seconds: float) -> list[str]:
-    """Samples, materials and two runs, and a worker killed mid-transcode. Returns the runs'
-    ids, the ``full`` one first."""
+    """Samples, materials and three runs, and a worker killed mid-transcription. Returns the
+    runs' ids, the ``full`` one first."""
     from fredica_app.services import Fredica
     from python_endpoints.jobs.sample import make_sample
 
@@ -95,15 +97,13 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
     )
 
     async def until_working() -> None:
-        """Until a transcode or a transcription is under way (a short sample's transcode may
-        be over before it is seen)."""
+        """Until a transcription is under way: the crash interrupts it (and the transcodes
+        beside it), and its entry in the restart log waits for review while it finishes —
+        long enough for the restart review's screens."""
         app = Fredica.open(data_dir, thorough=False)
         try:
             deadline = time.monotonic() + 180
-            while not (
-                await running_progress(app, run_ids, "TRANSCODE_MP4") > 0
-                or await running_progress(app, run_ids, "TRANSCRIBE") > 0
-            ):
+            while not await running_progress(app, run_ids, "TRANSCRIBE") > 0:
                 if worker.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("screenshots: the worker did not start working")
                 await asyncio.sleep(0.05)
@@ -180,12 +180,6 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
         future = host.call(lambda app: finished(app, run_ids, "TRANSCRIBE"))
         return bool(future.result(30))
 
-    # Until the speech-to-text runs (the transcodes resumed after the crash run beside it);
-    # a short sample may be transcribed before it is seen running.
-    _wait(lambda: progress("TRANSCRIBE") > 3 or transcribed(), 300, "a transcription", pump=True)
-    tasks = host.call(lambda app: app.store.list_tasks(run_ids[0])).result(30)
-    transcribe = next((t.id for t in tasks if t.type == "TRANSCRIBE"), None)
-
     def show(screen: str, window: Any) -> None:
         if screen == "library":
             window.nav.setCurrentRow(window.LIBRARY)
@@ -195,28 +189,45 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
         elif screen == "details":
             window.show_run(run_ids[0])
             pump(1.0)  # the run's tasks, read
+            tasks = host.call(lambda app: app.store.list_tasks(run_ids[0])).result(30)
+            transcribe = next((t.id for t in tasks if t.type == "TRANSCRIBE"), None)
             if transcribe is not None:
                 window.details.select_task(transcribe)
         else:
             window.nav.setCurrentRow(window.SETTINGS)
 
-    # Screen by screen, each in every language and theme at once: the work goes on meanwhile,
-    # and each screen should show it at one moment in every version.
     saved: list[Path] = []
     current = ""
-    for screen in SCREENS:
-        for language, scheme in PASSES:
-            gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
-            if language != current:
-                gui.switch_language(language)
-                gui.window.resize(*WINDOW)
-                current = language
-                pump(1.0)  # the new window's snapshot, the banner's read
-            show(screen, gui.window)
-            pump(0.5)
-            path = out / f"{screen}-{language}-{scheme}.png"
-            gui.window.grab().save(str(path))
-            saved.append(path)
+
+    def shoot(screens: Sequence[str], ready: Callable[[Any], bool] = lambda window: True) -> None:
+        """Screen by screen, each in every language and theme at once: the work goes on
+        meanwhile, and each screen should show it at one moment in every version."""
+        nonlocal current
+        for screen in screens:
+            for language, scheme in PASSES:
+                gui.theme.set_scheme(scheme)  # type: ignore[arg-type]
+                if language != current:
+                    gui.switch_language(language)
+                    gui.window.resize(*WINDOW)
+                    current = language
+                    pump(1.0)  # the new window's snapshot, the banner's read
+                show(screen, gui.window)
+                _wait(lambda: ready(gui.window), 30, f"the {screen} screen", pump=True)
+                pump(0.5)
+                path = out / f"{screen}-{language}-{scheme}.png"
+                gui.window.grab().save(str(path))
+                saved.append(path)
+
+    # First the restart review — the banner and its list — while the interrupted
+    # transcription still runs (its entry waits for review until it is done); then the
+    # entries are dismissed, as a user who has read them would, and the rest is shown.
+    shoot(["restart-review"], lambda window: window.banner.isVisible())
+    gui.window.banner.dismiss_all()
+    _wait(lambda: not gui.window.banner.isVisible(), 30, "the banner dismissed", pump=True)
+    # Until the speech-to-text runs (the transcodes resumed after the crash run beside it);
+    # a short sample may be transcribed before it is seen running.
+    _wait(lambda: progress("TRANSCRIBE") > 3 or transcribed(), 300, "a transcription", pump=True)
+    shoot([s for s in SCREENS if s != "restart-review"])
     theme.apply(qapp, "auto")
     gui.window.retire()
     host.shutdown()

@@ -1,6 +1,7 @@
 """The documentation's screenshots come from a real run: samples made, a worker killed
-mid-transcode, the window opened on what it left. Each screen is rendered in both languages
-and both themes, and each image shows a drawn window."""
+mid-transcription, the window opened on what it left. Each screen is rendered in both
+languages and both themes, and each image shows a drawn window; the restart review's only
+once the restart banner shows (the tool waits for it, and fails without it)."""
 
 from __future__ import annotations
 
