@@ -65,13 +65,14 @@ QUEUE_FLAG_MS = 1000
 #: The share of the screen's free area a first window takes, each way.
 FIRST_SHARE = 0.8
 #: …but not less than this (a small screen: as much of it as there is).
-FIRST_MIN = QSize(1000, 640)
+FIRST_MIN = QSize(1240, 720)
 
 
 def first_size(window: QWidget) -> QSize:
-    """The size of a window opened for the first time: about 80 % of its screen's free area
-    (a 1280 by 800 screen gives 1024 by 640), never more than the area, never less than the
-    layout needs where the screen has room."""
+    """The size of a window opened for the first time: about 80 % of its screen's free area,
+    never more than the area, never less than the queue needs to show its columns and its
+    toolbar whole where the screen has room (a 1280 by 800 screen gives 1240 by 720 of its
+    1280 by 800, a 1920 by 1080 one 1536 by 864)."""
     area = (window.screen() or QGuiApplication.primaryScreen()).availableGeometry().size()
     wanted = QSize(int(area.width() * FIRST_SHARE), int(area.height() * FIRST_SHARE))
     return wanted.expandedTo(FIRST_MIN).boundedTo(area)
