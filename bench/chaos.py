@@ -11,8 +11,8 @@ dealt at a seeded random moment:
 
 - ``worker``: ``kill -9`` of the worker;
 - ``server``: ``kill -9`` of its endpoints server (the worker goes on, and starts another);
-- ``child``: ``kill -9`` of a job's child process, of an ffmpeg it runs, or of the fork
-  server that forks those children (counted apart: its death ends the children it forked);
+- ``child``: ``kill -9`` of a job's child process (mid-job, or idle between two) or of an
+  ffmpeg it runs — not the fork server that forks the children (see ``_targets``);
 - ``stop``: SIGSTOP of the worker past its heartbeat, then SIGCONT;
 - ``quit``: a graceful stop (SIGTERM);
 - ``power``: the worker's whole process group and session killed at once (power loss).
@@ -76,7 +76,7 @@ CAUSED = ("SUBPROCESS_CRASHED", "NETWORK_ERROR", "HTTP_ERROR", "TIMEOUT")
 @dataclass
 class Tally:
     dealt: Counter[str] = field(default_factory=Counter)
-    #: Of the ``child`` faults: which process was killed (``ffmpeg``, ``child``, ``fork server``).
+    #: Of the ``child`` faults: which process was killed (``ffmpeg``, ``child``).
     children: Counter[str] = field(default_factory=Counter)
     #: A fault asked for but not dealt (no server or child alive at that moment).
     missed: Counter[str] = field(default_factory=Counter)
@@ -176,22 +176,36 @@ def deal(
 
 
 def _kind_of_child(p: psutil.Process) -> str:
-    """``ffmpeg``, ``fork server`` (which forks the jobs' children: its death ends those it
-    forked) or ``child`` (a job's)."""
-    cmdline = _cmdline(p)
-    if "ffmpeg" in Path((cmdline or ["?"])[0]).name:
-        return "ffmpeg"
-    return "fork server" if "multiprocessing.forkserver" in " ".join(cmdline) else "child"
+    """``ffmpeg``, or ``child`` (a job's)."""
+    return "ffmpeg" if "ffmpeg" in Path((_cmdline(p) or ["?"])[0]).name else "child"
 
 
 def _targets(fault: str, worker: subprocess.Popen[str]) -> list[psutil.Process]:
-    """What a ``server`` fault kills (the worker's endpoints server), or a ``child`` fault (a
-    process of that server: a job's child, an ffmpeg, the fork server)."""
+    """What a ``server`` fault kills (the worker's endpoints server), or a ``child`` fault: a
+    job's child (running a job, or idle between two) or an ffmpeg one runs. Not the fork
+    server, the server's own helper that forks the children (a forked child has its command
+    line, but the fork server is the server's child, the jobs' children are its own): killing
+    it ends the children it forked (``tests/endpoints/test_starting.py``), and counted as a
+    child it hid how few jobs' children were killed."""
     servers = [p for p in descendants(worker.pid) if is_server(p)]
     if fault == "server":
         return servers
-    jobs = [p for s in servers for p in descendants(s.pid)]
-    return [p for p in jobs if "resource_tracker" not in " ".join(_cmdline(p))]
+    targets = []
+    for server in servers:
+        for p in descendants(server.pid):
+            line = " ".join(_cmdline(p))
+            helper = "resource_tracker" in line or (
+                "multiprocessing.forkserver" in line and _parent(p) == server.pid
+            )
+            if not helper:
+                targets.append(p)
+    return targets
+
+
+def _parent(p: psutil.Process) -> int | None:
+    with contextlib.suppress(psutil.Error):
+        return p.ppid()
+    return None
 
 
 def running_sleeps(data: Path, since: float) -> list[float]:
