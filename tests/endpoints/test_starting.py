@@ -43,8 +43,8 @@ class WhereAmI(ProcessEndpoint):
     target = staticmethod(where_am_i)
 
 
-async def one_job(port: int) -> dict[str, Any]:
-    async with open_task(port, name="where") as ws:
+async def one_job(port: int, name: str = "where") -> dict[str, Any]:
+    async with open_task(port, name=name) as ws:
         await start(ws)
         frames = await frames_until(ws, "result", "error")
     assert frames[-1]["type"] == "result", frames[-1]
@@ -168,6 +168,14 @@ def test_a_child_applies_the_environment_it_is_sent(
     assert os.getcwd() == sent["cwd"] != str(tmp_path)
 
 
+class FreshWhereAmI(WhereAmI):
+    """A child of its own for each job: none kept idle (whose reuse would start nothing)."""
+
+    name = "fresh"
+    reuse_child = False
+    keep_spare = False
+
+
 @forked_only
 async def test_a_fork_server_that_dies_as_a_job_starts_is_replaced_and_the_job_runs(
     caplog: pytest.LogCaptureFixture,
@@ -179,14 +187,18 @@ async def test_a_fork_server_that_dies_as_a_job_starts_is_replaced_and_the_job_r
     from multiprocessing import forkserver
 
     starting.start_early()
-    srv = EndpointServer({"where": WhereAmI}, TOKEN)
+    srv = EndpointServer({"fresh": FreshWhereAmI}, TOKEN)
     port = await srv.start()
     try:
-        await one_job(port)  # the fork server runs
+        await one_job(port, "fresh")  # the fork server runs
         pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)  # alive to the check, deaf to the request
-        job = asyncio.create_task(one_job(port))
+        job = asyncio.create_task(one_job(port, "fresh"))
+        for _ in range(300):  # until the second job is starting its child
+            if caplog.text.count("fresh: job started") >= 2:
+                break
+            await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)  # the start waits for the child's pid
         os.kill(pid, signal.SIGKILL)
         seen = await asyncio.wait_for(job, 30)
