@@ -14,7 +14,7 @@ import pytest
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.services import Fredica
 from tests.endpoints.test_endpoints import frames_until, open_task, start
-from tests.support.process_table import job_processes
+from tests.support.process_table import job_processes, process_gone
 
 
 async def _until(check: object, within: float = 60) -> None:
@@ -35,7 +35,7 @@ async def test_the_server_is_up_before_any_job_and_gone_after(tmp_path: Path) ->
             pid = process.pid
             assert psutil.pid_exists(pid)
         assert app.endpoints.process is None
-        await _until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+        await _until(lambda: process_gone(pid))
     finally:
         await app.close()
 

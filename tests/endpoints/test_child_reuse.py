@@ -13,7 +13,6 @@ import types
 from collections.abc import AsyncIterator
 from typing import Any
 
-import psutil
 import pytest
 
 from python_endpoints.protocol import Cancel, Pause, Resume, dump
@@ -21,7 +20,7 @@ from python_endpoints.serving import child, endpoint
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, running_child, start
-from tests.support.process_table import assert_no_job_process_left, job_processes
+from tests.support.process_table import assert_no_job_process_left, job_processes, process_gone
 
 
 @pytest.fixture
@@ -53,7 +52,7 @@ async def job_beside_others(srv: tuple[EndpointServer, int], seconds: float) -> 
 
 async def gone(pid: int, within: float = 5.0) -> bool:
     for _ in range(int(within / 0.05)):
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+        if process_gone(pid):
             return True
         await asyncio.sleep(0.05)
     return False

@@ -40,3 +40,12 @@ async def assert_no_job_process_left(within: float = 5.0) -> None:
             return
         await asyncio.sleep(0.1)
     assert job_processes() == [], "a job process outlived its test"
+
+
+def process_gone(pid: int) -> bool:
+    """Whether ``pid`` has exited: no such process, or a zombie not yet reaped. The process
+    may be reaped between two looks; that counts as gone, never as an error."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
