@@ -262,9 +262,9 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def _bundled_ffmpeg() -> str:
-    import imageio_ffmpeg  # where used: it looks for its binary when imported
+    from python_endpoints.jobs.media import bundled_ffmpeg  # where used: it runs ffmpeg
 
-    return str(imageio_ffmpeg.get_ffmpeg_exe())
+    return bundled_ffmpeg()
 
 
 async def detect_ffmpeg(configured: str | None) -> FfmpegFound:

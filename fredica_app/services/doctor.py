@@ -143,10 +143,10 @@ def _ffmpeg(app: Fredica) -> Check:
             f"{configured} is not an executable file",
             "fix ffmpeg_path in settings, or remove it to use the bundled one",
         )
-    try:
-        import imageio_ffmpeg
+    from python_endpoints.jobs.media import bundled_ffmpeg
 
-        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    try:
+        exe = bundled_ffmpeg()
     except Exception as exc:
         return Check(
             "ffmpeg",

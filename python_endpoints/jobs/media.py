@@ -70,16 +70,50 @@ LOUDNESS_SPAN = 20.0
 # --- running ffmpeg ---------------------------------------------------------------------------
 
 
+#: Seconds between looks for the bundled ffmpeg when one fails (see :func:`bundled_ffmpeg`).
+LOOKUP_WAITS = (0.05, 0.2, 0.5)
+
+
+def bundled_ffmpeg() -> str:
+    """The ffmpeg imageio-ffmpeg bundles (or the one ``IMAGEIO_FFMPEG_EXE`` names).
+
+    imageio-ffmpeg checks its binary by running ``ffmpeg -version`` once per process and keeps
+    the answer, a failure included: a check killed from outside (a user ending every ffmpeg,
+    the system freeing memory) would leave the process — and, in the fork server, every child
+    forked from it — saying "no ffmpeg" for good. A failed look is forgotten and tried again
+    after each of :data:`LOOKUP_WAITS`, and forgotten once more if the last one fails too, so
+    the next call looks afresh. Raises ``RuntimeError`` when no ffmpeg can be found."""
+    import imageio_ffmpeg  # where used: importing the job's modules stays cheap (see avread)
+
+    for wait in (*LOOKUP_WAITS, None):
+        try:
+            return str(imageio_ffmpeg.get_ffmpeg_exe())
+        except RuntimeError:
+            _forget_ffmpeg_lookup()
+            if wait is None:
+                raise
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _forget_ffmpeg_lookup() -> None:
+    """Drop imageio-ffmpeg's kept answer (a private cache of the pinned version; without it,
+    a failed look is simply not tried again)."""
+    from imageio_ffmpeg import _utils
+
+    cache_clear = getattr(getattr(_utils, "_get_ffmpeg_exe", None), "cache_clear", None)
+    if cache_clear is not None:
+        cache_clear()
+
+
 def ffmpeg_binary(params: Mapping[str, Any]) -> str:
     """The ffmpeg to run: the params' (the settings'), else the one imageio-ffmpeg bundles.
     ``params`` may lack ``ffmpeg`` (its default is None): the doctor and the warm-up ask
     without a job's params."""
     if params.get("ffmpeg"):
         return str(params["ffmpeg"])
-    import imageio_ffmpeg  # where used: importing the job's modules stays cheap (see avread)
-
     try:
-        return str(imageio_ffmpeg.get_ffmpeg_exe())
+        return bundled_ffmpeg()
     except RuntimeError as exc:
         raise JobFailed(
             f"no ffmpeg found ({exc}); set the path of an ffmpeg binary in the settings",

@@ -32,9 +32,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import imageio_ffmpeg
-
 from python_endpoints.jobs import outputs
+from python_endpoints.jobs.media import bundled_ffmpeg
 
 KINDS = ("mkv", "mp4", "legacy", "noaudio", "corrupt", "text")
 SPEECH = Path(__file__).parent / "assets" / "speech-en.opus"
@@ -125,7 +124,7 @@ def make_sample(
             # Long enough for FFmpeg's text-art demuxer to claim it (as it would claim notes).
             temp.write_text("This is not a media file.\n" * 100, encoding="utf-8")
         else:
-            _encode(ffmpeg or imageio_ffmpeg.get_ffmpeg_exe(), kind, seconds, size, temp, speech)
+            _encode(ffmpeg or bundled_ffmpeg(), kind, seconds, size, temp, speech)
         if kind == "corrupt":
             with open(temp, "r+b") as f:
                 f.truncate(os.fstat(f.fileno()).st_size // 2)

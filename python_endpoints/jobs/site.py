@@ -435,10 +435,10 @@ def ffmpeg_location(params: Mapping[str, Any]) -> str | None:
     None (yt-dlp then looks on the PATH, and says so if a merge needs one it cannot find)."""
     if params["ffmpeg"]:
         return str(params["ffmpeg"])
-    try:
-        import imageio_ffmpeg
+    from python_endpoints.jobs.media import bundled_ffmpeg
 
-        return str(imageio_ffmpeg.get_ffmpeg_exe())
+    try:
+        return bundled_ffmpeg()
     except (ImportError, RuntimeError):
         return None
 

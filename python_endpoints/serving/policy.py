@@ -17,7 +17,6 @@ Where a job may write is checked beside this (``write_roots``,
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,10 +28,10 @@ BINARY_KEYS = ("ffmpeg",)
 
 
 def _bundled_ffmpeg() -> str | None:
-    import imageio_ffmpeg
+    from python_endpoints.jobs.media import bundled_ffmpeg
 
     try:
-        return str(imageio_ffmpeg.get_ffmpeg_exe())
+        return bundled_ffmpeg()
     except RuntimeError:  # pragma: no cover - a broken install
         return None
 
@@ -44,10 +43,15 @@ class JobPolicy:
     def __init__(self, ffmpeg: str | None = None, api_key_envs: Iterable[str] = ()) -> None:
         self.ffmpeg = ffmpeg
         self.api_key_envs = frozenset(api_key_envs)
+        self._found: str | None = ffmpeg
 
-    @functools.cached_property
+    @property
     def _binary(self) -> str | None:
-        return self.ffmpeg if self.ffmpeg is not None else _bundled_ffmpeg()
+        """The server's ffmpeg; the bundled one is looked up until it is found (a failed look,
+        its check killed from outside, is not kept)."""
+        if self._found is None:
+            self._found = _bundled_ffmpeg()
+        return self._found
 
     def refusal(self, params: Mapping[str, Any]) -> str | None:
         """Why these params may not run, or None when they may."""
