@@ -310,6 +310,82 @@ async def test_a_server_dying_during_the_handshake_is_a_connection_lost_not_a_cr
     assert "cannot reach the endpoints server" in (task.error or "")
 
 
+@pytest.mark.parametrize("host", ["", "[::1"])
+async def test_an_address_that_is_no_uri_is_not_tried_again(
+    store: TaskStore, registry: TaskTypeRegistry, host: str
+) -> None:
+    """An address no websocket URI can be made of (no host, an IPv6 host not closed): asking
+    again gives the same, so the attempt fails at once, using no wait and no retry."""
+    asked = 0
+
+    async def broken() -> EndpointsAddress:
+        nonlocal asked
+        asked += 1
+        return EndpointsAddress(host, 9, TOKEN)
+
+    task_id = await submit(store, registry, seconds=0.1, max_retries=3)
+    started = time.monotonic()
+    await asyncio.wait_for(engine(store, broken).run(until_idle=True), 30)
+    task = await store.get_task(task_id)
+    assert (task.status, task.error_type, task.retry_count) == (
+        TaskStatus.FAILED,
+        ErrorType.CONNECTION_LOST,
+        0,
+    )
+    assert "cannot reach the endpoints server" in (task.error or "") and asked == 1
+    assert time.monotonic() - started < 10  # no reconnect wait (0.2 + 1 + 3 s) was spent
+
+
+async def test_a_cancel_while_waiting_to_connect_again_ends_the_wait(
+    store: TaskStore, registry: TaskTypeRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No server answers and the executor waits before trying again: the user's cancel ends
+    the wait at once, and the task is cancelled, not failed."""
+    asked = asyncio.Event()
+
+    async def nowhere() -> EndpointsAddress:
+        asked.set()
+        return EndpointsAddress("127.0.0.1", 9, TOKEN)
+
+    monkeypatch.setattr(SleepSubprocessExecutor, "reconnect_waits", (60.0,))
+    task_id = await submit(store, registry, seconds=0.1, max_retries=0)
+    eng = engine(store, nowhere, cancel_grace=60.0)  # the executor must see it, not the engine
+    runner = asyncio.create_task(eng.run(until_idle=True))
+    await asyncio.wait_for(asked.wait(), 20)
+    await asyncio.sleep(0.2)  # in the wait
+    started = time.monotonic()
+    await eng.cancel(task_id)
+    await asyncio.wait_for(runner, 20)
+    assert time.monotonic() - started < 10
+    assert (await store.get_task(task_id)).status is TaskStatus.CANCELLED
+
+
+async def test_a_server_that_hangs_up_after_the_handshake_interrupts_the_task(
+    store: TaskStore,
+    registry: TaskTypeRegistry,
+    address: Callable[[], Any],
+) -> None:
+    """This machine's server accepts the connection and dies before the task's first frame
+    is read: the attempt is interrupted (queued again, no retry used), never the executor
+    raising; the next attempt reaches a working server and completes."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def dies(ws: ServerConnection) -> None:
+        ws.transport.abort()
+
+    async with serve(dies, "127.0.0.1", 0) as dying:
+        port = dying.sockets[0].getsockname()[1]
+        answers = [EndpointsAddress("127.0.0.1", port, TOKEN)]
+
+        async def first_dying() -> EndpointsAddress:
+            return answers.pop() if answers else await address()
+
+        task_id = await submit(store, registry, seconds=0.1, max_retries=0)
+        await asyncio.wait_for(engine(store, first_dying).run(until_idle=True), 30)
+    task = await store.get_task(task_id)
+    assert (task.status, task.retry_count, task.interruptions) == (TaskStatus.COMPLETED, 0, 1)
+
+
 async def test_wrong_token_is_not_retried(
     store: TaskStore, registry: TaskTypeRegistry, address: Callable[[], Any]
 ) -> None:

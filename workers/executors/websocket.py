@@ -187,9 +187,7 @@ class WebSocketExecutor(BaseExecutor):
             if wait is None:
                 return opened
             log.info("%s; trying again in %.1f s", opened.error, wait)
-            await asyncio.sleep(wait)
-            if ctx.cancelled:
-                raise TaskCancelled(ctx.task.id)
+            await ctx.sleep(wait)  # a cancel ends the wait at once
 
     async def _try_open(self) -> tuple[EndpointsAddress, ClientConnection] | ExecuteResult:
         """One try at :meth:`_open`."""
@@ -217,7 +215,8 @@ class WebSocketExecutor(BaseExecutor):
                 error_type=ErrorType.EXECUTOR_ERROR if refused else ErrorType.CONNECTION_LOST,
                 retryable=not refused,
             )
-        except InvalidURI as exc:  # the same address again would be no better
+        except (InvalidURI, ValueError) as exc:  # the same address again would be no better
+            # (ValueError: a port out of range, an IPv6 host not closed: no URI websockets takes)
             return ExecuteResult(
                 error=f"cannot reach the endpoints server at {url}: {exc}",
                 error_type=ErrorType.CONNECTION_LOST,
