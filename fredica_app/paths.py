@@ -59,6 +59,10 @@ class AppPaths:
         return self.data_dir / "library"
 
     @property
+    def posters_dir(self) -> Path:
+        return posters_dir(self.data_dir)
+
+    @property
     def default_models_dir(self) -> Path:
         return self.data_dir / "models"
 
@@ -131,3 +135,9 @@ def resolve_paths(data_dir: Path | str | None = None) -> AppPaths:
         Path(dirs.user_cache_dir),
         Path(dirs.user_log_dir),
     )
+
+
+def posters_dir(data_dir: Path) -> Path:
+    """The library's poster frames in this data directory: one JPEG per video material, named
+    by its id (:mod:`fredica_app.services.inspection`)."""
+    return data_dir / "posters"

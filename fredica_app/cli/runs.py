@@ -12,6 +12,7 @@ from fredica_app.cli.quick import show_runs
 from fredica_app.cli.shapes import created_json, print_json, restart_entry_json, run_json
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica, load_spec_file
+from fredica_app.services.inspection import prune_posters
 from workers.retention import RetentionPolicy
 
 
@@ -85,9 +86,10 @@ async def cmd_prune(app: Fredica, args: argparse.Namespace) -> int:
     events_days = settings.keep_events_days if args.events_days is None else args.events_days
     policy = RetentionPolicy.from_days(runs_days, events_days)
     report = await app.store.prune(policy, dry_run=args.dry_run)
+    posters = await prune_posters(app, dry_run=args.dry_run)
     if args.json:
         days = {"runs_days": runs_days or None, "events_days": events_days or None}
-        print_json({**days, **report.as_json()})
+        print_json({**days, **report.as_json(), "posters": posters})
         return 0
     verb = "would remove" if args.dry_run else "removed"
     if policy.keep_runs is None:
@@ -102,4 +104,5 @@ async def cmd_prune(app: Fredica, args: argparse.Namespace) -> int:
         print("events: kept forever")
     else:
         print(f"events: {verb} {report.old_events} more, older than {events_days:g} days")
+    print(f"posters: {verb} {posters} of materials no longer in the library")
     return 0

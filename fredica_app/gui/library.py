@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMenu,
+    QSplitter,
     QStackedWidget,
     QTableView,
     QToolBar,
@@ -60,8 +61,10 @@ from PySide6.QtWidgets import (
 
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost, HostState, Mode
+from fredica_app.gui.library_details import MaterialDetails
 from fredica_app.gui.library_dialogs import RemoveDialog, TemplateDialog, UrlDialog
-from fredica_app.gui.library_model import MATERIAL_ROLE, SORT_ROLE, LibraryModel
+from fredica_app.gui.library_looks import Looks
+from fredica_app.gui.library_model import MATERIAL_ROLE, PICTURE, SORT_ROLE, LibraryModel
 from fredica_app.gui.library_work import (
     Imported,
     Refused,
@@ -69,6 +72,7 @@ from fredica_app.gui.library_work import (
     Started,
     folder_to_open,
     import_checked,
+    material_outputs,
     remove_materials,
     start_runs,
 )
@@ -76,7 +80,9 @@ from fredica_app.gui.persist import ViewState
 from fredica_app.gui.symbols import ERROR, WARNING, symbol
 from fredica_app.library.fingerprint import MEDIA_EXTENSIONS
 from fredica_app.library.records import MaterialRecord
+from fredica_app.paths import posters_dir
 from fredica_app.views.library_view import OutputBoard, probed_materials, urls_in
+from fredica_app.views.material_view import OutputGroup
 from workers.changes import Snapshot
 
 if TYPE_CHECKING:
@@ -89,6 +95,11 @@ T = TypeVar("T")
 RELOAD_MS = 300
 #: What the page's table remembers in the window's view state.
 TABLE_STATE = "library-table"
+#: The splitter between the table and the details pane, in the window's view state.
+SPLITTER_STATE = "library-splitter"
+#: The details pane reads the selected material's outputs again this long after its runs
+#: last changed (a running task reports many times a second).
+OUTPUTS_MS = 500
 _LAST_FOLDER = "library/last-folder"
 _LAST_TEMPLATE = "library/template"
 _OPEN = (Mode.ENGINE, Mode.ATTACHED)
@@ -208,18 +219,35 @@ class LibraryPage(QWidget):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.hint)
         self.stack.addWidget(self.table)
+        self.details = MaterialDetails()
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName(SPLITTER_STATE)
+        self.splitter.addWidget(self.stack)
+        self.splitter.addWidget(self.details)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setCollapsible(0, False)
+        self.splitter.setSizes([900, self.details.sizeHint().width()])  # until restored
+        #: First looks at new materials (probe, poster frame), one at a time.
+        self.looks = Looks(self._call_quietly, self)
+        self.looks.looked.connect(self.schedule_reload)
+        self._outputs_for: str | None = None
 
         column = QVBoxLayout(self)
         column.setContentsMargins(6, 0, 6, 6)
         column.setSpacing(4)
         column.addWidget(self.toolbar)
         column.addWidget(self.message)
-        column.addWidget(self.stack, 1)
+        column.addWidget(self.splitter, 1)
 
         self._reload_timer = QTimer(self)
         self._reload_timer.setSingleShot(True)
         self._reload_timer.setInterval(RELOAD_MS)
         self._reload_timer.timeout.connect(self.reload)
+        self._outputs_timer = QTimer(self)
+        self._outputs_timer.setSingleShot(True)
+        self._outputs_timer.setInterval(OUTPUTS_MS)
+        self._outputs_timer.timeout.connect(self._read_outputs)
         for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.modelReset):
             signal.connect(self._update_state)
         feed.snapshot.connect(self._on_snapshot)
@@ -266,7 +294,9 @@ class LibraryPage(QWidget):
         table.setWordWrap(False)
         table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         table.verticalHeader().hide()
-        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 10)
+        table.setIconSize(PICTURE)
+        rows = max(table.fontMetrics().height(), PICTURE.height()) + 8
+        table.verticalHeader().setDefaultSectionSize(rows)
         header = table.horizontalHeader()
         header.setObjectName("library-header")
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -288,6 +318,7 @@ class LibraryPage(QWidget):
         table.customContextMenuRequested.connect(self._show_context_menu)
         table.doubleClicked.connect(self._on_double_click)
         table.selectionModel().selectionChanged.connect(self._update_actions)
+        table.selectionModel().selectionChanged.connect(self._show_details)
         return table
 
     # --- the window's entry points -------------------------------------------------------
@@ -452,6 +483,7 @@ class LibraryPage(QWidget):
 
     def save_view_state(self, vs: ViewState) -> None:
         vs.save(TABLE_STATE, self.table.horizontalHeader())
+        vs.save(SPLITTER_STATE, self.splitter)
         vs.set_value(_LAST_FOLDER, self._last_folder)
         vs.set_value(_LAST_TEMPLATE, self._last_template or "")
 
@@ -459,6 +491,7 @@ class LibraryPage(QWidget):
         header = self.table.horizontalHeader()
         if vs.restore(TABLE_STATE, header):
             self.table.sortByColumn(header.sortIndicatorSection(), header.sortIndicatorOrder())
+        vs.restore(SPLITTER_STATE, self.splitter)
         self._last_folder = str(vs.value(_LAST_FOLDER, "") or "")
         self._last_template = str(vs.value(_LAST_TEMPLATE, "") or "") or None
 
@@ -485,11 +518,14 @@ class LibraryPage(QWidget):
 
     def _loaded(self, materials: list[MaterialRecord]) -> None:
         self._loading = False
+        self.model.posters_dir = posters_dir(self.host.state.data_dir)
         self.model.set_materials(materials)
         if self._select_after_load:
             self.select_materials(self._select_after_load)
             self._select_after_load = []
         self._update_state()
+        self._show_details()
+        self.looks.want(self.model.materials)
         if self._reload_again:
             self._reload_again = False
             self.reload()
@@ -511,6 +547,9 @@ class LibraryPage(QWidget):
     def _on_changes(self, batch: list[Any]) -> None:
         touched = self.board.apply(batch)
         self.model.outputs_changed(touched)
+        shown = self.details.material
+        if shown is not None and shown.id in touched:
+            self._outputs_timer.start()
         unknown = {i for i in touched if self.model.row_of(i) is None} - self._looked_for
         self._looked_for |= unknown
         if unknown or probed_materials(batch):
@@ -595,6 +634,42 @@ class LibraryPage(QWidget):
         if done:
             self.reload()
 
+    # --- the details pane ------------------------------------------------------------------
+
+    def _show_details(self, *_: object) -> None:
+        """Show the selected material in the details pane (one selected), or how many are."""
+        materials = self.selected_materials()
+        if len(materials) != 1:
+            self._outputs_for = None
+            self.details.show_material(None, selected=len(materials))
+            return
+        (material,) = materials
+        again = self.details.material is not None and self.details.material.id == material.id
+        self.details.show_material(
+            material,
+            kind=self.model.kind_text(material.kind),
+            poster=self.model.poster_file(material),
+        )
+        if not again or self._outputs_for != material.id:
+            self._read_outputs()
+
+    def _read_outputs(self) -> None:
+        material = self.details.material
+        if material is None:
+            return
+        self._outputs_for = material.id
+
+        def shown(groups: list[OutputGroup]) -> None:
+            now = self.details.material
+            if now is not None and now.id == material.id:
+                self.details.show_outputs(groups)
+
+        def unread(exc: Exception) -> None:  # the pane keeps what it shows; no message
+            if self._outputs_for == material.id:
+                self._outputs_for = None
+
+        self._call_quietly(lambda app: material_outputs(app, material.id), shown, unread)
+
     # --- plumbing ------------------------------------------------------------------------
 
     def _call(
@@ -621,6 +696,19 @@ class LibraryPage(QWidget):
             self.host.call(work, alive(on_done), alive(failed))
         except RuntimeError as exc:  # the host has stopped meanwhile
             failed(exc)
+
+    def _call_quietly(
+        self,
+        work: Callable[[Fredica], Awaitable[T]],
+        on_done: Callable[[T], Any],
+        on_error: Callable[[Exception], Any],
+    ) -> None:
+        """:meth:`_call` for work the user did not ask for (a first look, a pane's read):
+        nothing is said when the data directory is not open; the work is simply not done."""
+        if self.host.state.mode in _OPEN:
+            self._call(work, on_done, on_error)
+        else:
+            on_error(RuntimeError("not open"))
 
     def _failed(self, exc: Exception, template: str | None = None) -> None:
         text = str(exc) or type(exc).__name__

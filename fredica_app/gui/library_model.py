@@ -12,6 +12,7 @@ the selection survives a reload. Besides the display text, a cell answers
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import (
@@ -20,11 +21,12 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QSize,
     Qt,
 )
-from PySide6.QtGui import QColor, QIcon
+from PySide6.QtGui import QColor, QIcon, QImageReader, QPixmap
 
-from fredica_app.gui.symbols import symbol
+from fredica_app.gui.symbols import PosterEngine, symbol
 from fredica_app.gui.table import row_ranges
 from fredica_app.library.records import MaterialRecord
 from fredica_app.views.library_view import (
@@ -56,6 +58,8 @@ ALERT = QColor(0xC6, 0x28, 0x28)
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 # The row's MaterialRecord, on any column.
 MATERIAL_ROLE = Qt.ItemDataRole.UserRole + 2
+# The picture at the head of a row: a 16:9 tile (a poster frame, or the kind's symbol).
+PICTURE = QSize(48, 27)
 _ROOT = QModelIndex()
 
 
@@ -94,6 +98,10 @@ class LibraryModel(QAbstractTableModel):
         }
         # Made when first drawn (the style's icons need the application to exist).
         self._icons: dict[str, QIcon] = {}
+        #: Where the poster frames are (set once the data directory is open).
+        self.posters_dir: Path | None = None
+        #: Each row's picture, by material id: made when first shown, dropped on a change.
+        self._pictures: dict[str, QIcon] = {}
 
     # --- reading -------------------------------------------------------------------------
 
@@ -129,7 +137,7 @@ class LibraryModel(QAbstractTableModel):
         if role == ALIGNMENT:
             return RIGHT if column in (self.DURATION, self.SIZE) else None
         if role == DECORATION:
-            return self._icon(material) if column == self.TITLE else None
+            return self.picture(material) if column == self.TITLE else None
         if role == FOREGROUND:
             return self._alert(material) if column == self.OUTPUTS else None
         if role == TOOLTIP:
@@ -146,6 +154,10 @@ class LibraryModel(QAbstractTableModel):
     def materials(self) -> list[MaterialRecord]:
         """Every material, in row order (a copy)."""
         return list(self._rows)
+
+    def kind_text(self, kind: str) -> str:
+        """A material's kind in the interface's words."""
+        return self._kinds.get(kind, kind)
 
     def outputs_text(self, material: MaterialRecord) -> str:
         """The outputs cell: each template's newest run, in words of the interface's
@@ -170,6 +182,7 @@ class LibraryModel(QAbstractTableModel):
             self.beginRemoveRows(_ROOT, first, last)
             for gone in self._rows[first : last + 1]:
                 self._cells.pop(gone.id, None)
+                self._pictures.pop(gone.id, None)
             del self._rows[first : last + 1]
             self.endRemoveRows()
         self._reindex()
@@ -179,6 +192,7 @@ class LibraryModel(QAbstractTableModel):
             if new != old:
                 self._rows[n] = new
                 self._cells.pop(new.id, None)
+                self._pictures.pop(new.id, None)
                 changed.append(n)
         for first, last in row_ranges(changed):
             self.dataChanged.emit(self.index(first, 0), self.index(last, self.OUTPUTS))
@@ -227,6 +241,32 @@ class LibraryModel(QAbstractTableModel):
     def _alert(self, material: MaterialRecord) -> QColor | None:
         failed = any(o.state is OutputState.FAILED for o in self.board.outputs(material.id))
         return ALERT if failed else None
+
+    def picture(self, material: MaterialRecord) -> QIcon:
+        """The row's picture: its poster frame once made, else its kind's symbol on a tile."""
+        icon = self._pictures.get(material.id)
+        if icon is None:
+            poster = self._poster(material)
+            icon = self._pictures[material.id] = QIcon(PosterEngine(poster, self._icon(material)))
+        return icon
+
+    def poster_file(self, material: MaterialRecord) -> Path | None:
+        """Its poster frame's file, when it has one."""
+        if self.posters_dir is None or material.kind != "video" or "look" not in material.meta:
+            return None
+        path = self.posters_dir / f"{material.id}.jpg"
+        return path if path.is_file() else None
+
+    def _poster(self, material: MaterialRecord) -> QPixmap | None:
+        path = self.poster_file(material)
+        if path is None:
+            return None
+        reader = QImageReader(str(path))
+        size = reader.size()
+        if size.isValid():  # decoded small: a row needs no more than twice its tile
+            reader.setScaledSize(size.scaled(PICTURE * 2, Qt.AspectRatioMode.KeepAspectRatio))
+        image = reader.read()
+        return None if image.isNull() else QPixmap.fromImage(image)
 
     def _icon(self, material: MaterialRecord) -> QIcon:
         icons = self._icons

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from fredica_app.errors import FredicaError
 from fredica_app.library.fingerprint import is_media_name, is_url
 from fredica_app.library.records import MaterialRecord
-from workers.records import CreatedRun
+from fredica_app.views.material_view import OutputGroup, output_groups
+from workers.records import CreatedRun, RunRecord
 
 if TYPE_CHECKING:
     # The library's importer and the removal need the database: imported where they run, on
@@ -146,3 +147,13 @@ def folder_of(library_dir: Path, material: MaterialRecord) -> Path | None:
 
 async def folder_to_open(app: Fredica, material: MaterialRecord) -> Path | None:
     return await asyncio.to_thread(folder_of, app.library_dir, material)
+
+
+async def material_outputs(app: Fredica, material_id: str) -> list[OutputGroup]:
+    """The newest run of each template on the material, with the files it made."""
+    runs = await app.store.list_runs(None, material_id=material_id)
+    newest: dict[str | None, RunRecord] = {}
+    for run in runs:  # newest first: the first of each template is its newest
+        newest.setdefault(run.template, run)
+    tasks = {run.id: await app.store.list_tasks(run.id) for run in newest.values()}
+    return output_groups(newest.values(), tasks)

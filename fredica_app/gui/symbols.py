@@ -61,7 +61,10 @@ class SvgIconEngine(QIconEngine):
         return renderer
 
     def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
-        self._renderer(mode).render(painter, QRectF(rect))
+        side = min(rect.width(), rect.height())  # square, centred: never stretched
+        square = QRectF(0, 0, side, side)
+        square.moveCenter(QRectF(rect).center())
+        self._renderer(mode).render(painter, square)
 
     def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
         pixmap = QPixmap(size)
@@ -85,3 +88,46 @@ def symbol(name: str, colour: QColor | None = None) -> QIcon:
     """The icon ``name`` (a file of ``icons/`` without its ``.svg``), in the palette's text
     colour or in ``colour``. An unknown name raises ``FileNotFoundError``: a typo is a bug."""
     return QIcon(SvgIconEngine(_svg(name), colour))
+
+
+class PosterEngine(QIconEngine):
+    """A material's picture in the library: its poster frame, fitted to the space and centred,
+    or — none yet, or not a video — ``placeholder``'s symbol on a quiet tile of the same
+    shape, in the palette's colours when painted."""
+
+    def __init__(self, poster: QPixmap | None, placeholder: QIcon) -> None:
+        super().__init__()
+        self.poster = poster
+        self.placeholder = placeholder
+
+    def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
+        if self.poster is not None and not self.poster.isNull():
+            fitted = self.poster.size().scaled(rect.size(), Qt.AspectRatioMode.KeepAspectRatio)
+            target = QRect(QPoint(0, 0), fitted)
+            target.moveCenter(rect.center())
+            painter.drawPixmap(target, self.poster)
+        else:
+            tile = QGuiApplication.palette().color(QPalette.ColorRole.Mid)
+            tile.setAlphaF(0.25)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(tile)
+            painter.drawRoundedRect(QRectF(rect).adjusted(0.5, 0.5, -0.5, -0.5), 3, 3)
+            glyph = round(min(rect.width(), rect.height()) * 0.6)
+            inner = QRect(0, 0, glyph, glyph)
+            inner.moveCenter(rect.center())
+            self.placeholder.paint(painter, inner, Qt.AlignmentFlag.AlignCenter, mode, state)
+        painter.restore()
+
+    def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
+        pixmap = QPixmap(size)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        self.paint(painter, QRect(QPoint(0, 0), size), mode, state)
+        painter.end()
+        return pixmap
+
+    def clone(self) -> QIconEngine:
+        return PosterEngine(self.poster, self.placeholder)

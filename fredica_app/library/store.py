@@ -131,22 +131,43 @@ class LibraryStore:
     def update_from_probe(self, material_id: str, probe: dict[str, Any]) -> None:
         """Fill a material from a PROBE result (streams, duration, kind, size)."""
         with self._engine.begin() as conn:
-            row = conn.execute(
-                sa.select(material_t.c.metadata).where(material_t.c.id == material_id)
-            ).first()
-            if row is None:
-                return
-            meta = dict(row.metadata or {})
+            self._fill(conn, material_id, probe, None)
+
+    def record_look(
+        self, material_id: str, probe: dict[str, Any] | None, error: str | None
+    ) -> None:
+        """Keep what the first look at a material found (:mod:`fredica_app.services.inspection`):
+        its probe, when there is one, and what went wrong; a material looked at is not looked
+        at again."""
+        with self._engine.begin() as conn:
+            look = {"at": time.time(), "error": error}
+            self._fill(conn, material_id, probe or {}, look)
+
+    def _fill(
+        self,
+        conn: sa.Connection,
+        material_id: str,
+        probe: dict[str, Any],
+        look: dict[str, Any] | None,
+    ) -> None:
+        row = conn.execute(
+            sa.select(material_t.c.metadata).where(material_t.c.id == material_id)
+        ).first()
+        if row is None:  # removed meanwhile
+            return
+        meta = dict(row.metadata or {})
+        values: dict[str, Any] = {"metadata": meta}
+        if probe:
             meta["streams"] = probe.get("streams", [])
             meta["format"] = probe.get("format")
             meta["subtitles"] = probe.get("subtitles", 0)
-            values: dict[str, Any] = {"metadata": meta}
+            meta["chapters"] = probe.get("chapters", [])
             if isinstance(probe.get("duration"), int | float):
                 values["duration"] = float(probe["duration"])
             if isinstance(probe.get("size"), int):
                 values["size"] = probe["size"]
             if probe.get("kind") in ("video", "audio", "other"):
                 values["kind"] = probe["kind"]
-            conn.execute(
-                sa.update(material_t).where(material_t.c.id == material_id).values(**values)
-            )
+        if look is not None:
+            meta["look"] = look
+        conn.execute(sa.update(material_t).where(material_t.c.id == material_id).values(**values))

@@ -86,7 +86,7 @@ class Fredica(Submission):
             # The server runs only this ffmpeg and lets ANALYZE read only this variable:
             # whoever holds its token cannot choose either.
             endpoints.configure(
-                write_roots=[library_dir, models_dir],
+                write_roots=[library_dir, models_dir, paths.posters_dir],
                 ffmpeg=loaded.settings.ffmpeg_path,
                 api_key_envs=[key_env] if key_env else [],
                 log_file=paths.endpoints_log_file,

@@ -21,6 +21,7 @@ from fredica_app.errors import AmbiguousId, InvalidState, NotFound, SpecError
 from fredica_app.library.importer import material_dir
 from fredica_app.library.records import MaterialRecord
 from fredica_app.services import Fredica
+from fredica_app.services.inspection import remove_poster
 from workers.records import RunRecord
 from workers.retention import PruneReport
 from workers.states import RunStatus
@@ -43,6 +44,8 @@ class Removal:
     files_deleted: int | None = None
     #: Why the folder was kept although ``--outputs`` asked for it to go.
     kept_because: str | None = None
+    #: The material's poster frame was removed (it had one).
+    poster: bool = False
 
     def add(self, report: PruneReport) -> None:
         self.tasks += report.tasks
@@ -61,6 +64,7 @@ class Removal:
             "outputs_dir": None if self.outputs_dir is None else str(self.outputs_dir),
             "outputs_deleted": self.files_deleted is not None,
             "files_deleted": self.files_deleted or 0,
+            "poster_removed": self.poster,
         }
 
 
@@ -115,6 +119,8 @@ async def _remove_material(app: Fredica, material: MaterialRecord, outputs: bool
         removal.add(await app.store.delete_run(run.id))
         removal.runs.append(run.id)
     await asyncio.to_thread(app.library.delete, material.id)
+    removed = await asyncio.to_thread(remove_poster, app.paths.posters_dir, material.id)
+    removal.poster = removed > 0
     folder = material_dir(app.library_dir, material)
     await asyncio.to_thread(_outputs, removal, folder, app.library_dir, material, outputs)
     return removal

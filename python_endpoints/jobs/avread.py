@@ -81,9 +81,10 @@ def probe(path: str) -> ff.MediaInfo:
         streams = tuple(_stream_info(s) for s in container.streams)
         duration = container.duration / 1e6 if container.duration else None
         format_name = container.format.name
+        chapters = _chapters(container)
     if duration is None:  # the container does not say: its longest stream may
         duration = max((s.duration for s in streams if s.duration), default=None)
-    info = ff.MediaInfo(format_name, duration, p.stat().st_size, streams)
+    info = ff.MediaInfo(format_name, duration, p.stat().st_size, streams, chapters)
     guessed = info.guessed_as
     if guessed is not None:
         raise JobFailed(
@@ -105,6 +106,22 @@ def probe(path: str) -> ff.MediaInfo:
 def reason(exc: BaseException) -> str:
     """An OS or FFmpeg error in words."""
     return str(getattr(exc, "strerror", None) or exc)
+
+
+def _chapters(container: Any) -> tuple[ff.Chapter, ...]:
+    """The container's chapters; none when PyAV cannot read them (a probe describes what it
+    can and never fails for chapters)."""
+    found = []
+    for raw in _attr(container.chapters) or ():
+        try:
+            made = ff.chapter(
+                int(raw["start"]), int(raw["end"]), raw["time_base"], dict(raw["metadata"])
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+        if made is not None:
+            found.append(made)
+    return tuple(found)
 
 
 def _stream_info(stream: Any) -> ff.StreamInfo:

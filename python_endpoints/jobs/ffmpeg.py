@@ -175,13 +175,36 @@ def longest(streams: Iterable[StreamInfo]) -> float | None:
 
 
 @dataclass(frozen=True)
+class Chapter:
+    """A chapter the container marks: from ``start`` to ``end`` (seconds), and its title."""
+
+    start: float
+    end: float
+    title: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "title": self.title}
+
+
+def chapter(start: int, end: int, time_base: Any, metadata: Mapping[str, str]) -> Chapter | None:
+    """A container's chapter (times in ``time_base`` units, as FFmpeg gives them), or None
+    for one that makes no sense (no time base, ending before it starts)."""
+    if not time_base or end < start:
+        return None
+    title = metadata.get("title") or metadata.get("TITLE") or None
+    return Chapter(round(float(start * time_base), 3), round(float(end * time_base), 3), title)
+
+
+@dataclass(frozen=True)
 class MediaInfo:
-    """A probed file: container format, duration (seconds, None when unknown), size, streams."""
+    """A probed file: container format, duration (seconds, None when unknown), size, streams,
+    and its chapters when it marks any."""
 
     format: str
     duration: float | None
     size: int
     streams: tuple[StreamInfo, ...] = field(default_factory=tuple)
+    chapters: tuple[Chapter, ...] = ()
 
     @property
     def is_media(self) -> bool:
@@ -244,6 +267,7 @@ class MediaInfo:
             "kind": self.kind,
             "subtitles": len(self.text_subtitles),
             "streams": [s.as_dict() for s in self.streams],
+            "chapters": [c.as_dict() for c in self.chapters],
         }
 
 

@@ -99,6 +99,7 @@ def test_outputs_go_with_the_material_only_inside_its_folder(
         "outputs_dir": str(folder),
         "outputs_deleted": True,
         "files_deleted": 3,
+        "poster_removed": False,  # never looked at (no window): it had none
     }
     assert not folder.exists()
     assert clip.read_bytes() == b"m" * 100  # the user's source file

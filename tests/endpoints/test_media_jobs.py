@@ -143,6 +143,37 @@ async def test_probe_an_mkv(server: int, samples: SampleCache) -> None:
     }
 
 
+def ffmpeg_run(*args: str | Path) -> None:
+    """Run the bundled ffmpeg quietly with ``args``; raise if it fails."""
+    subprocess.run([media.ffmpeg_binary({}), "-v", "error", *map(str, args)], check=True)
+
+
+async def test_probe_reads_a_files_chapters(server: int, tmp_path: Path) -> None:
+    """Chapters written by ffmpeg from a metadata file come back in seconds with their
+    titles (non-ASCII kept); a file without chapters says none."""
+    meta = tmp_path / "chapters.txt"
+    meta.write_text(
+        ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=Opening\n"
+        "[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=2000\ntitle=Ende ü\n",
+        encoding="utf-8",
+    )
+    clip = tmp_path / "chapters.mkv"
+    chapters = ["-i", str(meta), "-map_metadata", "1", "-map_chapters", "1"]
+    await asyncio.to_thread(
+        ffmpeg_run, "-f", "lavfi", "-i", "testsrc=d=2:s=64x48", *chapters, "-c:v", "mpeg4", clip
+    )
+    result = await result_of(server, "probe", input=str(clip))
+    assert result["chapters"] == [
+        {"start": 0.0, "end": 1.0, "title": "Opening"},
+        {"start": 1.0, "end": 2.0, "title": "Ende ü"},
+    ]
+    plain = tmp_path / "plain.mkv"
+    await asyncio.to_thread(
+        ffmpeg_run, "-f", "lavfi", "-i", "testsrc=d=1:s=64x48", "-c:v", "mpeg4", plain
+    )
+    assert (await result_of(server, "probe", input=str(plain)))["chapters"] == []
+
+
 async def test_probe_errors(server: int, samples: SampleCache, tmp_path: Path) -> None:
     error = await error_of(server, "probe", input=str(samples.get("text")))
     assert error["error_type"] == "NOT_MEDIA" and "not a media file" in error["error"]

@@ -143,6 +143,21 @@ def test_media_info_kind_and_result_shape() -> None:
     assert MediaInfo("srt", 4.0, 1, (SUB_SRT,)).kind == "other"
 
 
+def test_chapters_in_seconds_with_their_titles() -> None:
+    from fractions import Fraction
+
+    nano = Fraction(1, 1_000_000_000)
+    first = ff.chapter(0, 1_500_000_000, nano, {"title": "Opening"})
+    assert first == ff.Chapter(0.0, 1.5, "Opening")
+    assert ff.chapter(3, 7, Fraction(1, 2), {"TITLE": "Ende"}) == ff.Chapter(1.5, 3.5, "Ende")
+    assert ff.chapter(0, 10, Fraction(1, 10), {}) == ff.Chapter(0.0, 1.0, None)
+    assert ff.chapter(10, 5, nano, {}) is None  # ends before it starts
+    assert ff.chapter(0, 5, None, {}) is None  # no time base
+    info = MediaInfo("matroska,webm", 4.0, 1000, (VIDEO_H264,), (first,))
+    assert info.as_dict()["chapters"] == [{"start": 0.0, "end": 1.5, "title": "Opening"}]
+    assert MediaInfo("mp3", 4.0, 1, (AUDIO_OPUS,)).as_dict()["chapters"] == []
+
+
 def test_what_is_media() -> None:
     assert MediaInfo("matroska,webm", 4.0, 1, (VIDEO_H264,)).is_media
     assert MediaInfo("srt", 4.0, 1, (SUB_SRT,)).is_media

@@ -488,6 +488,7 @@
     </message>
     <message>
         <source>Add files…</source>
+        <extracomment>First looks at new materials (probe, poster frame), one at a time.</extracomment>
         <translation>添加文件…</translation>
     </message>
     <message>
@@ -730,10 +731,123 @@
     </message>
 </context>
 <context>
+    <name>MaterialDetails</name>
+    <message>
+        <source>video</source>
+        <translation>视频</translation>
+    </message>
+    <message>
+        <source>audio</source>
+        <translation>音频</translation>
+    </message>
+    <message>
+        <source>subtitles</source>
+        <translation>字幕</translation>
+    </message>
+    <message>
+        <source>data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>attachment</source>
+        <translation>附件</translation>
+    </message>
+    <message>
+        <source>cover art</source>
+        <translation>封面图</translation>
+    </message>
+    <message>
+        <source>text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>bitmap</source>
+        <translation>图像</translation>
+    </message>
+    <message>
+        <source>mono</source>
+        <translation>单声道</translation>
+    </message>
+    <message>
+        <source>stereo</source>
+        <translation>立体声</translation>
+    </message>
+    <message>
+        <source>%1 channels</source>
+        <translation>%1 声道</translation>
+    </message>
+    <message>
+        <source>no sound in it</source>
+        <translation>没有声音</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>Select a material to see its streams, chapters and outputs.</source>
+        <translation>选择一个素材以查看其流、章节和输出。</translation>
+    </message>
+    <message>
+        <source>Streams</source>
+        <translation>流</translation>
+    </message>
+    <message>
+        <source>Chapters</source>
+        <translation>章节</translation>
+    </message>
+    <message>
+        <source>Outputs</source>
+        <translation>输出</translation>
+    </message>
+    <message>
+        <source>Double-click a file to open its folder.</source>
+        <translation>双击文件以打开其所在文件夹。</translation>
+    </message>
+    <message>
+        <source>Open folder</source>
+        <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <source>Nothing made from it yet: start a template on it.</source>
+        <translation>尚未由它生成任何文件：对它启动一个模板。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n materials selected.</source>
+        <translation>
+            <numerusform>已选择 %n 个素材。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Not looked at yet.</source>
+        <translation>尚未读取。</translation>
+    </message>
+    <message>
+        <source>None found.</source>
+        <translation>未找到。</translation>
+    </message>
+</context>
+<context>
     <name>MessageLine</name>
     <message>
         <source>Dismiss</source>
-        <extracomment>A burst of reasons to read the library again (an import and the probes that follow it) is one read, this long after the last of them. What the page&apos;s table remembers in the window&apos;s view state.</extracomment>
+        <extracomment>A burst of reasons to read the library again (an import and the probes that follow it) is one read, this long after the last of them. What the page&apos;s table remembers in the window&apos;s view state. The splitter between the table and the details pane, in the window&apos;s view state. The details pane reads the selected material&apos;s outputs again this long after its runs last changed (a running task reports many times a second).</extracomment>
         <translation>关闭</translation>
     </message>
 </context>
@@ -1001,7 +1115,7 @@
     <name>QueuePage</name>
     <message>
         <source>Search: file, task, type or run</source>
-        <extracomment>The search filters this long after the last key (a keystroke does not refilter 10,000 rows). After a batch, the actions follow the selection&apos;s new records this much later (once per burst of batches). How long a line stays shown. The runs&apos; notes are read this long after a change (once per burst of changes). The columns&apos; first widths, before the user&apos;s own are restored. A run&apos;s id: show its details. The last line shown (errors and notes), for tests and for the page&apos;s own label.</extracomment>
+        <extracomment>The search filters this long after the last key (a keystroke does not refilter 10,000 rows). After a batch, the actions follow the selection&apos;s new records this much later (once per burst of batches). How long a line stays shown. The runs&apos; notes are read this long after a change (once per burst of changes). The columns&apos; first widths, before the user&apos;s own are restored. The columns&apos; first widths, before the user&apos;s own are restored: the widest of these samples of their content (and of the header), a column of bars as wide as given; ``None``: the column that takes the room left (the file&apos;s name). What the samples fit: the workflows&apos; names, the states, the longest times. A column of text is never made wider than this at first (its cells are elided). A run&apos;s id: show its details. The last line shown (errors and notes), for tests and for the page&apos;s own label.</extracomment>
         <translation>搜索：文件、任务、类型或运行</translation>
     </message>
     <message>
