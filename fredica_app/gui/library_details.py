@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fredica_app.gui.models import template_label
 from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.library.records import MaterialRecord
 from fredica_app.views.material_view import (
@@ -281,7 +282,7 @@ class MaterialDetails(QScrollArea):
         for group in groups:
             head = QListWidgetItem(
                 symbol("workflow"),
-                f"{group.template or '?'} · {statuses.get(group.status, group.status)}",
+                f"{template_label(group.template)} · {statuses.get(group.status, group.status)}",
                 self.outputs,
             )
             head.setFlags(Qt.ItemFlag.ItemIsEnabled)

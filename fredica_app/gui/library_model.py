@@ -26,6 +26,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QIcon, QImageReader, QPixmap
 
+from fredica_app.gui.models import TEMPLATE_LABELS, template_label
 from fredica_app.gui.symbols import PosterEngine, symbol
 from fredica_app.gui.table import row_ranges
 from fredica_app.library.records import MaterialRecord
@@ -96,6 +97,7 @@ class LibraryModel(QAbstractTableModel):
             OutputState.FAILED: QCoreApplication.translate("LibraryModel", "failed"),
             OutputState.CANCELLED: QCoreApplication.translate("LibraryModel", "cancelled"),
         }
+        self._names = {name: template_label(name) for name in TEMPLATE_LABELS}
         # Made when first drawn (the style's icons need the application to exist).
         self._icons: dict[str, QIcon] = {}
         #: Where the poster frames are (set once the data directory is open).
@@ -162,7 +164,7 @@ class LibraryModel(QAbstractTableModel):
     def outputs_text(self, material: MaterialRecord) -> str:
         """The outputs cell: each template's newest run, in words of the interface's
         language."""
-        return summary(self.board.outputs(material.id), self._words)
+        return summary(self.board.outputs(material.id), self._words, self._names)
 
     # --- writing -------------------------------------------------------------------------
 
@@ -286,7 +288,7 @@ class LibraryModel(QAbstractTableModel):
             return clean_text(material.source)  # Qt drops what is not UTF-8: say U+FFFD
         if column == self.OUTPUTS:
             lines = [
-                summary([o], self._words) + f"  ({o.run_id[:8]})"
+                summary([o], self._words, self._names) + f"  ({o.run_id[:8]})"
                 for o in self.board.outputs(material.id)
             ]
             return "\n".join(lines) or None

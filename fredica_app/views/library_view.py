@@ -201,11 +201,17 @@ def _percent(run: RunRecord, marks: Iterable[_Mark]) -> float | None:
     return max(0.0, min(100.0, (100.0 * run.done_tasks + working) / run.total_tasks))
 
 
-def summary(outputs: Sequence[Output], words: Mapping[OutputState, str] = WORDS) -> str:
-    """``transcode_mp4: done · subtitles: running 40 %``; empty when there is no run."""
+def summary(
+    outputs: Sequence[Output],
+    words: Mapping[OutputState, str] = WORDS,
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """``transcode_mp4: done · subtitles: running 40 %``; empty when there is no run.
+    ``names``: what to call a template instead of its name (``Make an MP4``), where known."""
     parts = []
     for o in outputs:
-        text = f"{o.template}: {words[o.state]}"
+        name = o.template if names is None else names.get(o.template, o.template)
+        text = f"{name}: {words[o.state]}"
         if o.percent is not None:
             text += f" {o.percent:.0f} %"
         parts.append(text)

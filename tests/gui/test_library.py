@@ -272,7 +272,7 @@ def test_a_template_started_on_two_materials_makes_two_runs_that_the_table_follo
     # The feed brings the runs to the outputs column, to the end; the probe fills the duration.
     for m in materials:
         qtbot.waitUntil(
-            lambda m=m: cell(page, m.id, LibraryModel.OUTPUTS) == "transcode_mp4: done",
+            lambda m=m: cell(page, m.id, LibraryModel.OUTPUTS) == "Make an MP4: done",
             timeout=60_000,
         )
         qtbot.waitUntil(lambda m=m: cell(page, m.id, LibraryModel.DURATION) == "0:02", timeout=WAIT)
@@ -389,7 +389,7 @@ def test_what_is_active_is_started_once_and_not_removed(
     page.start_template()
     assert wait_message(qtbot, page, "started") == "1 run(s) started"
     qtbot.waitUntil(
-        lambda: cell(page, busy.id, LibraryModel.OUTPUTS) == "transcode_mp4: queued", timeout=WAIT
+        lambda: cell(page, busy.id, LibraryModel.OUTPUTS) == "Make an MP4: queued", timeout=WAIT
     )
     page.start_template()  # the same template while its run is active: that run
     assert wait_message(qtbot, page, "already") == "1 already running"
@@ -408,7 +408,7 @@ def test_what_is_active_is_started_once_and_not_removed(
     (run,) = call(app_host, lambda app: app.store.list_runs(None))
     call(app_host, lambda app: app.control.cancel(run.id))
     qtbot.waitUntil(
-        lambda: cell(page, busy.id, LibraryModel.OUTPUTS) == "transcode_mp4: cancelled",
+        lambda: cell(page, busy.id, LibraryModel.OUTPUTS) == "Make an MP4: cancelled",
         timeout=WAIT,
     )
 
@@ -454,7 +454,7 @@ def test_the_model_passes_the_model_tester(qtbot: Any, qtmodeltester: Any) -> No
 
     board.load([make_run(1, material_id="m2", status=RunStatus.FAILED, template="full")], [])
     model.outputs_changed()
-    assert model.index(1, LibraryModel.OUTPUTS).data(DISPLAY) == "full: failed"
+    assert model.index(1, LibraryModel.OUTPUTS).data(DISPLAY) == "Everything: failed"
     assert model.index(1, LibraryModel.OUTPUTS).data(Qt.ItemDataRole.ForegroundRole) is not None
     assert "run-0001"[:8] in model.index(1, LibraryModel.OUTPUTS).data(Qt.ItemDataRole.ToolTipRole)
     touched = board.apply(
@@ -637,10 +637,10 @@ def test_the_page_follows_the_feed(page: LibraryPage, monkeypatch: pytest.Monkey
     running = make_run(1, material_id="m1", template="subtitles", done_tasks=1, total_tasks=4)
     page.feed.snapshot.emit(Snapshot(runs=[running], tasks=[], cursor=0))
     assert reloads == [1]
-    assert cell(page, "m1", LibraryModel.OUTPUTS) == "subtitles: running 25 %"
+    assert cell(page, "m1", LibraryModel.OUTPUTS) == "Subtitles from speech: running 25 %"
     done = make_run(1, material_id="m1", template="subtitles", status=RunStatus.COMPLETED)
     page.feed.changes.emit([Change(1, done)])
-    assert cell(page, "m1", LibraryModel.OUTPUTS) == "subtitles: done"
+    assert cell(page, "m1", LibraryModel.OUTPUTS) == "Subtitles from speech: done"
     assert reloads == [1]  # nothing new of the library itself
     # A run on a material the page does not list (added by the CLI): read again, once.
     other = make_run(2, material_id="m9")

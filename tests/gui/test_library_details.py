@@ -165,7 +165,7 @@ def test_the_details_pane_shows_streams_chapters_and_outputs(
     qtbot.waitUntil(lambda: len(details.output_paths()) == 1, timeout=WAIT)
     (made,) = details.output_paths()
     assert made.endswith("talk.mp4") and Path(made).is_file()
-    qtbot.waitUntil(lambda: "transcode_mp4 · done" in _rows(page), timeout=WAIT)
+    qtbot.waitUntil(lambda: "Make an MP4 · done" in _rows(page), timeout=WAIT)
     assert not details.no_outputs.isVisibleTo(details)
     assert not details.open_button.isEnabled()  # nothing chosen yet
     details.outputs.setCurrentRow(1)

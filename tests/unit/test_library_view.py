@@ -196,6 +196,8 @@ def test_summary() -> None:
     assert summary(outputs) == "transcode_mp4: done · subtitles: running 40 %"
     words = {**WORDS, OutputState.DONE: "完成"}
     assert summary(outputs[:1], words) == "transcode_mp4: 完成"
+    names = {"transcode_mp4": "制作 MP4"}  # a template without a name keeps its own
+    assert summary(outputs, words, names) == "制作 MP4: 完成 · subtitles: running 40 %"
     assert summary([]) == ""
 
 
