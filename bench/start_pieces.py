@@ -116,13 +116,17 @@ def against(rev: str, rounds: int) -> dict[str, dict[str, float]]:
             capture_output=True,
         )
         try:
-            base = work / "base"
-            subprocess.run(
-                [*FREDICA, "--data-dir", str(base), "runs"],
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-            )  # a migrated, empty data directory
+            bases: dict[Path, Path] = {}
+            for n, tree in enumerate((other, ROOT)):
+                # A migrated, empty data directory, by each tree's own code: the two may be
+                # at different schema revisions (a newer database is refused by older code).
+                bases[tree] = work / f"base-{n}"
+                subprocess.run(
+                    [*FREDICA, "--data-dir", str(bases[tree]), "runs"],
+                    cwd=tree,
+                    check=True,
+                    capture_output=True,
+                )
             for tree in (other, ROOT):
                 subprocess.run(
                     [
@@ -142,7 +146,7 @@ def against(rev: str, rounds: int) -> dict[str, dict[str, float]]:
             for i in range(rounds):
                 order = list(trees.items())
                 for name, tree in order if i % 2 else order[::-1]:
-                    seen[name].append(process_once(tree, clip, base, work))
+                    seen[name].append(process_once(tree, clip, bases[tree], work))
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, capture_output=True

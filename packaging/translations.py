@@ -24,15 +24,16 @@ LANGUAGES = ("zh_CN",)
 
 
 def sources() -> list[Path]:
-    """The files whose strings are translated: the GUI, and the view modules that mark
-    theirs with ``QT_TRANSLATE_NOOP``."""
+    """The files whose strings are translated: the GUI, the view modules that mark theirs
+    with ``QT_TRANSLATE_NOOP``, and the jobs' status messages."""
     gui = sorted((ROOT / "fredica_app" / "gui").glob("*.py"))
     views = [
         p
         for p in sorted((ROOT / "fredica_app" / "views").glob("*.py"))
         if "QT_TRANSLATE_NOOP" in p.read_text(encoding="utf-8")
     ]
-    return gui + views
+    # What jobs say they are doing: translated in the ``Status`` context (gui/status_words.py).
+    return gui + views + [ROOT / "python_endpoints" / "status.py"]
 
 
 def ts_file(language: str) -> Path:

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from python_endpoints import status
 from python_endpoints.errorcodes import ErrorType
 from python_endpoints.text import clean_text
 
@@ -98,10 +99,23 @@ ClientFrame = Annotated[
 # --- server -> client -----------------------------------------------------------------------
 
 
+class StatusPart(_Frame):
+    """One message of a status (see :mod:`python_endpoints.status`): its id and arguments."""
+
+    id: str = Field(pattern=status.ID_PATTERN, max_length=64)
+    args: dict[
+        Annotated[str, Field(max_length=32)],
+        Annotated[Text, Field(max_length=status.MAX_ARG_LENGTH)],
+    ] = Field(default_factory=dict, max_length=8)
+
+
 class Progress(_Frame):
     type: Literal["progress"] = "progress"
     percent: float = Field(ge=0, le=100)
     status_text: Text | None = Field(default=None, max_length=512)
+    #: ``status_text`` as message ids and arguments, for a client to say in its own language;
+    #: absent from jobs that say plain text.
+    status: list[StatusPart] | None = Field(default=None, max_length=status.MAX_PARTS)
     pausable: Pausable | None = None
     extras: dict[str, Any] = Field(default_factory=dict)
 

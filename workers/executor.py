@@ -209,14 +209,18 @@ class ExecutionContext:
         checkpoint: dict[str, Any] | None = None,
         is_pausable: bool | None = None,
         force: bool = False,
+        status_parts: list[dict[str, Any]] | None = None,
     ) -> None:
         """Report progress and/or save a checkpoint; written at most every
-        ``progress_interval`` seconds unless ``force`` (the latest values win)."""
+        ``progress_interval`` seconds unless ``force`` (the latest values win).
+        ``status_parts``: the status text as message ids and arguments, when the job said it
+        so (a text without them is plain)."""
         self.last_report = time.monotonic()
         if progress is not None:
             self._pending["progress"] = progress
         if status_text is not None:
             self._pending["status_text"] = status_text
+            self._pending["status_parts"] = status_parts
         if checkpoint is not None:
             self.checkpoint = checkpoint
             self._pending["checkpoint"] = checkpoint

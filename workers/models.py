@@ -187,6 +187,10 @@ class Task(Base):
     #: Checkpoints saved so far, and how many there were at its last interruption.
     checkpoint_seq: Mapped[int] = mapped_column(server_default="0")
     checkpoint_seq_at_interruption: Mapped[int | None]
+    #: ``status_text`` as the job said it: message ids and arguments (the endpoints' status
+    #: catalogue), for a client to say in its own language; None when the text is the engine's
+    #: or a job's plain words. A client uses it only while its English is ``status_text``.
+    status_parts: Mapped[list[dict[str, Any]] | None] = mapped_column(sa.JSON)
 
 
 class TaskDependency(Base):

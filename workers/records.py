@@ -65,6 +65,8 @@ class TaskRecord(_FromRow):
     resource: str
     status_text: str | None
     checkpoint: dict[str, Any] | None
+    #: ``status_text`` as message ids and arguments (see the task table's column).
+    status_parts: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

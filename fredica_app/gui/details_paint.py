@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QCoreApplication, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPalette, QPen
 
+from fredica_app.gui.status_words import status_words
 from fredica_app.views.queue_state import Badge
 from workers.records import TaskRecord
 from workers.states import ACTIVE
@@ -93,7 +94,7 @@ def node_tooltip(task: TaskRecord, look: NodeLook) -> str:
     if look.percent is not None:
         lines[-1] += f" · {look.percent} %"
     if task.status_text and task.status in ACTIVE:
-        lines.append(task.status_text)
+        lines.append(status_words(task))
     if task.error_type:
         lines.append(f"[{task.error_type}] {task.error or ''}".strip())
     return "\n".join(lines)

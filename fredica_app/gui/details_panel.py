@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 
 from fredica_app.gui.details_paint import badge_text
 from fredica_app.gui.host import AppHost
+from fredica_app.gui.status_words import status_words
 from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.views import error_hints
 from fredica_app.views.queue_state import Badge
@@ -249,7 +250,7 @@ class TaskPanel(QWidget):
         if shown in (Badge.RUNNING, Badge.PAUSED) and task.progress:
             state += f" {task.progress:.0f} %"
         if task.status_text and task.status in (TaskStatus.CLAIMED, TaskStatus.RUNNING):
-            state += f" — {task.status_text}"
+            state += f" — {status_words(task)}"
         title = f"<b>{_esc(task.key or task.id[:8])}</b> · {_esc(task.type)} · {_esc(state)}"
         if task.attempt:
             attempts = self.tr("attempt %1 of %2")

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtGui import QColor, QIcon
 
+from fredica_app.gui.status_words import status_words
 from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.gui.table import DISPLAY, Index, RecordTableModel, Row
 from fredica_app.views.eta import UNKNOWN, SpeedMeter, format_eta
@@ -269,7 +270,7 @@ def _warning_icon() -> QIcon:
 
 
 def _task_progress(task: TaskRecord, shown: Badge) -> ProgressCell:
-    text = task.status_text or ""
+    text = status_words(task)
     if shown is Badge.DONE or shown is Badge.SKIPPED:
         return _cell(100.0, badge_text(shown), True)
     if shown is Badge.RUNNING:

@@ -33,6 +33,7 @@ from fredica_app import models
 from fredica_app.gui import settings_work as work
 from fredica_app.gui.host import AppHost, HostState, Mode
 from fredica_app.gui.settings_form import PALETTE_EVENTS, SettingsForm, error_style
+from fredica_app.gui.status_words import status_words
 from fredica_app.settings import WatchFolder
 from fredica_app.views.encoders import by_backend
 from workers.records import TaskRecord
@@ -396,7 +397,7 @@ class SettingsPage(QWidget):
         name = str(task.payload.get("name", ""))
         f.model_progress.setValue(int(task.progress))
         if task.status in ACTIVE:
-            what = task.status_text or (
+            what = status_words(task) or (
                 self.tr("waiting in the queue")
                 if task.status is TaskStatus.PENDING
                 else self.tr("downloading")

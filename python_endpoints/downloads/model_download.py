@@ -84,6 +84,7 @@ from python_endpoints.jobs.text import format_bytes, shown
 from python_endpoints.params import DownloadParams, DownloadResume, ModelDownloadParams
 from python_endpoints.serving.child import JobCancelled, JobFailed
 from python_endpoints.serving.endpoint import Emit, LoopContext, LoopEndpoint
+from python_endpoints.status import said
 
 if TYPE_CHECKING:
     import httpx
@@ -189,9 +190,7 @@ def file_url(base_url: str, repository: str, revision: str, path: str) -> str:
 
 def model_status(name: str, done: int, total: int, speed: float, left: float | None) -> str:
     """``downloading model small: 120.0 MB of 464.0 MB, 12.3 MB/s, 28 s left``."""
-    return f"downloading model {name}: " + status_text(done, total, speed, left).removeprefix(
-        "downloading "
-    )
+    return status_text(done, total, speed, left, model=name)
 
 
 # --- the checkpoint ----------------------------------------------------------------------------
@@ -408,7 +407,9 @@ class _Install:
         base, proxy, timeout = self.params.base_url, self.params.proxy, self.params.timeout
         # The listing in the event loop; the files' bodies are read in threads (Transfer).
         async with api_client(base, proxy, timeout) as api:
-            await self.ctx.report_progress(0.0, f"listing model {self.name} at {host_of(base)}")
+            await self.ctx.report_progress(
+                0.0, said("listing_model", model=self.name, host=host_of(base))
+            )
             listed = await self._listing(api)
         missing = missing_files(listed)
         if missing:
@@ -432,7 +433,7 @@ class _Install:
                     await self._fetch(client, remote, part)
         if self.ctx.cancel_event.is_set():
             raise JobCancelled
-        await self.ctx.report_progress(100.0, f"installing model {self.name}")
+        await self.ctx.report_progress(100.0, said("installing_model", model=self.name))
         # From here on nothing awaits: a cancel cannot land between the swap and the result.
         self._install()
         return {
@@ -671,8 +672,11 @@ class _Install:
         if paused:
             self.meter.reset()
             speed, left = 0.0, None
-            text = (
-                f"paused at {format_bytes(done)} of {format_bytes(self.total)} (model {self.name})"
+            text: str = said(
+                "paused_at",
+                done=format_bytes(done),
+                total=format_bytes(self.total),
+                model=self.name,
             )
         else:
             self.meter.add(now, done)

@@ -91,6 +91,7 @@ from python_endpoints.jobs.text import format_bytes, shown
 from python_endpoints.params import DownloadParams, DownloadResume
 from python_endpoints.serving.child import JobCancelled, JobFailed
 from python_endpoints.serving.endpoint import LoopContext
+from python_endpoints.status import said
 
 if TYPE_CHECKING:
     # Imported on first use: httpx adds ~0.4 s to the endpoints server's start.
@@ -772,7 +773,7 @@ class Transfer:
 
     async def _started(self) -> None:
         """The .part is open, nothing is requested yet."""
-        await self.ctx.report_progress(0.0, f"connecting to {host_of(self.params.url)}")
+        await self.ctx.report_progress(0.0, said("connecting", host=host_of(self.params.url)))
 
     async def _emit(self, now: float, text: str | None = None, *, force: bool = False) -> None:
         """A progress frame; with a checkpoint when an fsync vouched for more bytes, at most
@@ -831,7 +832,7 @@ class Transfer:
         """The output is in place."""
         await self.ctx.report_progress(
             100.0,
-            f"downloaded {format_bytes(self.done)}",
+            said("downloaded", size=format_bytes(self.done)),
             extras={"bytes_done": self.done, "total": self.done, "speed": 0.0, "eta": 0.0},
         )
 

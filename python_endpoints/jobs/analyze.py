@@ -42,6 +42,7 @@ from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import analysis, outputs, textio
 from python_endpoints.jobs.analysis import SpokenText
 from python_endpoints.serving.child import ChildContext, JobFailed
+from python_endpoints.status import said
 
 if TYPE_CHECKING:
     import httpx
@@ -215,7 +216,7 @@ def ask_model(llm: dict[str, Any], prompt: analysis.Prompt, ctx: ChildContext) -
         if time.monotonic() - last >= HEARTBEAT:
             last = time.monotonic()
             waited = int(last - began)
-            ctx.progress(30.0, f"waiting for {llm['model']} ({waited} s)")
+            ctx.progress(30.0, said("waiting_for_model", model=llm["model"], seconds=waited))
     error = outcome.get("error")
     if isinstance(error, _Stopped):
         return None
@@ -231,12 +232,12 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
     """ANALYZE; result ``{"outputs", "keywords", "summary", "chapters", "truncated"}``."""
     source, output = Path(params["transcript"]), Path(params["output"])
     textio.distinct(source, output)
-    ctx.progress(0.0, "reading the transcript")
+    ctx.progress(0.0, said("reading_transcript"))
     transcript = textio.load_transcript(source)
     language = params["language"]
     if language == "auto":
         language = transcript.language
-    ctx.progress(5.0, "finding key phrases")
+    ctx.progress(5.0, said("finding_key_phrases"))
     spoken = SpokenText.of(transcript.segments)
     keywords = key_phrases(spoken, language, params["keywords"])
     if ctx.cancelled:
@@ -246,7 +247,7 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
     prompt: analysis.Prompt | None = None
     if llm and spoken.text:  # nothing to summarize in an empty transcript
         prompt = analysis.build_prompt(transcript.segments, language, transcript.duration)
-        ctx.progress(30.0, f"asking {llm['model']} for a summary and chapters")
+        ctx.progress(30.0, said("asking_model", model=llm["model"]))
         content = ask_model(llm, prompt, ctx)
         if content is None:
             return None
@@ -269,9 +270,9 @@ def analyze_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
         "truncated": bool(prompt and prompt.truncated),
         "note": prompt.note if prompt else None,
     }
-    ctx.progress(90.0, f"writing {output.name}")
+    ctx.progress(90.0, said("writing", name=output.name))
     _write(output, document, outputs.part_id(params))
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     return {
         "outputs": [str(output)],
         "keywords": len(keywords),

@@ -26,6 +26,7 @@ from typing import Any
 
 from python_endpoints.jobs import captions, outputs, textio
 from python_endpoints.serving.child import ChildContext
+from python_endpoints.status import said
 
 EXPORT_SUBTITLES = "EXPORT_SUBTITLES"
 JSON_VERSION = 1
@@ -118,7 +119,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
     finals = {fmt: outputs.export_path(output_dir, stem, fmt) for fmt in formats}
     for final in finals.values():
         textio.distinct(source, final)
-    ctx.progress(0.0, "reading the transcript")
+    ctx.progress(0.0, said("reading_transcript"))
     transcript = textio.load_transcript(source)
     rules = captions.CaptionRules(
         max_line_chars=params["max_line_chars"],
@@ -136,7 +137,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
     temps = {fmt: outputs.temp_path(final, part) for fmt, final in finals.items()}
     try:
         for done, fmt in enumerate(formats):
-            ctx.progress(10.0 + 80.0 * done / len(formats), f"writing {finals[fmt].name}")
+            ctx.progress(10.0 + 80.0 * done / len(formats), said("writing", name=finals[fmt].name))
             if fmt in ("srt", "vtt"):
                 content = render_subtitles(cues, fmt)
             elif fmt == "txt":
@@ -154,7 +155,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
     finally:
         for temp in temps.values():
             outputs.remove_quietly(temp)
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     return {
         "outputs": [str(finals[fmt]) for fmt in formats],
         "cues": len(cues),

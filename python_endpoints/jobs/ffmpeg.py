@@ -43,6 +43,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from python_endpoints.status import said
+
 MP4_VIDEO_CODECS = frozenset({"h264", "hevc", "av1", "mpeg4"})
 MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "ac3", "eac3", "opus", "flac", "alac"})
 #: Text subtitle codecs by name, for when the decoder's own "text" property is unknown.
@@ -854,10 +856,11 @@ class ProgressParser:
 
 
 def status_text(verb: str, percent: float, speed: float | None) -> str:
-    """``transcoding 42 % (3.1x)``."""
-    text = f"{verb} {percent:.0f} %"
+    """``transcoding 42 % (3.1x)``: a :class:`~python_endpoints.status.Said` when ``verb``
+    is one."""
+    text = verb + said("percent", percent=f"{percent:.0f}")
     if speed is not None and speed > 0:
-        text += f" ({speed:.1f}x)" if speed < 100 else f" ({speed:.0f}x)"
+        text += said("speed", speed=f"{speed:.1f}" if speed < 100 else f"{speed:.0f}")
     return text
 
 

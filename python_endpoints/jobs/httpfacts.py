@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from python_endpoints.jobs.text import format_bytes, format_duration
+from python_endpoints.status import said
 
 #: The speed is the average over this many seconds.
 SPEED_WINDOW = 5.0
@@ -119,15 +120,27 @@ def eta(bytes_done: int, total: int | None, speed: float) -> float | None:
     return max(0.0, (total - bytes_done) / speed)
 
 
-def status_text(bytes_done: int, total: int | None, speed: float, left: float | None) -> str:
-    """``downloading 12.3 MB of 40.0 MB, 5.1 MB/s, 6 s left``."""
-    text = f"downloading {format_bytes(bytes_done)}"
+def status_text(
+    bytes_done: int,
+    total: int | None,
+    speed: float,
+    left: float | None,
+    model: str | None = None,
+) -> str:
+    """``downloading 12.3 MB of 40.0 MB, 5.1 MB/s, 6 s left`` (``downloading model small:
+    12.3 MB…`` for a ``model``), as status messages."""
+    done = format_bytes(bytes_done)
+    text: str = (
+        said("downloading", done=done)
+        if model is None
+        else said("downloading_model", model=model, done=done)
+    )
     if total is not None:
-        text += f" of {format_bytes(total)}"
+        text += said("of_total", total=format_bytes(total))
     if speed > 0:
-        text += f", {format_bytes(speed)}/s"
+        text += said("rate", rate=format_bytes(speed))
     if left is not None:
-        text += f", {format_duration(left)} left"
+        text += said("left", left=format_duration(left))
     return text
 
 

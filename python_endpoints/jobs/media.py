@@ -46,6 +46,7 @@ from python_endpoints.jobs import avread, failures, outputs, segments
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.avread import count_cues, open_media, probe, verify_media
 from python_endpoints.serving.child import ChildContext, JobFailed, start_process, untrack_process
+from python_endpoints.status import said
 
 __all__ = ["count_cues", "open_media", "probe", "verify_media"]
 
@@ -348,7 +349,7 @@ def _size(path: Path) -> int:
 
 def _not_applicable(ctx: ChildContext, reason: str, why: str) -> dict[str, Any]:
     """The result of a job whose input has nothing for it to work on, when asked to skip."""
-    ctx.progress(100.0, f"skipped: {why}")
+    ctx.progress(100.0, said("skipped") + why)
     return {"outputs": [], "skipped": True, "reason": reason}
 
 
@@ -364,7 +365,7 @@ def _with_note(result: dict[str, Any], verified: avread.Verified) -> dict[str, A
 def probe_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
     """PROBE: streams, container format, duration (s), size, kind, text subtitle count."""
     info = probe(params["input"])
-    ctx.progress(100.0, "probed")
+    ctx.progress(100.0, said("probed"))
     return {"outputs": [], **info.as_dict()}
 
 
@@ -376,7 +377,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     distinct(input, output)
     info = probe(params["input"])
     if params["if_no_video"] == "skip" and not any(s.is_main_video for s in info.streams):
-        return _not_applicable(ctx, "no video", f"{input.name} has no video stream")
+        return _not_applicable(ctx, "no video", said("no_video_stream", name=input.name))
     profile: ff.Profile = params["profile"]
     limits = ff.Limits(
         max_height=params["max_height"], max_fps=params["max_fps"], loudness=params["loudness"]
@@ -400,9 +401,9 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
         elif known:
             encoder = str(known)
         else:
-            ctx.progress(0.0, "looking for a hardware encoder")
+            ctx.progress(0.0, said("finding_encoder"))
             encoder = hardware_encoder(binary) or ff.CPU_H264_ENCODER
-    verb = "transcoding" if plan.mode == "reencode" else "remuxing"
+    verb = said("step.transcoding" if plan.mode == "reencode" else "step.remuxing")
     part = outputs.part_id(params)
     temp = outputs.temp_path(output, part)
     # A long re-encode goes by segments that a next attempt resumes from (see segments.py).
@@ -460,7 +461,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             # (a driver, a size it does not take): once more on the CPU.
             encoder = ff.CPU_H264_ENCODER
             outputs.remove_quietly(temp)
-            ctx.progress(start, f"{verb} (hardware encoder failed, using the CPU)")
+            ctx.progress(start, verb + said("encoder_fallback"))
             run = attempt(encoder)
         if run.cancelled:
             return None
@@ -482,7 +483,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
         segmented.remove_pieces()
     with outputs.writing(output):
         outputs.write_sidecar(output, input, TRANSCODE_MP4, params)
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     result = {
         "outputs": [str(output)],
         "mode": plan.mode,
@@ -507,7 +508,9 @@ def measure_loudness(
     for n, index in enumerate(streams):
         span = (n * step, (n + 1) * step)
         args = ff.loudness_measure_args(binary, str(input), index)
-        run = run_ffmpeg(args, ctx, duration=duration, verb="measuring loudness", span=span)
+        run = run_ffmpeg(
+            args, ctx, duration=duration, verb=said("step.measuring_loudness"), span=span
+        )
         if run.cancelled:
             return None
         if run.returncode:
@@ -527,8 +530,10 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     stream = info.main_audio()
     if stream is None:
         silent = [s.index for s in info.of_type("audio")]
-        why = f"{input.name} has no audio stream" + (
-            f" with sound (stream {silent[0]} declares audio but carries none)" if silent else ""
+        why = (
+            said("no_audio_with_sound", name=input.name, stream=silent[0])
+            if silent
+            else said("no_audio_stream", name=input.name)
         )
         if params["if_no_audio"] == "skip":
             return _not_applicable(ctx, "no audio", why)
@@ -568,8 +573,8 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     try:
         if ctx.cancelled:
             return None
-        ctx.progress(0.0, "extracting audio")
-        run = run_ffmpeg(args, ctx, duration=declared, verb="extracting audio")
+        ctx.progress(0.0, said("step.extracting_audio"))
+        run = run_ffmpeg(args, ctx, duration=declared, verb=said("step.extracting_audio"))
         if run.cancelled:
             return None
         if run.returncode:
@@ -590,7 +595,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         outputs.remove_quietly(temp)
     with outputs.writing(output):
         outputs.write_sidecar(output, input, EXTRACT_AUDIO, params)
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     result = {
         "outputs": [str(output)],
         "duration": verified.duration,
@@ -640,7 +645,7 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
     texts = [_Source(s) for s in info.text_subtitles]
     captions = _caption_sources(input, info)
     if not texts and not captions:
-        ctx.progress(100.0, "no text subtitles")
+        ctx.progress(100.0, said("no_text_subtitles"))
         return {"outputs": [], "streams": [], "skipped": skipped}
     formats: list[ff.SubtitleFormat] = list(dict.fromkeys(params["formats"]))
     stem = str(params["stem"])
@@ -674,12 +679,12 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
                 str(input),
                 [(s.stream.index, fmt, str(temps[s, fmt])) for s in texts for fmt in formats],
             )
-            ctx.progress(0.0, "extracting subtitles")
+            ctx.progress(0.0, said("step.extracting_subtitles"))
             run = run_ffmpeg(
                 args,
                 ctx,
                 duration=info.duration,
-                verb="extracting subtitles",
+                verb=said("step.extracting_subtitles"),
                 span=(0.0, split),
             )
             if run.cancelled:
@@ -693,12 +698,12 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
                 source.stream.index,
                 [(fmt, str(temps[source, fmt])) for fmt in formats],
             )
-            ctx.progress(split, "extracting captions")
+            ctx.progress(split, said("step.extracting_captions"))
             run = run_ffmpeg(
                 args,
                 ctx,
                 duration=source.stream.duration or info.playing_duration,
-                verb="extracting captions",
+                verb=said("step.extracting_captions"),
                 span=(split, 100.0),
             )
             if run.cancelled:
@@ -748,7 +753,7 @@ def extract_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str
     for _, final in keep:
         with outputs.writing(final):
             outputs.write_sidecar(final, input, EXTRACT_SUBTITLES, params)
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     return {
         "outputs": [str(final) for _, final in keep],
         "streams": report,

@@ -54,6 +54,7 @@ from python_endpoints.jobs import avread, outputs
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.failures import classify
 from python_endpoints.serving.child import ChildContext
+from python_endpoints.status import said
 
 #: The checkpoint's version: a checkpoint of another version is not reused.
 CHECKPOINT_VERSION = 1
@@ -471,7 +472,7 @@ class SegmentedEncode:
         segments = plan_segments(checkpoint["cuts"])
         done = {s["index"]: s["file"] for s in checkpoint["segments"]}
         self.reused = sum(1 for s in segments if s.index in done)
-        self._send(checkpoint, 0.0, f"transcoding: {len(done)} of {len(segments)} segments done")
+        self._send(checkpoint, 0.0, said("segments_done", done=len(done), total=len(segments)))
         has_rest = bool(rest_plan(self.plan).streams)
         # Made by this run, not yet in the checkpoint: removed if the run stops.
         current: Path | None = None
@@ -488,14 +489,16 @@ class SegmentedEncode:
                     loudness=loudness,
                 )
                 span = (self._percent(REST_SPAN[0]), self._percent(REST_SPAN[1]))
-                run = self._run(args, duration=length, verb="encoding the audio", span=span)
+                run = self._run(args, duration=length, verb=said("step.encoding_audio"), span=span)
                 while self._out_of_space(run, current, len(done), len(segments)):
-                    run = self._run(args, duration=length, verb="encoding the audio", span=span)
+                    run = self._run(
+                        args, duration=length, verb=said("step.encoding_audio"), span=span
+                    )
                 if run.cancelled or run.returncode:
                     return run
                 checkpoint = with_rest(checkpoint, current.name, self._sync(current))
                 current = None
-                self._send(checkpoint, REST_SPAN[1], "audio encoded")
+                self._send(checkpoint, REST_SPAN[1], said("audio_encoded"))
             for segment in segments:
                 if segment.index in done:
                     continue
@@ -514,7 +517,7 @@ class SegmentedEncode:
                 self._send(
                     checkpoint,
                     progress_at(finished, length),
-                    f"transcoding: {len(done)} of {len(segments)} segments done",
+                    said("segments_done", done=len(done), total=len(segments)),
                 )
             with outputs.writing(concat):
                 concat.write_text(concat_list([done[s.index] for s in segments]), "utf-8")
@@ -526,7 +529,7 @@ class SegmentedEncode:
                 str(self.temp),
             )
             span = (self._percent(JOIN_SPAN[0]), self._percent(JOIN_SPAN[1]))
-            return self._run(args, duration=length, verb="joining", span=span)
+            return self._run(args, duration=length, verb=said("step.joining"), span=span)
         finally:
             if current is not None:
                 outputs.remove_quietly(current)
@@ -577,7 +580,7 @@ class SegmentedEncode:
         )
         low = self._percent(progress_at(segment.start, length))
         high = self._percent(progress_at(segment.start + (expected or 0.0), length))
-        run = self._run(args, duration=expected, verb="transcoding", span=(low, high))
+        run = self._run(args, duration=expected, verb=said("step.transcoding"), span=(low, high))
         if run.cancelled or run.returncode:
             return run
         actual = segment_duration(path)

@@ -69,6 +69,7 @@ from python_endpoints.jobs import outputs
 from python_endpoints.jobs.ffmpeg import has_room, human_bytes
 from python_endpoints.jobs.text import format_bytes, format_duration, shown
 from python_endpoints.serving.child import ChildContext, JobFailed
+from python_endpoints.status import said
 
 DOWNLOAD_SITE = "DOWNLOAD_SITE"
 
@@ -241,11 +242,9 @@ class ProgressMapper:
         if not finished and now - self._last_report < self.interval:
             return None
         self._last_report = now
-        label = "downloading"
-        if self.merging:
-            label = f"downloading {stream.kind} {index + 1} of {len(self.streams)}:"
+        part = (stream.kind, index + 1, len(self.streams)) if self.merging else None
         text = status_text(
-            label, done, total, estimate, _number(status.get("speed")), _number(status.get("eta"))
+            part, done, total, estimate, _number(status.get("speed")), _number(status.get("eta"))
         )
         return self.percent, text
 
@@ -256,14 +255,14 @@ class ProgressMapper:
             return None  # MoveFiles renames within the folder: nothing to say
         if name == "Merger":
             self.percent = max(self.percent, MERGE_SHARE)
-            return self.percent, "merging video and audio"
+            return self.percent, said("merging")
         if name.startswith("Fixup"):
-            return self.percent, "repairing the container"
-        return self.percent, f"post-processing ({name})"
+            return self.percent, said("repairing")
+        return self.percent, said("post_processing", name=name)
 
 
 def status_text(
-    label: str,
+    stream: tuple[str, int, int] | None,
     done: float,
     total: float | None,
     estimate: float | None,
@@ -271,16 +270,23 @@ def status_text(
     eta: float | None,
 ) -> str:
     """``downloading 12.3 MB of 40.0 MB, 5.1 MB/s, 6 s left``; ``of ~40.0 MB`` when only
-    estimated."""
-    text = f"{label} {format_bytes(done)}"
+    estimated; ``downloading audio 2 of 2: …`` for one of the ``stream`` (kind, number,
+    count) of a merge. As status messages."""
+    if stream is None:
+        text: str = said("downloading", done=format_bytes(done))
+    else:
+        kind, number, count = stream
+        text = said(
+            "downloading_stream", stream=kind, number=number, count=count, done=format_bytes(done)
+        )
     if total:
-        text += f" of {format_bytes(total)}"
+        text += said("of_total", total=format_bytes(total))
     elif estimate:
-        text += f" of ~{format_bytes(estimate)}"
+        text += said("of_about", total=format_bytes(estimate))
     if speed:
-        text += f", {format_bytes(speed)}/s"
+        text += said("rate", rate=format_bytes(speed))
     if eta is not None and speed:
-        text += f", {format_duration(eta)} left"
+        text += said("left", left=format_duration(eta))
     return text
 
 
@@ -630,7 +636,7 @@ def site_download_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     # continued.
     for stale in temp_files(output, resumable=False):
         outputs.remove_quietly(stale)
-    ctx.progress(0.0, f"looking for the video at {shown(run.url)}")
+    ctx.progress(0.0, said("looking_for_video", url=shown(run.url)))
     try:
         with yt.YoutubeDL(run.options(params)) as ydl:
             info = ydl.extract_info(run.url, download=True)
@@ -653,7 +659,7 @@ def site_download_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         return None  # never publish after a cancel: the endpoint removes the file
     with _writing(output):
         outputs.commit(made, output)
-    ctx.progress(100.0, f"downloaded {format_bytes(size)}")
+    ctx.progress(100.0, said("downloaded", size=format_bytes(size)))
     duration = _number(info.get("duration"))
     return {
         "outputs": [str(output)],

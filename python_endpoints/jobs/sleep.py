@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from python_endpoints.serving.child import ChildContext
+from python_endpoints.status import said
 
 TICK = 0.05
 REPORT_EVERY = 0.1
@@ -41,7 +42,7 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
     slept = 0.0
     asked = False
     last_report = 0.0
-    ctx.progress(0.0, f"sleeping {p.seconds:.1f} s")
+    ctx.progress(0.0, said("sleeping", seconds=f"{p.seconds:.1f}"))
     while slept < p.seconds and not ctx.cancelled:
         if not ctx.wait_if_paused(TICK):
             continue  # paused: no sleep counted
@@ -55,14 +56,15 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
         if time.monotonic() - last_report >= REPORT_EVERY:
             last_report = time.monotonic()
             ctx.progress(
-                100.0 * slept / p.seconds if p.seconds else 100.0, f"{p.seconds - slept:.1f} s left"
+                100.0 * slept / p.seconds if p.seconds else 100.0,
+                said("seconds_left", seconds=f"{p.seconds - slept:.1f}"),
             )
         if p.pause_after is not None and not asked and slept >= p.pause_after:
             asked = True
             ctx.request_pause("requested", p.resume_after)
     if ctx.cancelled:
         return None
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     if p.exit_silently:
         return None
     global _not_reusable

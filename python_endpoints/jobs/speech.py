@@ -48,6 +48,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from python_endpoints.status import said
+
 #: Windows shorter than this at the media's end are not worth planning (float dust).
 _EPSILON = 1e-6
 
@@ -559,10 +561,10 @@ def percent(position: float, duration: float) -> float:
 
 
 def status_text(position: float, duration: float, speed: float | None) -> str:
-    """``transcribing 3:20 of 45:10 (1.8x)``."""
-    text = f"transcribing {clock(position)} of {clock(duration)}"
+    """``transcribing 3:20 of 45:10 (1.8x)``, as status messages."""
+    text: str = said("transcribing", position=clock(position), duration=clock(duration))
     if speed is not None and speed > 0:
-        text += f" ({speed:.1f}x)"
+        text += said("speed", speed=f"{speed:.1f}")
     return text
 
 

@@ -34,6 +34,7 @@ from python_endpoints.jobs.media import (
     run_ffmpeg,
 )
 from python_endpoints.serving.child import ChildContext, JobFailed
+from python_endpoints.status import said
 
 THUMBNAIL = "THUMBNAIL"
 
@@ -135,13 +136,13 @@ def thumbnail_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
                 "re-downloaded copy may work",
                 ErrorType.INPUT_DAMAGED,
             )
-        ctx.progress(PICK_SPAN, "laying out the sheet")
+        ctx.progress(PICK_SPAN, said("step.laying_out"))
         usable = [str(piece) for piece, count in found if count]
         run = run_ffmpeg(
             ff.sheet_args(binary, usable, layout, str(temp)),
             ctx,
             duration=None,
-            verb="laying out the sheet",
+            verb=said("step.laying_out"),
             span=(PICK_SPAN, 100.0),
         )
         if run.cancelled:
@@ -157,7 +158,7 @@ def thumbnail_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             outputs.remove_quietly(piece)
     with outputs.writing(output):
         outputs.write_sidecar(output, input, THUMBNAIL, params)
-    ctx.progress(100.0, "done")
+    ctx.progress(100.0, said("done"))
     result: dict[str, Any] = {
         "outputs": [str(output)],
         "frames": picked,
@@ -200,10 +201,14 @@ class _Picking:
         a stream without a keyframe after that time); None when the job was cancelled."""
         frames = len(self.times)
         found = []
-        ctx.progress(0.0, "picking frames")
+        ctx.progress(0.0, said("step.picking_frames"))
         for n, (run_frames, piece) in enumerate(zip(runs, pieces, strict=True)):
             # Several runs (100 frames of 4K) each say their own percent: say which one it is.
-            verb = "picking frames" + (f" (part {n + 1} of {len(runs)})" if len(runs) > 1 else "")
+            verb = (
+                said("step.picking_frames_part", part=n + 1, parts=len(runs))
+                if len(runs) > 1
+                else said("step.picking_frames")
+            )
             args = ff.pick_frames_args(
                 self.binary,
                 str(self.input),
@@ -226,8 +231,8 @@ class _Picking:
         """Decode the whole video instead, taking the first picture at or after each time;
         the piece with the pictures found in it, or None when the job was cancelled."""
         frames = len(self.times)
-        verb = "decoding the whole video"
-        ctx.progress(0.0, f"seeking found {picked} of the {frames} frames: {verb}")
+        verb = said("step.decoding_whole")
+        ctx.progress(0.0, said("seeking_missed", picked=picked, frames=frames) + verb)
         args = ff.decode_whole_args(
             self.binary,
             str(self.input),

@@ -51,6 +51,7 @@ from python_endpoints.jobs import outputs, speech
 from python_endpoints.jobs.ffmpeg import Throttle
 from python_endpoints.jobs.media import probe
 from python_endpoints.serving.child import ChildContext, JobFailed
+from python_endpoints.status import said
 
 if TYPE_CHECKING:
     import numpy as np
@@ -454,7 +455,7 @@ class Transcription:
         path = resolve_model(self.name, self.params["models_dir"])
         model = Model(path, self.name, self.params)
         self._allow_suspend(model)
-        self.ctx.progress(0.0, "reading the audio")
+        self.ctx.progress(0.0, said("reading_audio"))
         audio = load_audio(self.input)
         duration = round(len(audio) / SAMPLE_RATE, 3)  # whole milliseconds, as segments are
         merger = speech.Merger.resume(duration, self.params["resume"])
@@ -462,7 +463,7 @@ class Transcription:
         if plan:
             if self.ctx.cancelled:
                 return None
-            self._report(merger, f"loading the model {self.name}")
+            self._report(merger, said("loading_model", model=self.name))
             model.load()
             self._allow_suspend(model)
             if self.fixed not in (None, "en") and not model.multilingual:
@@ -506,7 +507,7 @@ class Transcription:
         segments = merger.segments
         last_end = float(segments[-1]["end"]) if segments else None
         if speech.needs_tail_check(last_end, duration):
-            self._report(merger, "checking the transcript")
+            self._report(merger, said("checking_transcript"))
             problem = speech.check_coverage(last_end, duration, speech_after(audio, last_end or 0))
             if problem:
                 raise JobFailed(problem, ErrorType.VERIFY_FAILED)
@@ -518,7 +519,7 @@ class Transcription:
             speech.transcript_document(language, duration, self.name, segments, merger.unheard),
             outputs.part_id(self.params),
         )
-        self.ctx.progress(100.0, "done", extras=merger.extras())
+        self.ctx.progress(100.0, said("done"), extras=merger.extras())
         return {
             "outputs": [str(self.output)],
             "language": language,
@@ -648,10 +649,7 @@ class Transcription:
                 ErrorType.VERIFY_FAILED,
             )
         merger.mark_unheard(start, until)
-        self._report(
-            merger,
-            f"{heard:.0f} s of speech from {speech.clock(start)} could not be made out",
-        )
+        self._report(merger, said("unheard", seconds=f"{heard:.0f}", start=speech.clock(start)))
         return False
 
     def _unloads(self, model: Model) -> bool:
@@ -677,19 +675,19 @@ class Transcription:
         while not self.ctx.resume_event.is_set() and not self.ctx.cancelled:
             if model.whisper is not None and self._unloads(model):
                 model.unload()
-                self._report(merger, f"paused; the model {self.name} is unloaded")
+                self._report(merger, said("paused_unloaded", model=self.name))
             self.ctx.wait_if_paused(held=model.on_gpu)
         if self.ctx.cancelled:
             return False
         if model.whisper is None and model.loads:
-            self._report(merger, f"loading the model {self.name} again")
+            self._report(merger, said("loading_model_again", model=self.name))
             model.reload()
         return True
 
     def _out_of_memory(self, model: Model, merger: speech.Merger, exc: RuntimeError) -> bool:
         """Make room to decode again: a smaller model, or the user's help. False: cancelled."""
         if not self.params["allow_fallback"]:
-            self._report(merger, "GPU out of memory: waiting to be resumed")
+            self._report(merger, said("gpu_out_of_memory"))
             unload = self._unloads(model)
             if unload:
                 model.unload()  # the user may need that memory to make room
@@ -705,7 +703,9 @@ class Transcription:
                 ErrorType.OUT_OF_MEMORY,
             ) from exc
         device, compute_type = chain[0]
-        self._report(merger, f"out of memory: loading the model as {compute_type} on {device}")
+        self._report(
+            merger, said("out_of_memory_fallback", compute_type=compute_type, device=device)
+        )
         model.load(chain)
         self._allow_suspend(model)
         return True

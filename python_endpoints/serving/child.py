@@ -23,6 +23,7 @@ from typing import Any, Literal
 from python_endpoints.errorcodes import ErrorType
 from python_endpoints.serving import logfile
 from python_endpoints.serving.starting import apply_environment
+from python_endpoints.status import parts_of
 
 Pausable = Literal["always", "never", "now", "not_now"]
 
@@ -87,7 +88,8 @@ class ChildContext:
             {
                 "type": "progress",
                 "percent": min(100.0, max(0.0, percent)),
-                "status_text": status_text,
+                "status_text": None if status_text is None else str(status_text),
+                "status": parts_of(status_text),
                 "pausable": pausable,
                 "extras": extras or {},
             }

@@ -56,6 +56,7 @@ from python_endpoints.serving.child import (
     JobFailed,
     _child_main,
 )
+from python_endpoints.status import parts_of
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,8 @@ class LoopContext:
         await self._endpoint.emit(
             Progress(
                 percent=min(100.0, max(0.0, percent)),
-                status_text=status_text,
+                status_text=None if status_text is None else str(status_text),
+                status=parts_of(status_text),
                 pausable=pausable or self._endpoint.pausable,
                 extras=extras or {},
             )

@@ -38,6 +38,7 @@ from python_endpoints.protocol import Paused, Progress
 from python_endpoints.serving.child import JobCancelled
 from python_endpoints.serving.endpoint import Emit, TaskEndpoint
 from python_endpoints.serving.skips import current_result
+from python_endpoints.status import parts_of, said
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +157,15 @@ async def take_turn(
             said_paused = False
             if loop.time() >= next_report:
                 names = ", ".join(sorted({p.name for p in locks.blocking(claim)}))
-                text = f"waiting: another task is writing {names}"
-                await emit(Progress(percent=0.0, status_text=text, pausable=endpoint.pausable))
+                text = said("waiting_for_writer", names=names)
+                await emit(
+                    Progress(
+                        percent=0.0,
+                        status_text=str(text),
+                        status=parts_of(text),
+                        pausable=endpoint.pausable,
+                    )
+                )
                 next_report = loop.time() + REPORT_EVERY
         if claim.granted.is_set():
             await asyncio.sleep(POLL)  # paused with its turn come: wait for the resume
@@ -170,8 +178,15 @@ async def take_turn(
     skipped = await asyncio.to_thread(made_meanwhile, type(endpoint), params, before)
     if skipped is not None:
         name = Path(skipped["outputs"][0]).name
-        text = f"done: {name} was made meanwhile by another task, from the same input"
-        await emit(Progress(percent=100.0, status_text=text, pausable=endpoint.pausable))
+        text = said("made_meanwhile", name=name)
+        await emit(
+            Progress(
+                percent=100.0,
+                status_text=str(text),
+                status=parts_of(text),
+                pausable=endpoint.pausable,
+            )
+        )
     return skipped
 
 

@@ -138,7 +138,7 @@ def test_selftest_json_passes_every_check_and_touches_nothing_of_the_user(
     assert sys.executable in by_name["python"] and "from source" in by_name["python"]
     assert "on offscreen" in by_name["qt"] and "'Library' reads" in by_name["qt"]
     assert "'Library' reads 'Library'" not in by_name["qt"]
-    assert "schema 0008" in by_name["database"] and "read back" in by_name["database"]
+    assert "schema 0009" in by_name["database"] and "read back" in by_name["database"]
     assert "127.0.0.1:" in by_name["endpoints"] and "child process" in by_name["endpoints"]
     assert "H.264/AAC" in by_name["ffmpeg"] and "1.0" in by_name["ffmpeg"]
     assert "hello" in by_name["speech"].lower()

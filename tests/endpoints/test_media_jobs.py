@@ -29,6 +29,7 @@ from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
 from python_endpoints.serving import child, jobendpoints, outputlocks
 from python_endpoints.serving.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.serving.server import EndpointServer
+from python_endpoints.status import render
 from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
 from tests.support import clips
 from tests.support.clips import JobContext, SampleCache, ffmpeg_processes, media_summary
@@ -259,6 +260,40 @@ async def test_reencode_falls_back_to_libx264_and_reports_progress(
     assert any(t.startswith("transcoding ") and " %" in t for t in texts)
     # The server tested the encoders once and told the child: it did not test them again.
     assert "looking for a hardware encoder" not in texts
+    assert_said_in_messages(frames)
+
+
+def assert_said_in_messages(frames: list[dict[str, Any]]) -> None:
+    """Every status the job reported comes as messages (``status``) whose English is its
+    ``status_text``: the window can say each in its own language."""
+    progress = [f for f in frames if f["type"] == "progress" and f["status_text"]]
+    assert progress
+    for frame in progress:
+        assert frame["status"], frame
+        assert render(frame["status"], lambda english: english) == frame["status_text"]
+    ids = {part["id"] for f in progress for part in f["status"]}
+    assert ids & {"done", "probed"}, ids  # it said how it ended, too
+
+
+@pytest.mark.parametrize(
+    ("job", "extra"),
+    [
+        ("probe", {}),
+        ("extract_audio", {"output": "out.wav"}),
+        ("extract_subtitles", {"output_dir": "subs", "stem": "clip"}),
+        ("transcode_mp4", {"output": "out.mp4", "profile": "modern"}),
+        ("thumbnail", {"output": "sheet.jpg", "frames": 4}),
+    ],
+)
+async def test_every_media_job_says_its_status_in_messages(
+    server: int, samples: SampleCache, tmp_path: Path, job: str, extra: dict[str, str]
+) -> None:
+    params: dict[str, Any] = {"input": str(samples.get("mkv"))}
+    for key, value in extra.items():
+        params[key] = str(tmp_path / value) if key.startswith("output") else value
+    frames = await run_job(server, job, **params)
+    assert frames[-1]["type"] == "result", frames[-1]
+    assert_said_in_messages(frames)
 
 
 async def test_warming_transcode_starts_the_encoder_test_that_the_first_jobs_share(

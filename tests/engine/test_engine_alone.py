@@ -50,10 +50,11 @@ def test_an_engine_of_diagnostic_types_loads_no_job_code(db_path: Path) -> None:
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["status"].endswith("completed"), report["status"]
     endpoints = {m for m in report["modules"] if m.split(".")[0] == "python_endpoints"}
-    # The wire protocol (and the error codes and text cleaning it uses) is all the queue shares
-    # with them.
+    # The wire protocol (and the error codes, status messages and text cleaning it uses) is
+    # all the queue shares with them.
     assert endpoints <= {
         "python_endpoints",
+        "python_endpoints.status",
         "python_endpoints.protocol",
         "python_endpoints.errorcodes",
         "python_endpoints.text",

@@ -22,6 +22,7 @@ from python_endpoints.protocol import MAX_FRAME_BYTES
 from python_endpoints.serving.endpoint import LoopContext, LoopEndpoint
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
+from python_endpoints.status import render
 from tests.support.process_table import assert_no_job_process_left, job_processes
 from workers.engine import WorkerEngine
 from workers.executor import ExecutionContext
@@ -84,6 +85,26 @@ async def test_happy_path(
         {"slept": 0.5},
         100.0,
     )
+
+
+async def test_the_status_is_kept_as_the_job_said_it(
+    store: TaskStore, registry: TaskTypeRegistry, address: Callable[[], Any]
+) -> None:
+    """A job's status text comes with its messages (ids and arguments): the task keeps both,
+    so that a window can say it in its own language."""
+    task_id = await submit(store, registry, seconds=3.0)
+    runner = asyncio.create_task(engine(store, address).run(until_idle=True))
+
+    async def counting_down() -> bool:
+        return (await store.get_task(task_id)).status_text not in (None, "sleeping 3.0 s")
+
+    await until(counting_down)
+    task = await store.get_task(task_id)
+    assert task.status_text is not None and task.status_text.endswith(" s left")
+    assert task.status_parts is not None
+    assert [p["id"] for p in task.status_parts] == ["seconds_left"]
+    assert render(task.status_parts, lambda english: english) == task.status_text
+    await asyncio.wait_for(runner, 30)
 
 
 async def test_a_proxy_in_the_environment_is_not_used_for_the_servers_own_connections(

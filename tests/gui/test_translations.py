@@ -8,6 +8,7 @@ import re
 import shutil
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,10 @@ def test_the_window_speaks_chinese_when_asked(qapp: Any, qtbot: Any, data_dir: P
 
     from fredica_app.gui.app import Translations
     from fredica_app.gui.host import AppHost
+    from fredica_app.gui.models import PROGRESS_ROLE
+    from fredica_app.gui.status_words import status_words
     from fredica_app.gui.window import MainWindow
+    from python_endpoints.status import parts_of, said
 
     languages = Translations(qapp)
     assert languages.install("zh_CN") == "zh_CN"
@@ -112,6 +116,17 @@ def test_the_window_speaks_chinese_when_asked(qapp: Any, qtbot: Any, data_dir: P
         }
         english = sorted(h for h in headers if re.fullmatch(r"[A-Za-z ]+", h))
         assert len(headers) > 10 and not english, english
+        # What a job says it does, in Chinese; the engine's own words over it, as they are.
+        said_it = said("step.transcoding") + said("percent", percent=42) + said("speed", speed=3.1)
+        task = running(7, 42.0, str(said_it), status_parts=parts_of(said_it))
+        assert status_words(task) == "转码中 42 % (3.1x)"
+        window.feed.snapshot.emit(Snapshot(cursor=2, tasks=(task,)))
+        tasks = window.queue.tasks
+        qtbot.waitUntil(lambda: tasks.rowCount() == 1)
+        cell = tasks.index(0, tasks.PROGRESS).data(PROGRESS_ROLE)
+        assert cell.label == "42 % · 转码中 (3.1x)"
+        pausing = replace(task, status_text=f"pausing ({said_it})")
+        assert status_words(pausing) == "pausing (transcoding 42 % (3.1x))"
     finally:
         languages.install("en")
     window = MainWindow(AppHost(data_dir), data_dir)

@@ -248,6 +248,7 @@ class WebSocketExecutor(BaseExecutor):
                     frame.status_text,
                     is_pausable=pausable,
                     checkpoint=_checkpoint(frame.extras),
+                    status_parts=_parts(frame),
                 )
             elif isinstance(frame, PauseRequest):
                 await ctx.request_pause(frame.reason)
@@ -289,6 +290,14 @@ def _init_frame(task: TaskRecord, params: dict[str, Any]) -> str:
 
 def _lost(message: str) -> ExecuteResult:
     return ExecuteResult(error=message, error_type=ErrorType.CONNECTION_LOST)
+
+
+def _parts(frame: Progress) -> list[dict[str, Any]] | None:
+    """The frame's status as message ids and arguments (validated by the protocol), when it
+    has a text they make up."""
+    if frame.status is None or frame.status_text is None:
+        return None
+    return [part.model_dump() for part in frame.status]
 
 
 def _checkpoint(extras: dict[str, Any]) -> dict[str, Any] | None:

@@ -77,14 +77,16 @@ def progress_values(
     status_text: str | None = None,
     is_pausable: bool | None = None,
     checkpoint: dict[str, Any] | None = None,
+    status_parts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The task columns a progress report sets: progress clamped to 0 to 100, the status text
-    cut to its column, only what was given."""
+    cut to its column with its parts (none: the text is plain), only what was given."""
     values: dict[str, Any] = {}
     if progress is not None:
         values["progress"] = min(100.0, max(0.0, float(progress)))
     if status_text is not None:
         values["status_text"] = clean_text(status_text)[:512]
+        values["status_parts"] = status_parts
     if is_pausable is not None:
         values["is_pausable"] = is_pausable
     if checkpoint is not None:
@@ -368,12 +370,14 @@ class AttemptsMixin(StoreBase):
         status_text: str | None = None,
         is_pausable: bool | None = None,
         checkpoint: dict[str, Any] | None = None,
+        status_parts: list[dict[str, Any]] | None = None,
     ) -> bool:
-        """Record progress (0 to 100), the one-line status, pausability and/or a checkpoint.
+        """Record progress (0 to 100), the one-line status (and its parts), pausability and/or
+        a checkpoint.
 
         No event: progress ticks are not part of the timeline. False when the lease is lost.
         """
-        values = progress_values(progress, status_text, is_pausable, checkpoint)
+        values = progress_values(progress, status_text, is_pausable, checkpoint, status_parts)
         if not values:
             return True
         return await self._write(self._fenced_update_tx, task_id, lease_token, values)

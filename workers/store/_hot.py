@@ -113,7 +113,7 @@ ADD_NOTICE_SQL = (
     "INSERT INTO notice (kind, workflow_run_id, created_at) VALUES (:kind, :run_id, :now)"
 )
 
-_JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint"})
+_JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint", "status_parts"})
 _BOOL_COLUMNS = frozenset({"is_paused", "is_pausable"})
 _claim_sql: dict[int | None, str] = {}
 _delta_sql: dict[tuple[str, ...], str] = {}
@@ -142,7 +142,7 @@ def claim_sql(classes: int | None) -> str:
 
 
 #: What a progress report may set (``progress_values``), in the order its statement names them.
-PROGRESS_COLUMNS = ("progress", "status_text", "is_pausable", "checkpoint")
+PROGRESS_COLUMNS = ("progress", "status_text", "status_parts", "is_pausable", "checkpoint")
 _progress_sql: dict[tuple[str, ...], str] = {}
 
 
@@ -164,7 +164,7 @@ def write_progress(
     params: dict[str, Any] = {"task_id": task_id, "token": lease_token, "now": now}
     for c in columns:
         value = values[c]
-        if c == "checkpoint":
+        if c in ("checkpoint", "status_parts"):
             value = to_json(value)
         elif c == "is_pausable":
             value = int(bool(value))

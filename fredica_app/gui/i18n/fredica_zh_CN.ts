@@ -2017,6 +2017,250 @@
     </message>
 </context>
 <context>
+    <name>Status</name>
+    <message>
+        <source>done</source>
+        <extracomment>A message id: lowercase words joined by dots and underscores. Limits a frame&apos;s ``status`` is held to (see :mod:`python_endpoints.protocol`). Every message a job may say, id → its English template (``{name}``: an argument).</extracomment>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <source> {percent} %</source>
+        <translation> {percent} %</translation>
+    </message>
+    <message>
+        <source> ({speed}x)</source>
+        <translation> ({speed}x)</translation>
+    </message>
+    <message>
+        <source>writing {name}</source>
+        <translation>正在写入 {name}</translation>
+    </message>
+    <message>
+        <source>reading the transcript</source>
+        <translation>正在读取转录稿</translation>
+    </message>
+    <message>
+        <source>waiting: another task is writing {names}</source>
+        <translation>等待中：另一个任务正在写入 {names}</translation>
+    </message>
+    <message>
+        <source>done: {name} was made meanwhile by another task, from the same input</source>
+        <translation>完成：另一个任务已用同一输入生成了 {name}</translation>
+    </message>
+    <message>
+        <source>probed</source>
+        <translation>已探测</translation>
+    </message>
+    <message>
+        <source>skipped: </source>
+        <translation>已跳过：</translation>
+    </message>
+    <message>
+        <source>{name} has no video stream</source>
+        <translation>{name} 没有视频流</translation>
+    </message>
+    <message>
+        <source>{name} has no audio stream</source>
+        <translation>{name} 没有音频流</translation>
+    </message>
+    <message>
+        <source>{name} has no audio stream with sound (stream {stream} declares audio but carries none)</source>
+        <translation>{name} 没有带声音的音频流（流 {stream} 声明为音频但不含声音）</translation>
+    </message>
+    <message>
+        <source>looking for a hardware encoder</source>
+        <translation>正在寻找硬件编码器</translation>
+    </message>
+    <message>
+        <source> (hardware encoder failed, using the CPU)</source>
+        <translation>（硬件编码器失败，改用 CPU）</translation>
+    </message>
+    <message>
+        <source>transcoding</source>
+        <translation>转码中</translation>
+    </message>
+    <message>
+        <source>remuxing</source>
+        <translation>重新封装中</translation>
+    </message>
+    <message>
+        <source>measuring loudness</source>
+        <translation>正在测量响度</translation>
+    </message>
+    <message>
+        <source>extracting audio</source>
+        <translation>正在提取音频</translation>
+    </message>
+    <message>
+        <source>extracting subtitles</source>
+        <translation>正在提取字幕</translation>
+    </message>
+    <message>
+        <source>extracting captions</source>
+        <translation>正在提取隐藏字幕</translation>
+    </message>
+    <message>
+        <source>encoding the audio</source>
+        <translation>正在编码音频</translation>
+    </message>
+    <message>
+        <source>joining</source>
+        <translation>正在拼接</translation>
+    </message>
+    <message>
+        <source>laying out the sheet</source>
+        <translation>正在排版缩略图</translation>
+    </message>
+    <message>
+        <source>picking frames</source>
+        <translation>正在截取画面</translation>
+    </message>
+    <message>
+        <source>picking frames (part {part} of {parts})</source>
+        <translation>正在截取画面（第 {part} 部分，共 {parts} 部分）</translation>
+    </message>
+    <message>
+        <source>decoding the whole video</source>
+        <translation>正在解码整个视频</translation>
+    </message>
+    <message>
+        <source>no text subtitles</source>
+        <translation>没有文本字幕</translation>
+    </message>
+    <message>
+        <source>transcoding: {done} of {total} segments done</source>
+        <translation>转码中：已完成 {done} / {total} 段</translation>
+    </message>
+    <message>
+        <source>audio encoded</source>
+        <translation>音频已编码</translation>
+    </message>
+    <message>
+        <source>seeking found {picked} of the {frames} frames: </source>
+        <translation>跳转只找到 {frames} 帧中的 {picked} 帧：</translation>
+    </message>
+    <message>
+        <source>reading the audio</source>
+        <translation>正在读取音频</translation>
+    </message>
+    <message>
+        <source>loading the model {model}</source>
+        <translation>正在加载模型 {model}</translation>
+    </message>
+    <message>
+        <source>loading the model {model} again</source>
+        <translation>正在重新加载模型 {model}</translation>
+    </message>
+    <message>
+        <source>checking the transcript</source>
+        <translation>正在检查转录稿</translation>
+    </message>
+    <message>
+        <source>transcribing {position} of {duration}</source>
+        <translation>正在转录 {position} / {duration}</translation>
+    </message>
+    <message>
+        <source>{seconds} s of speech from {start} could not be made out</source>
+        <translation>从 {start} 起有 {seconds} 秒语音无法识别</translation>
+    </message>
+    <message>
+        <source>paused; the model {model} is unloaded</source>
+        <translation>已暂停；模型 {model} 已卸载</translation>
+    </message>
+    <message>
+        <source>GPU out of memory: waiting to be resumed</source>
+        <translation>GPU 内存不足：等待恢复</translation>
+    </message>
+    <message>
+        <source>out of memory: loading the model as {compute_type} on {device}</source>
+        <translation>内存不足：以 {compute_type} 在 {device} 上加载模型</translation>
+    </message>
+    <message>
+        <source>finding key phrases</source>
+        <translation>正在查找关键词</translation>
+    </message>
+    <message>
+        <source>asking {model} for a summary and chapters</source>
+        <translation>正在请 {model} 生成摘要和章节</translation>
+    </message>
+    <message>
+        <source>waiting for {model} ({seconds} s)</source>
+        <translation>正在等待 {model}（{seconds} 秒）</translation>
+    </message>
+    <message>
+        <source>connecting to {host}</source>
+        <translation>正在连接 {host}</translation>
+    </message>
+    <message>
+        <source>downloading {done}</source>
+        <translation>正在下载 {done}</translation>
+    </message>
+    <message>
+        <source>downloading model {model}: {done}</source>
+        <translation>正在下载模型 {model}：{done}</translation>
+    </message>
+    <message>
+        <source>downloading {stream} {number} of {count}: {done}</source>
+        <translation>正在下载 {stream}（{number} / {count}）：{done}</translation>
+    </message>
+    <message>
+        <source> of {total}</source>
+        <translation> / {total}</translation>
+    </message>
+    <message>
+        <source> of ~{total}</source>
+        <translation> / 约 {total}</translation>
+    </message>
+    <message>
+        <source>, {rate}/s</source>
+        <translation>，{rate}/s</translation>
+    </message>
+    <message>
+        <source>, {left} left</source>
+        <translation>，剩余 {left}</translation>
+    </message>
+    <message>
+        <source>downloaded {size}</source>
+        <translation>已下载 {size}</translation>
+    </message>
+    <message>
+        <source>looking for the video at {url}</source>
+        <translation>正在 {url} 查找视频</translation>
+    </message>
+    <message>
+        <source>merging video and audio</source>
+        <translation>正在合并视频和音频</translation>
+    </message>
+    <message>
+        <source>repairing the container</source>
+        <translation>正在修复容器</translation>
+    </message>
+    <message>
+        <source>post-processing ({name})</source>
+        <translation>后期处理（{name}）</translation>
+    </message>
+    <message>
+        <source>listing model {model} at {host}</source>
+        <translation>正在 {host} 列出模型 {model} 的文件</translation>
+    </message>
+    <message>
+        <source>installing model {model}</source>
+        <translation>正在安装模型 {model}</translation>
+    </message>
+    <message>
+        <source>paused at {done} of {total} (model {model})</source>
+        <translation>已暂停于 {done} / {total}（模型 {model}）</translation>
+    </message>
+    <message>
+        <source>sleeping {seconds} s</source>
+        <translation>休眠 {seconds} 秒</translation>
+    </message>
+    <message>
+        <source>{seconds} s left</source>
+        <translation>剩余 {seconds} 秒</translation>
+    </message>
+</context>
+<context>
     <name>TaskPanel</name>
     <message>
         <source>Payload</source>
