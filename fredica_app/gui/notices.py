@@ -38,6 +38,7 @@ from shiboken6 import isValid
 
 from fredica_app.gui.banner import Pending, needs_review, read_pending
 from fredica_app.gui.host import AppHost, HostState, Mode
+from fredica_app.gui.models import template_label
 from fredica_app.gui.notify import Notifier
 from fredica_app.services.notices import RunNotice, take_run_notices
 from fredica_app.views.disk import LowSpaceAlarm, Usage
@@ -219,7 +220,7 @@ class NoticeWatcher(QObject):
         if not notice.failed:
             title = self.tr("Done: %1").replace("%1", notice.title)
             if notice.template:
-                body = self.tr("The %1 run has finished.").replace("%1", notice.template)
+                body = self.tr("%1: finished.").replace("%1", template_label(notice.template))
             else:
                 body = self.tr("The run has finished.")
             return title, body

@@ -183,6 +183,9 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
     def show(screen: str, window: Any) -> None:
         if screen == "library":
             window.nav.setCurrentRow(window.LIBRARY)
+            page = window.library
+            if page.model.rowCount() and len(page.selected_materials()) != 1:
+                page.select_materials([page.model.materials[0].id])  # its details beside
         elif screen in ("queue", "restart-review"):
             window.nav.setCurrentRow(window.QUEUE)
             window.banner.review_button.setChecked(screen == "restart-review")
@@ -227,7 +230,19 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
     # Until the speech-to-text runs (the transcodes resumed after the crash run beside it);
     # a short sample may be transcribed before it is seen running.
     _wait(lambda: progress("TRANSCRIBE") > 3 or transcribed(), 300, "a transcription", pump=True)
-    shoot([s for s in SCREENS if s != "restart-review"])
+
+    def library_looked(window: Any) -> bool:
+        """Every file looked at (its length and poster frame), the first one's details shown."""
+        page = window.library
+        materials = page.model.materials
+        return (
+            bool(materials)
+            and all("look" in m.meta for m in materials)
+            and page.details.material is not None
+        )
+
+    for screen in SCREENS[1:]:
+        shoot([screen], library_looked if screen == "library" else lambda window: True)
     theme.apply(qapp, "auto")
     gui.window.retire()
     host.shutdown()
@@ -329,7 +344,7 @@ def desktop_tour(data_dir: Path, out: Path) -> list[Path]:
     gui.window.nav.setCurrentRow(gui.window.QUEUE)
     gui.notifier.enabled = True
     gui.notifier.notify(
-        "Done: Lecture 3 - Fourier series.mkv", "The subtitles run has finished.", run_id="x"
+        "Done: Lecture 3 - Fourier series.mkv", "Subtitles from speech: finished.", run_id="x"
     )
     gui.notifier.notify(
         "Failed: Interview with the archivist.mp4",

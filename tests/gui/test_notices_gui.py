@@ -461,3 +461,16 @@ def test_measuring_the_disks_of_folders(tmp_path: Path) -> None:
     assert usage.path == str(library)
     assert usage.key == os.stat(tmp_path).st_dev
     assert 0 < usage.free <= usage.total
+
+
+def test_a_finished_run_is_told_by_its_workflow_s_name(qtbot: Any, qapp: Any) -> None:
+    from fredica_app.gui.host import AppHost
+    from fredica_app.gui.notices import NoticeWatcher
+    from fredica_app.gui.notify import Notifier
+    from fredica_app.services.notices import RunNotice
+
+    watcher = NoticeWatcher(AppHost(None), Notifier())
+    done = RunNotice(1, "run_completed", "run-1", "clip", "transcode_mp4", 0.0)
+    assert watcher.describe(done) == ("Done: clip", "Make an MP4: finished.")
+    unknown = RunNotice(2, "run_completed", "run-2", "clip", "my_own", 0.0)
+    assert watcher.describe(unknown) == ("Done: clip", "my_own: finished.")

@@ -883,8 +883,8 @@
         <translation>已完成：%1</translation>
     </message>
     <message>
-        <source>The %1 run has finished.</source>
-        <translation>%1 运行已完成。</translation>
+        <source>%1: finished.</source>
+        <translation>%1：已完成。</translation>
     </message>
     <message>
         <source>The run has finished.</source>
