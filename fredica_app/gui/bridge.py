@@ -147,6 +147,8 @@ class ChangeBridge(QObject):
                 log.info("the change stream's cursor expired: reading a new snapshot")
                 cursor = None
             except Exception:
+                if self._stopping.is_set():  # the store closed under a read as it stopped
+                    return
                 log.exception("reading the change stream failed; trying again")
                 await asyncio.sleep(RETRY)
 

@@ -160,3 +160,28 @@ def test_ten_thousand_signal_emissions(qtbot: Any) -> None:
         bridge.changes.emit([])
     assert len(got) == 20_000
     assert got[-2] == 9_999
+
+
+def test_a_store_closed_under_a_read_as_the_bridge_stops_is_no_error(
+    qtbot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The app closes its store as the window's bridge stops: a read caught in between fails
+    (the store's threads are gone). That is the end, said nowhere, not a failure retried."""
+    bridge: ChangeBridge
+
+    class Closing:
+        async def snapshot(self, runs: Any, tasks: Any) -> Snapshot:
+            return Snapshot(cursor=1)
+
+        async def follow(self, cursor: int, run_id: Any) -> AsyncIterator[ChangeSet]:
+            bridge._stopping.set()  # stop() has begun, and the store closes meanwhile
+            raise RuntimeError("cannot schedule new futures after shutdown")
+            yield  # an async generator, as the real one
+
+    bridge = ChangeBridge(Closing(), runs=None, tasks=TaskFilter())  # type: ignore[arg-type]
+    bridge.start()
+    assert bridge._thread is not None
+    bridge._thread.join(5)
+    assert not bridge._thread.is_alive()
+    assert "reading the change stream failed" not in caplog.text
+    bridge.stop()
