@@ -160,26 +160,7 @@ class MaterialDetails(QScrollArea):
         for label in (self.streams, self.chapters):
             label.setTextFormat(Qt.TextFormat.PlainText)
 
-        column.addWidget(self.empty)
-        for widget in (
-            self.poster,
-            self.title,
-            self.source,
-            self.facts,
-            self.problem_box,
-            self.streams_heading,
-            self.streams,
-            self.chapters_heading,
-            self.chapters,
-            self.outputs_heading,
-            self.outputs_note,
-            self.outputs,
-            self.no_outputs,
-        ):
-            column.addWidget(widget)
-        column.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignLeft)
-        column.addStretch(1)
-        self.setWidget(inside)
+        #: What shows a material (hidden, with only :attr:`empty` shown, when there is none).
         self._parts: list[QWidget] = [
             self.poster,
             self.title,
@@ -196,6 +177,12 @@ class MaterialDetails(QScrollArea):
             self.no_outputs,
             self.open_button,
         ]
+        column.addWidget(self.empty)
+        for widget in self._parts[:-1]:
+            column.addWidget(widget)
+        column.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignLeft)
+        column.addStretch(1)
+        self.setWidget(inside)
         self.outputs.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.show_material(None)
 

@@ -157,15 +157,7 @@ async def take_turn(
             said_paused = False
             if loop.time() >= next_report:
                 names = ", ".join(sorted({p.name for p in locks.blocking(claim)}))
-                text = said("waiting_for_writer", names=names)
-                await emit(
-                    Progress(
-                        percent=0.0,
-                        status_text=str(text),
-                        status=parts_of(text),
-                        pausable=endpoint.pausable,
-                    )
-                )
+                await _say(emit, endpoint, 0.0, said("waiting_for_writer", names=names))
                 next_report = loop.time() + REPORT_EVERY
         if claim.granted.is_set():
             await asyncio.sleep(POLL)  # paused with its turn come: wait for the resume
@@ -178,15 +170,7 @@ async def take_turn(
     skipped = await asyncio.to_thread(made_meanwhile, type(endpoint), params, before)
     if skipped is not None:
         name = Path(skipped["outputs"][0]).name
-        text = said("made_meanwhile", name=name)
-        await emit(
-            Progress(
-                percent=100.0,
-                status_text=str(text),
-                status=parts_of(text),
-                pausable=endpoint.pausable,
-            )
-        )
+        await _say(emit, endpoint, 100.0, said("made_meanwhile", name=name))
     return skipped
 
 
@@ -232,3 +216,15 @@ def made_meanwhile(
     if outputs.sidecar_stamp(output) in (None, before):
         return None
     return current_result(endpoint, params)
+
+
+async def _say(emit: Emit, endpoint: TaskEndpoint, percent: float, text: str) -> None:
+    """A progress frame of the wait, its status as messages."""
+    await emit(
+        Progress(
+            percent=percent,
+            status_text=str(text),
+            status=parts_of(text),
+            pausable=endpoint.pausable,
+        )
+    )
