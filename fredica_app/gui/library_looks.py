@@ -4,8 +4,9 @@
 The page hands every read of the library to :meth:`Looks.want`; materials not yet looked at
 are queued in the table's order, and each look runs through the page's host call. A look that
 stored something says so (:attr:`Looks.looked`): the page reads the library again, and the
-row gets its length and picture. A look that could not run (the server was stopping, a URL not
-yet downloaded) is not asked again for :data:`RETRY_AFTER` seconds.
+row gets its length and picture. A look that could not run (the server was stopping) is not
+asked again for :data:`RETRY_AFTER` seconds; a URL not yet downloaded is asked again with the
+next read of the library (its download's end brings one).
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ class Looks(QObject):
 
     def _finished(self, look: Look) -> None:
         self._busy = None
-        if look.deferred:
+        if look.waiting:
+            pass  # a URL not downloaded yet: asked again with the next read, which its
+            # download's completion brings (its PROBE fills the material)
+        elif look.deferred:
             self._deferred[look.material_id] = time.monotonic()
         else:
             self.done += 1

@@ -70,6 +70,8 @@ class Look:
     error: str | None = None
     #: The look could not run (the server or the connection failed): nothing was kept.
     deferred: bool = False
+    #: A URL's file is not downloaded yet: nothing was tried (look again once it is).
+    waiting: bool = False
 
 
 def poster_path(posters_dir: Path, material_id: str) -> Path:
@@ -86,7 +88,7 @@ async def look_at(app: Fredica, material: MaterialRecord) -> Look:
     """Probe one material and, for a video, make its poster (see the module's docstring)."""
     path = material.local_path
     if path is None or (material.is_url and not await asyncio.to_thread(Path(path).is_file)):
-        return Look(material.id, deferred=True)  # not downloaded yet
+        return Look(material.id, deferred=True, waiting=True)
     try:
         address = await app.endpoints.address()
         probe = await run_job(address, "probe", {"input": path})

@@ -221,3 +221,56 @@ def test_the_pane_sits_beside_a_table_that_keeps_most_of_the_width(
     width = page.details.width()
     assert 250 <= width <= 420, width
     assert page.stack.width() > 2 * width
+
+
+def test_what_is_looked_at_again_and_when(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A look the server could not run waits a minute before it is asked again; a web
+    address not downloaded yet is asked again with the next read of the library (its
+    download's end brings one); a look that failed outright waits like the first. The
+    looks' outcomes here are given; what each means is tested above on real files."""
+    from fredica_app.gui import library_looks
+    from fredica_app.gui.library_looks import Looks
+    from fredica_app.services.inspection import Look
+
+    outcomes: dict[str, Look | Exception] = {}
+    asked: list[str] = []
+
+    def call(work: Any, on_done: Any, on_error: Any) -> None:
+        material_id = pending[0]
+        asked.append(material_id)
+        outcome = outcomes[material_id]
+        if isinstance(outcome, Exception):
+            on_error(outcome)
+        else:
+            on_done(outcome)
+
+    def material(material_id: str, source: str = "/media/a.mkv") -> MaterialRecord:
+        return MaterialRecord(
+            material_id, source, material_id, source, "unknown", None, None, None, {}, 0.0
+        )
+
+    looks = Looks(call)
+    url = material("u", "https://example.com/a.mp4")
+    down, broken, fine = material("d"), material("b"), material("f")
+    outcomes.update(
+        u=Look("u", deferred=True, waiting=True),
+        d=Look("d", deferred=True),
+        b=RuntimeError("the host stopped"),
+        f=Look("f", probed=True),
+    )
+    done: list[str] = []
+    looks.looked.connect(done.append)
+    for m in (url, down, broken, fine):
+        pending = [m.id]
+        looks.want([m])
+    assert asked == ["u", "d", "b", "f"] and done == ["f"] and looks.pending == 0
+    for m in (url, down, broken):
+        pending = [m.id]
+        looks.want([m])
+    assert asked[4:] == ["u"]  # only the address not yet downloaded is asked again
+    now = library_looks.time.monotonic() + library_looks.RETRY_AFTER + 1
+    monkeypatch.setattr(library_looks.time, "monotonic", lambda: now)
+    for m in (down, broken):
+        pending = [m.id]
+        looks.want([m])
+    assert asked[5:] == ["d", "b"]  # a minute later, the others too
