@@ -155,8 +155,14 @@ class TaskTableModel(RecordTableModel):
         if role == FOREGROUND:
             return _BADGE_COLOURS.get(self._badge(row.record)) if column == self.STATE else None
         if role == TOOLTIP:
-            note = task_note(row.record)
-            return task_state(row.record) + (f"\n⚠ {note}" if note else "")
+            task = row.record
+            note = task_note(task)
+            lines = [task_state(task)]
+            if resumed(task, self._badge(task)):
+                lines.append(resumed_tip())
+            if note:
+                lines.append(f"⚠ {note}")
+            return "\n".join(lines)
         if role == DECORATION:
             return _warning_icon() if column == self.STATE and task_note(row.record) else None
         if role == RECORD_ROLE:
@@ -219,8 +225,8 @@ class TaskTableModel(RecordTableModel):
         # A job that finished with a note for the user (an input shorter than its header
         # said…): its state says so, the icon and the tooltip say what.
         state = badge_text(shown)
-        if task.interruptions and shown in _UNDER_WAY:
-            state += " · " + QCoreApplication.translate("TaskTableModel", "resumed after a restart")
+        if resumed(task, shown):  # short, for its column: the tooltip says it in full
+            state += " · " + QCoreApplication.translate("TaskTableModel", "resumed")
         if task_note(task):
             state += " · " + QCoreApplication.translate("TaskTableModel", "see the note")
         return (
@@ -262,6 +268,20 @@ class TaskTableModel(RecordTableModel):
 #: Badges of a task still under way: where a restart under it is news (once it has ended,
 #: how it ended is what counts).
 _UNDER_WAY = frozenset({Badge.WAITING, Badge.QUEUED, Badge.RUNNING, Badge.PAUSED})
+
+
+def resumed(task: TaskRecord, shown: Badge) -> bool:
+    """Whether the task is under way again after Fredica stopped under it (a restart, not an
+    attempt it spent)."""
+    return bool(task.interruptions) and shown in _UNDER_WAY
+
+
+def resumed_tip() -> str:
+    """The state's tooltip line for a task :func:`resumed` after a restart."""
+    return QCoreApplication.translate(
+        "TaskTableModel",
+        "Resumed after a restart of Fredica, from where it was: not an attempt it spent.",
+    )
 
 
 @cache

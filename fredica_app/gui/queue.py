@@ -476,10 +476,12 @@ def _run_samples() -> dict[int, list[str] | int]:
 
 def _task_samples() -> dict[int, list[str] | int]:
     m = TaskTableModel
+    resumed = QCoreApplication.translate("TaskTableModel", "resumed")
     return {
         m.NAME: ["export_subtitles"],
         m.TYPE: ["EXPORT_SUBTITLES"],
-        m.STATE: [badge_text(b) for b in Badge],
+        # A task resumed after a restart says so beside its state ("running · resumed").
+        m.STATE: [*(badge_text(b) for b in Badge), f"{badge_text(Badge.RUNNING)} · {resumed}"],
         m.PROGRESS: _BAR,
         m.ATTEMPT: ["2 / 3"],
         m.ETA: ["1 h 02 min"],

@@ -208,7 +208,10 @@ def test_a_restart_under_a_task_is_not_an_attempt_spent(qtmodeltester: Any) -> N
     qtmodeltester.check(model)
     T = TaskTableModel
     assert [cell(model, r, T.ATTEMPT) for r in range(3)] == ["1 / 2", "2 / 2", "1 / 1"]
-    assert cell(model, 0, T.STATE) == "running · resumed after a restart"
+    assert cell(model, 0, T.STATE) == "running · resumed"
+    tip = str(model.index(0, T.STATE).data(Qt.ItemDataRole.ToolTipRole))
+    assert "Resumed after a restart of Fredica" in tip and "not an attempt it spent" in tip
+    assert "Resumed" not in str(model.index(1, T.STATE).data(Qt.ItemDataRole.ToolTipRole))
     assert cell(model, 1, T.STATE) == "running"
     assert cell(model, 2, T.STATE) == "interrupted"
     # Once it has ended well, how is what counts: no word of the restart.

@@ -189,7 +189,7 @@ AFTER_THE_CRASH = textwrap.dedent(
         window.nav.setCurrentRow(window.QUEUE)
         tasks = queue.tasks
         states = [tasks.index(r, TaskTableModel.STATE).data() for r in range(tasks.rowCount())]
-        resumed = [s for s in states if s and "resumed after a restart" in s]
+        resumed = [s for s in states if s and s.endswith("· resumed")]
         if gui.host.state.mode is not Mode.ENGINE or not window.banner.isVisible() or not resumed:
             QTimer.singleShot(100, look)
             return

@@ -830,6 +830,7 @@
     </message>
     <message numerus="yes">
         <source>%n materials selected.</source>
+        <extracomment>What shows a material (hidden, with only :attr:`empty` shown, when there is none).</extracomment>
         <translation>
             <numerusform>已选择 %n 个素材。</numerusform>
         </translation>
@@ -2411,16 +2412,20 @@
         <translation>文件</translation>
     </message>
     <message>
-        <source>resumed after a restart</source>
-        <translation>重启后已恢复</translation>
+        <source>resumed</source>
+        <translation>已恢复</translation>
     </message>
     <message>
         <source>see the note</source>
         <translation>请查看备注</translation>
     </message>
     <message>
-        <source>starting</source>
+        <source>Resumed after a restart of Fredica, from where it was: not an attempt it spent.</source>
         <extracomment>Badges of a task still under way: where a restart under it is news (once it has ended, how it ended is what counts).</extracomment>
+        <translation>Fredica 重启后从中断处恢复：不算作一次尝试。</translation>
+    </message>
+    <message>
+        <source>starting</source>
         <translation>正在启动</translation>
     </message>
 </context>
