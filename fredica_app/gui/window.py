@@ -232,6 +232,8 @@ class MainWindow(QMainWindow):
     # --- the host and the feed ---------------------------------------------------------------
 
     def _on_state(self, state: HostState) -> None:
+        if self._retired:  # replaced (a change of language) or closing: it reads no more
+            return
         if state.mode is Mode.ENGINE:
             self.mode_label.setText(self.tr("Processing in this window"))
         elif state.mode is Mode.ATTACHED:

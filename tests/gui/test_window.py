@@ -280,3 +280,16 @@ def test_at_1280_by_800_the_queue_needs_no_sideways_scrolling_and_no_folded_tool
         assert all(queue.toolbar.widgetForAction(a).isVisible() for a in actions)
     finally:
         languages.install("en")
+
+
+def test_a_retired_window_reads_the_queue_no_more(
+    qtbot: Any, app_host: AppHost, data_dir: Path
+) -> None:
+    """A window replaced (a change of language) stops its feed, and a state the host says
+    after that does not start it again: only the window shown reads the store."""
+    window = open_window(qtbot, app_host, data_dir)
+    qtbot.waitUntil(lambda: window._bridge is not None, timeout=30_000)
+    window.retire()
+    assert window._bridge is None
+    app_host.state_changed.emit(app_host.state)  # the engine's state, said again
+    assert window._bridge is None
