@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QFileInfo, QSize, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QImageReader, QPixmap
+from PySide6.QtGui import QDesktopServices, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fredica_app.gui.library_model import read_picture
 from fredica_app.gui.models import template_label
 from fredica_app.gui.symbols import WARNING, symbol
 from fredica_app.library.records import MaterialRecord
@@ -304,15 +305,9 @@ class MaterialDetails(QScrollArea):
         if poster is None:
             self.poster.clear()
             return
-        reader = QImageReader(str(poster))
-        size = reader.size()
-        if size.isValid() and size.width() > POSTER_WIDTH:
-            reader.setScaledSize(
-                size.scaled(POSTER_WIDTH, 10_000, Qt.AspectRatioMode.KeepAspectRatio)
-            )
-        image = reader.read()
-        self.poster.setVisible(not image.isNull())
-        self.poster.setPixmap(QPixmap.fromImage(image))
+        picture = read_picture(poster, QSize(POSTER_WIDTH, 10_000))
+        self.poster.setVisible(picture is not None)
+        self.poster.setPixmap(picture or QPixmap())
 
     # --- opening a folder ------------------------------------------------------------------
 

@@ -261,14 +261,8 @@ class LibraryModel(QAbstractTableModel):
 
     def _poster(self, material: MaterialRecord) -> QPixmap | None:
         path = self.poster_file(material)
-        if path is None:
-            return None
-        reader = QImageReader(str(path))
-        size = reader.size()
-        if size.isValid():  # decoded small: a row needs no more than twice its tile
-            reader.setScaledSize(size.scaled(PICTURE * 2, Qt.AspectRatioMode.KeepAspectRatio))
-        image = reader.read()
-        return None if image.isNull() else QPixmap.fromImage(image)
+        # Decoded small: a row needs no more than twice its tile.
+        return None if path is None else read_picture(path, PICTURE * 2)
 
     def _icon(self, material: MaterialRecord) -> QIcon:
         icons = self._icons
@@ -293,3 +287,14 @@ class LibraryModel(QAbstractTableModel):
             ]
             return "\n".join(lines) or None
         return None
+
+
+def read_picture(path: Path, within: QSize) -> QPixmap | None:
+    """The picture in ``path``, decoded no larger than ``within`` (its shape kept; a smaller
+    one as it is); None when it cannot be read."""
+    reader = QImageReader(str(path))
+    size = reader.size()
+    if size.isValid() and (size.width() > within.width() or size.height() > within.height()):
+        reader.setScaledSize(size.scaled(within, Qt.AspectRatioMode.KeepAspectRatio))
+    image = reader.read()
+    return None if image.isNull() else QPixmap.fromImage(image)

@@ -90,11 +90,12 @@ def _engine(app: Fredica) -> Check:
 async def _endpoints(app: Fredica) -> Check:
     """The whole chain: start the endpoints server, run a zero-second sleep in a child
     process over an authenticated websocket, stop it."""
+    from fredica_app.endpoints import run_job
     from workers.executors.websocket import EndpointsAddress
 
     try:
         address: EndpointsAddress = await app.endpoints.address()
-        result = await _sleep_round_trip(address)
+        result = await run_job(address, "sleep", {"seconds": 0}, within=60)
     except Exception as exc:
         return Check(
             "endpoints",
@@ -105,31 +106,6 @@ async def _endpoints(app: Fredica) -> Check:
     finally:
         await app.endpoints.stop()
     return Check("endpoints", True, f"server on 127.0.0.1:{address.port}; sleep job: {result}")
-
-
-async def _sleep_round_trip(address: Any) -> dict[str, Any]:
-    from websockets.asyncio.client import connect
-
-    from python_endpoints.protocol import (
-        InitData,
-        InitParamAndRun,
-        Result,
-        dump,
-        parse_server_frame,
-    )
-
-    async with connect(
-        address.url("sleep"), additional_headers={"Authorization": f"Bearer {address.token}"}
-    ) as ws:
-        await ws.send(dump(InitParamAndRun(data=InitData(params={"seconds": 0}))))
-        async with asyncio.timeout(60):
-            async for raw in ws:
-                frame = parse_server_frame(raw)
-                if isinstance(frame, Result):
-                    return frame.result
-                if frame.type in ("error", "cancelled"):
-                    raise RuntimeError(f"the sleep job answered {frame!r}")
-    raise RuntimeError("the server closed the connection without a result")
 
 
 def _ffmpeg(app: Fredica) -> Check:

@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from fredica_app.endpoints import JobError, run_job
 from fredica_app.library.records import MaterialRecord
 
 if TYPE_CHECKING:
@@ -47,14 +47,6 @@ JOB_TIMEOUT = 120.0
 FILE_ERRORS = frozenset(
     {"INPUT_MISSING", "NOT_MEDIA", "UNSUPPORTED_MEDIA", "IO_ERROR", "DECODE_ERROR"}
 )
-
-
-class JobError(Exception):
-    """A job answered with an error frame."""
-
-    def __init__(self, message: str, error_type: str) -> None:
-        super().__init__(message)
-        self.error_type = error_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +83,7 @@ async def look_at(app: Fredica, material: MaterialRecord) -> Look:
         return Look(material.id, deferred=True, waiting=True)
     try:
         address = await app.endpoints.address()
-        probe = await run_job(address, "probe", {"input": path})
+        probe = await run_job(address, "probe", {"input": path}, within=JOB_TIMEOUT)
     except JobError as exc:
         if exc.error_type not in FILE_ERRORS:
             log.info("looking at %s deferred: %s", material.id, exc)
@@ -116,7 +108,7 @@ async def _poster(
     await asyncio.to_thread(out.parent.mkdir, parents=True, exist_ok=True)
     params = {"input": path, "output": str(out), "frames": 1, "columns": 1}
     try:
-        await run_job(address, "thumbnail", {**params, "width": POSTER_WIDTH})
+        await run_job(address, "thumbnail", {**params, "width": POSTER_WIDTH}, within=JOB_TIMEOUT)
     except JobError as exc:  # the probe was right: keep it, say why there is no picture
         return None, f"no poster frame: {exc}"
     except (OSError, TimeoutError, ConnectionError, RuntimeError) as exc:
@@ -153,50 +145,3 @@ def _prune_posters(posters_dir: Path, material_ids: set[str], dry_run: bool) -> 
         for p in gone:
             remove_poster(posters_dir, p.stem)
     return len(gone)
-
-
-async def run_job(
-    address: EndpointsAddress, endpoint: str, params: dict[str, Any], within: float = JOB_TIMEOUT
-) -> dict[str, Any]:
-    """Run one job on the endpoints server, outside the queue; its result. Raises
-    :class:`JobError` for an error frame, ``ConnectionError`` when the server goes without a
-    result, ``TimeoutError`` past ``within`` seconds, ``OSError`` when it cannot be reached."""
-    from websockets.asyncio.client import connect
-    from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
-
-    from python_endpoints.protocol import (
-        MAX_FRAME_BYTES,
-        Cancelled,
-        Error,
-        InitData,
-        InitParamAndRun,
-        ProtocolError,
-        Result,
-        dump,
-        parse_server_frame,
-    )
-
-    started = time.monotonic()
-    try:
-        async with asyncio.timeout(within):
-            async with connect(
-                address.url(endpoint),
-                additional_headers={"Authorization": f"Bearer {address.token}"},
-                ssl=address.ssl,
-                proxy=address.proxy,
-                max_size=MAX_FRAME_BYTES,
-            ) as ws:
-                await ws.send(dump(InitParamAndRun(data=InitData(params=params))))
-                async for raw in ws:
-                    frame = parse_server_frame(raw)
-                    if isinstance(frame, Result):
-                        return frame.result
-                    if isinstance(frame, Error):
-                        raise JobError(frame.error, frame.error_type)
-                    if isinstance(frame, Cancelled):
-                        raise ConnectionError(f"the {endpoint} job was cancelled")
-    except (ConnectionClosed, InvalidMessage, InvalidStatus, ProtocolError) as exc:
-        raise ConnectionError(f"the {endpoint} job lost its server: {exc}") from exc
-    finally:
-        log.debug("%s job: %.2f s", endpoint, time.monotonic() - started)
-    raise ConnectionError(f"the server closed the {endpoint} job without a result")
