@@ -42,6 +42,10 @@ class CheckKiller:
 
     def check_call(self, cmd: list[str], **kwargs: Any) -> int:
         self.checks += 1
+        if cmd[0] != self.found:
+            # Another ffmpeg imageio-ffmpeg would fall back to (a conda one, the PATH's):
+            # absent here, whatever this host has — named as such, a host fact kept out.
+            raise FileNotFoundError(cmd[0])
         if self.kills is not None and len(self.killed) >= self.kills:
             return CHECK_CALL(cmd, **kwargs)
         with subprocess.Popen(cmd, **kwargs) as process:
