@@ -30,6 +30,7 @@ from fredica_app.gui.models import TEMPLATE_LABELS, template_label
 from fredica_app.gui.symbols import PosterEngine, symbol
 from fredica_app.gui.table import row_ranges
 from fredica_app.library.records import MaterialRecord
+from fredica_app.services.inspection import poster_path
 from fredica_app.views.library_view import (
     OutputBoard,
     OutputState,
@@ -256,7 +257,7 @@ class LibraryModel(QAbstractTableModel):
         """Its poster frame's file, when it has one."""
         if self.posters_dir is None or material.kind != "video" or "look" not in material.meta:
             return None
-        path = self.posters_dir / f"{material.id}.jpg"
+        path = poster_path(self.posters_dir, material.id)
         return path if path.is_file() else None
 
     def _poster(self, material: MaterialRecord) -> QPixmap | None:
