@@ -6,8 +6,9 @@ What it does, in a fresh data directory: makes three sample videos with speech, 
 the library and starts the ``full`` pipeline on one and ``subtitles`` on another; runs a
 ``fredica worker`` on it and kills it (``kill -9``) while it transcribes — a real crash. Then
 it opens the window: recovery resumes the interrupted tasks and the restart banner says so;
-the restart review (the banner and its list) is saved first, while the transcription it
-lists still runs, then the entries are dismissed and, while the engine transcodes and
+the restart review (the banner and its list) is saved first, the queue held meanwhile (a short
+transcription resumed at once could end and leave the review first); then the queue goes on,
+the entries are dismissed and, while the engine transcodes and
 transcribes, each other screen (queue, run details with the ``full`` DAG, library, settings).
 Each is saved in English and Simplified Chinese, light and dark:
 ``<screen>-<language>-<theme>.png``.
@@ -159,7 +160,11 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
     from fredica_app.gui import theme
     from fredica_app.gui.app import GuiApp, make_qapplication
     from fredica_app.gui.host import Mode
+    from fredica_app.paths import resolve_paths
 
+    # The queue held until the restart review is saved: a short transcription resumed at once
+    # could end (and take its entry off the review) before the window reads it.
+    resolve_paths(data_dir).queue_flag.touch()
     qapp = make_qapplication()
     gui = GuiApp(qapp, data_dir)
     gui.start()
@@ -225,6 +230,7 @@ def tour(data_dir: Path, run_ids: list[str], out: Path) -> list[Path]:
     # transcription still runs (its entry waits for review until it is done); then the
     # entries are dismissed, as a user who has read them would, and the rest is shown.
     shoot(["restart-review"], lambda window: window.banner.isVisible())
+    host.call(lambda app: app.control.resume_queue()).result(30)
     gui.window.banner.dismiss_all()
     _wait(lambda: not gui.window.banner.isVisible(), 30, "the banner dismissed", pump=True)
     # Until the speech-to-text runs (the transcodes resumed after the crash run beside it);
