@@ -148,7 +148,8 @@ def migrate(engine: sa.Engine, script_location: Path | None = None) -> None:
         with engine.begin() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
-            conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
     except Exception as exc:
         raise MigrationFailed(
             f"upgrading the database schema failed and was rolled back: {exc}"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,10 @@ from fredica_app.database import open_database
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN
+from tests.support import postgres
 from tests.support.httpserver import HTTPTestServer
-from workers.db import create_sqlite_engine
+from tests.support.rawdb import RawDB
+from workers.db import create_engine_for_url, create_sqlite_engine, sqlite_url
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry, builtin_registry
 
@@ -52,6 +55,52 @@ async def store(db_path: Path) -> AsyncIterator[TaskStore]:
     await s.close()
 
 
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[postgres.PostgresDatabase]:
+    """A migrated database of this run's own on the test PostgreSQL server."""
+    why = postgres.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    yield from postgres.session_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store's two backends: a test that asks for :func:`database_url` runs on both."""
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest) -> str:
+    """The URL of this test's own migrated, empty queue database, on each backend."""
+    if backend == "sqlite":
+        return sqlite_url(request.getfixturevalue("db_path"))
+    pg: postgres.PostgresDatabase = request.getfixturevalue("postgres_database")
+    pg.reset()
+    return pg.url
+
+
+@pytest.fixture
+def raw(database_url: str) -> RawDB:
+    """A plain connection of another program to this test's database (either backend)."""
+    return RawDB(database_url)
+
+
+@pytest.fixture
+async def make_store(database_url: str) -> AsyncIterator[Callable[..., TaskStore]]:
+    """Opens stores (more than one if a test needs them) on this test's database."""
+    opened: list[TaskStore] = []
+
+    def make(**kwargs: Any) -> TaskStore:
+        s = TaskStore(create_engine_for_url(database_url), **kwargs)
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        await s.close()
+
+
 @pytest.fixture
 def registry() -> TaskTypeRegistry:
     return builtin_registry()
@@ -80,6 +129,19 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = [
         r for r in terminalreporter.stats.get("skipped", []) if "espeak-ng" in str(r.longrepr)
     ]
+    without_pg = [
+        r
+        for r in terminalreporter.stats.get("skipped", [])
+        if "PostgreSQL is not reachable" in str(r.longrepr)
+    ]
+    if without_pg:
+        terminalreporter.write_sep(
+            "!",
+            f"{len(without_pg)} tests skipped: PostgreSQL is not reachable "
+            f"({postgres.server_url()}; set FREDICA_TEST_PG_URL, or start the server; "
+            ".ci/run requires it)",
+            yellow=True,
+        )
     if skipped and ESPEAK is None:
         terminalreporter.write_sep(
             "!",

@@ -19,6 +19,9 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: Execution option that marks a connection's transactions as read-only (``BEGIN DEFERRED``).
 READ_ONLY = "fredica_read_only"
+#: Where a PostgreSQL write transaction leaves the database's clock (Unix seconds) as read at
+#: its start, in ``Connection.info``, for the store to take.
+DB_NOW = "fredica_db_now"
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -79,3 +82,86 @@ def create_sqlite_engine(
     )
     _install_sqlite_hooks(engine, synchronous, busy_timeout_ms)
     return engine
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+
+#: The key of the transaction-level advisory lock every write transaction on PostgreSQL takes
+#: first: writes are serialized as SQLite serializes them (the store's read-then-write steps
+#: and the change stream's numbering rely on it), whichever host they come from. ("FRED" in
+#: ASCII: any fixed number no other program on the database uses.)
+WRITE_LOCK_KEY = 0x46524544
+
+#: psycopg's connect arguments Fredica sets on every PostgreSQL connection: a dead server or a
+#: cut link is noticed in seconds, not after the kernel's two hours.
+POSTGRES_CONNECT_ARGS: dict[str, Any] = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "application_name": "fredica",
+}
+
+
+def is_postgres_url(url: str | sa.URL) -> bool:
+    return sa.make_url(url).get_backend_name() == "postgresql"
+
+
+def redact_url(url: str | sa.URL) -> str:
+    """The URL as it may be shown or logged: the password (and a ``password`` query option)
+    replaced by ``***``."""
+    u = sa.make_url(url)
+    if "password" in u.query:
+        u = u.update_query_dict({"password": "***"})
+    return u.render_as_string(hide_password=True)
+
+
+def _install_postgres_hooks(sync_engine: sa.Engine) -> None:
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        driver = conn.connection.driver_connection
+        if conn.get_execution_options().get(READ_ONLY):
+            # One snapshot for the whole read: a reader of the change stream reads the counter
+            # and the rows stamped after its cursor as of one moment.
+            driver.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")  # type: ignore[union-attr]
+        else:
+            # The database's clock read in the same round trip, once the lock is held.
+            row = driver.execute(  # type: ignore[union-attr]
+                "SELECT pg_advisory_xact_lock(%s), extract(epoch FROM clock_timestamp())",
+                (WRITE_LOCK_KEY,),
+            ).fetchone()
+            conn.info[DB_NOW] = float(row[1])
+
+
+def create_postgres_engine(url: str | sa.URL, *, pool_size: int = 4) -> sa.Engine:
+    """An engine on the PostgreSQL database at ``url`` (``postgresql+psycopg://…``).
+
+    Connections are checked before use (``pool_pre_ping``): after the server restarted or a
+    link was cut, the store's next transaction gets a new connection instead of an error."""
+    u = sa.make_url(url)
+    if u.drivername != "postgresql+psycopg":
+        u = u.set(drivername="postgresql+psycopg")
+    engine = sa.create_engine(
+        u,
+        connect_args=dict(POSTGRES_CONNECT_ARGS),
+        pool_size=pool_size,
+        max_overflow=4,
+        pool_pre_ping=True,
+    )
+    _install_postgres_hooks(engine)
+    return engine
+
+
+def create_engine_for_url(url: str | sa.URL, *, synchronous: Synchronous = "FULL") -> sa.Engine:
+    """An engine with Fredica's settings for a database URL: ``sqlite+pysqlite:///PATH`` or
+    ``postgresql+psycopg://…`` (``postgresql://`` is taken to mean psycopg)."""
+    u = sa.make_url(url)
+    if u.get_backend_name() == "postgresql":
+        return create_postgres_engine(u)
+    if u.get_backend_name() == "sqlite" and u.database:
+        return create_sqlite_engine(Path(u.database), synchronous=synchronous)
+    raise ValueError(
+        f"not a database Fredica can use: {redact_url(u)} "
+        "(use postgresql+psycopg://USER@HOST/DB, or a file: sqlite+pysqlite:///PATH)"
+    )

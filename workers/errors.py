@@ -80,12 +80,27 @@ class StoreUnavailable(DatabaseError):
         self.waitable = waitable
 
 
+#: What PostgreSQL's driver says when the server is gone or cannot be reached.
+_UNREACHABLE = (
+    "connection refused",
+    "server closed the connection",
+    "terminating connection",
+    "connection is closed",
+    "connection timeout",
+    "could not connect",
+    "the database system is shutting down",
+    "the database system is starting up",
+    "consuming input failed",
+    "connection failed",
+)
+
+
 def store_unavailable(exc: BaseException) -> StoreUnavailable:
     """Say in a user's words why the database failed (``exc``: SQLite's error, raw or wrapped
     by SQLAlchemy)."""
     text = str(getattr(exc, "orig", None) or exc)
     low = text.lower()
-    if "full" in low:
+    if "full" in low or "no space left" in low:
         return StoreUnavailable(
             "the disk that holds the database is full: free some space on it", waitable=True
         )
@@ -95,8 +110,17 @@ def store_unavailable(exc: BaseException) -> StoreUnavailable:
             "browser, a backup tool): close it",
             waitable=True,
         )
+    if any(w in low for w in _UNREACHABLE):
+        return StoreUnavailable(
+            "the database server cannot be reached (it stopped, restarted, or the network to "
+            f"it is down): {text.strip().splitlines()[0] if text.strip() else 'no answer'}",
+            waitable=True,
+        )
     if "readonly" in low or "read-only" in low:
-        why = "the database cannot be written (a read-only file or folder): check its permissions"
+        why = (
+            "the database cannot be written (a read-only file, folder or server): "
+            "check its permissions"
+        )
     elif "i/o" in low:
         why = "the disk reported an I/O error: check the drive, then start again"
     else:

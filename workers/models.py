@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from workers.states import RunStatus, TaskStatus
@@ -25,6 +26,9 @@ NAMING_CONVENTION = {
 }
 
 JSONValue = Any
+#: JSON columns: JSONB on PostgreSQL (compared by value, so that the change triggers can tell
+#: a changed result; indexable), JSON text on SQLite.
+JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 #: The claimable indexes' predicate. The claim's WHERE repeats it word for word: SQLite uses a
 #: partial index only when it can see that the query's WHERE implies the index's.
@@ -38,8 +42,8 @@ class Base(DeclarativeBase):
 
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {  # noqa: RUF012 - SQLAlchemy reads this class attribute
-        dict[str, Any]: sa.JSON,
-        list[str]: sa.JSON,
+        dict[str, Any]: JSON,
+        list[str]: JSON,
         float: sa.Float(),
     }
 
@@ -190,7 +194,7 @@ class Task(Base):
     #: ``status_text`` as the job said it: message ids and arguments (the endpoints' status
     #: catalogue), for a client to say in its own language; None when the text is the engine's
     #: or a job's plain words. A client uses it only while its English is ``status_text``.
-    status_parts: Mapped[list[dict[str, Any]] | None] = mapped_column(sa.JSON)
+    status_parts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
 
 
 class TaskDependency(Base):
@@ -375,11 +379,53 @@ CHANGE_TRIGGERS = (
 )
 
 
+# PostgreSQL keeps the same stream with PL/pgSQL: a BEFORE trigger writes the number into the
+# row being written (no second version of the row); the counter's row lock, held to the
+# commit, hands numbers out in commit order; a deleted row's tombstone is written AFTER.
+_PG_FUNCTIONS = (
+    "CREATE FUNCTION fredica_change_stamp() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  UPDATE change_counter SET seq = seq + 1 WHERE id = 1 RETURNING seq INTO NEW.change_seq;\n"
+    "  RETURN NEW;\n"
+    "END $$",
+    "CREATE FUNCTION fredica_change_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "DECLARE s bigint;\n"
+    "BEGIN\n"
+    "  UPDATE change_counter SET seq = seq + 1 WHERE id = 1 RETURNING seq INTO s;\n"
+    "  INSERT INTO change_tombstone (seq, kind, row_id, workflow_run_id, deleted_at)\n"
+    "  VALUES (s, TG_ARGV[0], OLD.id, to_jsonb(OLD) ->> TG_ARGV[1],\n"
+    "          extract(epoch FROM clock_timestamp()));\n"
+    "  RETURN OLD;\n"
+    "END $$",
+)
+
+
+def _pg_change_triggers(table: str, kind: str, watched: tuple[str, ...], run_of: str) -> list[str]:
+    when = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in watched)
+    return [
+        f"CREATE TRIGGER trg_{table}_change_insert BEFORE INSERT ON {table} FOR EACH ROW\n"
+        "WHEN (NEW.change_seq = 0) EXECUTE FUNCTION fredica_change_stamp()",
+        f"CREATE TRIGGER trg_{table}_change_update BEFORE UPDATE OF {', '.join(watched)} "
+        f"ON {table} FOR EACH ROW\nWHEN ({when}) EXECUTE FUNCTION fredica_change_stamp()",
+        f"CREATE TRIGGER trg_{table}_change_delete AFTER DELETE ON {table} FOR EACH ROW\n"
+        f"EXECUTE FUNCTION fredica_change_tombstone('{kind}', '{run_of}')",
+    ]
+
+
+#: The same on PostgreSQL, functions first.
+POSTGRES_CHANGE_TRIGGERS = (
+    *_PG_FUNCTIONS,
+    *_pg_change_triggers("task", "task", TASK_WATCHED, "workflow_run_id"),
+    *_pg_change_triggers("workflow_run", "run", RUN_WATCHED, "id"),
+)
+
+
 @sa.event.listens_for(Base.metadata, "after_create")
 def _create_change_stream(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
     """``create_all`` makes what the migrations make: the counter's row and the triggers."""
     if ChangeCounter.__table__ not in kw.get("tables", ()):
         return
     connection.exec_driver_sql("INSERT INTO change_counter (id, seq, pruned_seq) VALUES (1, 0, 0)")
-    for ddl in CHANGE_TRIGGERS:
+    postgres = connection.dialect.name == "postgresql"
+    for ddl in POSTGRES_CHANGE_TRIGGERS if postgres else CHANGE_TRIGGERS:
         connection.exec_driver_sql(ddl)

@@ -11,6 +11,10 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
+
+#: JSON columns: JSONB on PostgreSQL (indexable, compared by value), JSON text on SQLite.
+JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
 revision: str = '0001'
@@ -29,7 +33,7 @@ def upgrade() -> None:
     sa.Column('size', sa.BigInteger(), nullable=True),
     sa.Column('duration', sa.Float(), nullable=True),
     sa.Column('fingerprint', sa.String(length=128), nullable=True),
-    sa.Column('metadata', sa.JSON(), server_default='{}', nullable=False),
+    sa.Column('metadata', JSON, server_default='{}', nullable=False),
     sa.Column('created_at', sa.Float(), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_material'))
     )
@@ -83,17 +87,17 @@ def upgrade() -> None:
     sa.Column('material_id', sa.String(length=64), nullable=True),
     sa.Column('status', sa.Enum('pending', 'claimed', 'running', 'completed', 'failed', 'cancelled', name='task_status', native_enum=False, create_constraint=True, length=16), nullable=False),
     sa.Column('priority', sa.Integer(), server_default='0', nullable=False),
-    sa.Column('depends_on', sa.JSON(), server_default='[]', nullable=False),
-    sa.Column('payload', sa.JSON(), server_default='{}', nullable=False),
-    sa.Column('result', sa.JSON(), nullable=True),
+    sa.Column('depends_on', JSON, server_default='[]', nullable=False),
+    sa.Column('payload', JSON, server_default='{}', nullable=False),
+    sa.Column('result', JSON, nullable=True),
     sa.Column('error', sa.Text(), nullable=True),
     sa.Column('error_type', sa.String(length=64), nullable=True),
     sa.Column('idempotency_key', sa.String(length=256), nullable=True),
     sa.Column('retry_count', sa.Integer(), server_default='0', nullable=False),
     sa.Column('max_retries', sa.Integer(), server_default='0', nullable=False),
     sa.Column('progress', sa.Float(), server_default='0', nullable=False),
-    sa.Column('is_paused', sa.Boolean(), server_default=sa.text('0'), nullable=False),
-    sa.Column('is_pausable', sa.Boolean(), server_default=sa.text('1'), nullable=False),
+    sa.Column('is_paused', sa.Boolean(), server_default=sa.false(), nullable=False),
+    sa.Column('is_pausable', sa.Boolean(), server_default=sa.true(), nullable=False),
     sa.Column('created_at', sa.Float(), nullable=False),
     sa.Column('claimed_at', sa.Float(), nullable=True),
     sa.Column('started_at', sa.Float(), nullable=True),
@@ -107,7 +111,7 @@ def upgrade() -> None:
     sa.Column('next_run_at', sa.Float(), nullable=True),
     sa.Column('resource', sa.String(length=16), server_default='cpu', nullable=False),
     sa.Column('status_text', sa.String(length=512), nullable=True),
-    sa.Column('checkpoint', sa.JSON(), nullable=True),
+    sa.Column('checkpoint', JSON, nullable=True),
     sa.CheckConstraint('progress >= 0 AND progress <= 100', name=op.f('ck_task_progress_range')),
     sa.CheckConstraint('unmet_deps >= 0', name=op.f('ck_task_unmet_deps_nonnegative')),
     sa.ForeignKeyConstraint(['workflow_run_id'], ['workflow_run.id'], name=op.f('fk_task_workflow_run_id_workflow_run'), ondelete='SET NULL'),
@@ -138,7 +142,7 @@ def upgrade() -> None:
     sa.Column('workflow_run_id', sa.String(length=36), nullable=True),
     sa.Column('at', sa.Float(), nullable=False),
     sa.Column('kind', sa.String(length=32), nullable=False),
-    sa.Column('detail', sa.JSON(), nullable=True),
+    sa.Column('detail', JSON, nullable=True),
     sa.ForeignKeyConstraint(['task_id'], ['task.id'], name=op.f('fk_task_event_task_id_task'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_task_event'))
     )

@@ -92,6 +92,44 @@ TRIGGERS = (
     *_triggers("task", "task", TASK_WATCHED, "workflow_run_id"),
     *_triggers("workflow_run", "run", RUN_WATCHED, "id"),
 )
+# PostgreSQL: the same stream, kept by PL/pgSQL. A BEFORE trigger writes the number into the
+# row being written (no second version of the row); the counter's row lock, held to the
+# commit, hands numbers out in commit order (writers are serialized besides, workers.db).
+PG_FUNCTIONS = (
+    "CREATE FUNCTION fredica_change_stamp() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  UPDATE change_counter SET seq = seq + 1 WHERE id = 1 RETURNING seq INTO NEW.change_seq;\n"
+    "  RETURN NEW;\n"
+    "END $$",
+    "CREATE FUNCTION fredica_change_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "DECLARE s bigint;\n"
+    "BEGIN\n"
+    "  UPDATE change_counter SET seq = seq + 1 WHERE id = 1 RETURNING seq INTO s;\n"
+    "  INSERT INTO change_tombstone (seq, kind, row_id, workflow_run_id, deleted_at)\n"
+    "  VALUES (s, TG_ARGV[0], OLD.id, to_jsonb(OLD) ->> TG_ARGV[1],\n"
+    "          extract(epoch FROM clock_timestamp()));\n"
+    "  RETURN OLD;\n"
+    "END $$",
+)
+
+
+def _pg_triggers(table: str, kind: str, watched: tuple[str, ...], run_of: str) -> list[str]:
+    when = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in watched)
+    return [
+        f"CREATE TRIGGER trg_{table}_change_insert BEFORE INSERT ON {table} FOR EACH ROW\n"
+        "WHEN (NEW.change_seq = 0) EXECUTE FUNCTION fredica_change_stamp()",
+        f"CREATE TRIGGER trg_{table}_change_update BEFORE UPDATE OF {', '.join(watched)} "
+        f"ON {table} FOR EACH ROW\nWHEN ({when}) EXECUTE FUNCTION fredica_change_stamp()",
+        f"CREATE TRIGGER trg_{table}_change_delete AFTER DELETE ON {table} FOR EACH ROW\n"
+        f"EXECUTE FUNCTION fredica_change_tombstone('{kind}', '{run_of}')",
+    ]
+
+
+PG_TRIGGERS = (
+    *PG_FUNCTIONS,
+    *_pg_triggers("task", "task", TASK_WATCHED, "workflow_run_id"),
+    *_pg_triggers("workflow_run", "run", RUN_WATCHED, "id"),
+)
 TRIGGER_NAMES = [
     f"trg_{t}_change_{e}" for t in ("task", "workflow_run") for e in ("insert", "update", "delete")
 ]
@@ -122,25 +160,43 @@ def upgrade() -> None:
             )
     # Existing rows: distinct numbers, the counter past all of them (before the indexes and
     # the triggers: one pass each, nothing fired).
-    op.execute("UPDATE task SET change_seq = rowid")
-    op.execute(
-        "UPDATE workflow_run SET change_seq = rowid + (SELECT coalesce(max(rowid), 0) FROM task)"
-    )
+    postgres = op.get_bind().dialect.name == "postgresql"
+    if postgres:
+        op.execute(
+            "UPDATE task SET change_seq = n FROM (SELECT id AS nid, row_number() OVER "
+            "(ORDER BY created_at, id) AS n FROM task) AS o WHERE task.id = o.nid"
+        )
+        op.execute(
+            "UPDATE workflow_run SET change_seq = n + (SELECT count(*) FROM task) FROM "
+            "(SELECT id AS nid, row_number() OVER (ORDER BY created_at, id) AS n "
+            "FROM workflow_run) AS o WHERE workflow_run.id = o.nid"
+        )
+    else:
+        op.execute("UPDATE task SET change_seq = rowid")
+        op.execute(
+            "UPDATE workflow_run SET change_seq = rowid + "
+            "(SELECT coalesce(max(rowid), 0) FROM task)"
+        )
     op.execute(
         "INSERT INTO change_counter (id, seq, pruned_seq) VALUES (1, "
-        "max((SELECT coalesce(max(change_seq), 0) FROM task), "
+        f"{'greatest' if postgres else 'max'}((SELECT coalesce(max(change_seq), 0) FROM task), "
         "(SELECT coalesce(max(change_seq), 0) FROM workflow_run)), 0)"
     )
     for table in ("task", "workflow_run"):
         with op.batch_alter_table(table, schema=None) as batch_op:
             batch_op.create_index(batch_op.f(f"ix_{table}_change_seq"), ["change_seq"])
-    for ddl in TRIGGERS:
+    for ddl in PG_TRIGGERS if postgres else TRIGGERS:
         op.execute(ddl)
 
 
 def downgrade() -> None:
+    postgres = op.get_bind().dialect.name == "postgresql"
     for name in TRIGGER_NAMES:
-        op.execute(f"DROP TRIGGER IF EXISTS {name}")
+        table = name.removeprefix("trg_").rsplit("_change_", 1)[0]
+        op.execute(f"DROP TRIGGER IF EXISTS {name}" + (f" ON {table}" if postgres else ""))
+    if postgres:
+        op.execute("DROP FUNCTION IF EXISTS fredica_change_stamp()")
+        op.execute("DROP FUNCTION IF EXISTS fredica_change_tombstone()")
     for table in ("workflow_run", "task"):
         with op.batch_alter_table(table, schema=None) as batch_op:
             batch_op.drop_index(batch_op.f(f"ix_{table}_change_seq"))

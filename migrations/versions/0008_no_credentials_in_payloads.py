@@ -25,8 +25,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute(
-            "UPDATE task SET payload = (payload::jsonb - 'proxy')::json "
-            "WHERE payload::jsonb ->> 'proxy' LIKE '%@%'"
+            "UPDATE task SET payload = payload - 'proxy' WHERE payload ->> 'proxy' LIKE '%@%'"
         )
         return
     op.execute(

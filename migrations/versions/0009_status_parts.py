@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0009"
 down_revision: str | Sequence[str] | None = "0008"
@@ -24,7 +25,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     # Plain ALTER TABLE ADD COLUMN (no batch copy): the table keeps its change triggers.
-    op.add_column("task", sa.Column("status_parts", sa.JSON()))
+    op.add_column("task", sa.Column("status_parts", sa.JSON().with_variant(postgresql.JSONB(), "postgresql")))
 
 
 def downgrade() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from tests.engine.test_engine import submit, wait_until
 from workers.engine import WorkerEngine
@@ -163,11 +164,10 @@ async def test_cancel_then_retry_at_once_runs_the_attempts_one_after_the_other(
 
 
 async def test_a_cancel_and_retry_by_another_process_between_heartbeats_stops_the_old_attempt(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: object
+    store: TaskStore, registry: TaskTypeRegistry, make_store: Callable[..., TaskStore]
 ) -> None:
     """The task id is held by this engine again (the new attempt), but the old attempt's token
     is not the task's any more: it has lost its lease and is stopped."""
-    from workers.db import create_sqlite_engine
 
     registry.register(SLOW_STOP)
 
@@ -188,7 +188,7 @@ async def test_a_cancel_and_retry_by_another_process_between_heartbeats_stops_th
     runner = asyncio.create_task(engine.run())
     try:
         await wait_until(lambda: bool(engine.running_ids))
-        other = TaskStore(create_sqlite_engine(db_path))  # type: ignore[arg-type]
+        other = make_store()
         await other.cancel(task_id)
         await other.retry(task_id)
         await other.close()

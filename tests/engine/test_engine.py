@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from workers.db import create_sqlite_engine
+from tests.support.rawdb import RawDB, raw_of
 from workers.engine import WorkerEngine
 from workers.events import EventBus, Notification, RunChanged, TaskChanged
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
@@ -127,8 +125,8 @@ async def test_no_executor_and_bad_payload_version_are_not_retried(
         ],
     )
     # As if written by a newer Fredica: submission itself would refuse version 9.
-    with store.engine.begin() as conn:
-        conn.exec_driver_sql(
+    with raw_of(store).connect() as conn:
+        conn.execute(
             "UPDATE task SET payload = '{\"schema_version\": 9}' WHERE id = ?",
             (created.task_ids["future"],),
         )
@@ -347,7 +345,7 @@ async def test_stalled_attempt_is_failed_and_retried(
 
 
 async def test_a_cancel_written_by_another_process_reaches_the_executor(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Any
+    store: TaskStore, registry: TaskTypeRegistry, make_store: Callable[..., TaskStore]
 ) -> None:
     created = await submit(
         store, registry, [{"key": "s", "type": "SLEEP", "payload": {"seconds": 60}}]
@@ -355,7 +353,7 @@ async def test_a_cancel_written_by_another_process_reaches_the_executor(
     engine = engine_for(store, heartbeat_interval=0.1)
     runner = asyncio.create_task(engine.run(until_idle=True))
     await wait_until(lambda: bool(engine.running_ids))
-    other = TaskStore(create_sqlite_engine(db_path))  # as the CLI would, on its own connection
+    other = make_store()  # as the CLI would, on its own connection
     await other.cancel(created.task_ids["s"])
     await other.close()
     await asyncio.wait_for(runner, 5)
@@ -364,7 +362,7 @@ async def test_a_cancel_written_by_another_process_reaches_the_executor(
 
 @pytest.mark.parametrize("action", ["pause", "cancel"])
 async def test_another_process_reaches_a_running_task_before_the_next_heartbeat(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Any, action: str
+    store: TaskStore, registry: TaskTypeRegistry, make_store: Callable[..., TaskStore], action: str
 ) -> None:
     # The engine sees another connection's commit within its watch interval (0.5 s) and reads
     # the state of its running tasks then: no waiting for the heartbeat (an hour here).
@@ -375,7 +373,7 @@ async def test_another_process_reaches_a_running_task_before_the_next_heartbeat(
     engine = engine_for(store, heartbeat_interval=3600)
     runner = asyncio.create_task(engine.run(until_idle=True))
     await wait_until(lambda: bool(engine.running_ids))
-    other = TaskStore(create_sqlite_engine(db_path))  # as the CLI would, on its own connection
+    other = make_store()  # as the CLI would, on its own connection
     said: list[str] = []
     engine.bus.subscribe(
         lambda e: (
@@ -513,7 +511,7 @@ async def test_run_until_idle_again_sees_new_work(
 
 
 async def test_instant_tasks_are_claimed_run_and_completed_in_one_commit(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     """NOOP runs inline: a chain of ten and eight independent ones complete in one engine
     transaction, with the same events as the usual way, and never more at once than the
@@ -543,13 +541,13 @@ async def test_instant_tasks_are_claimed_run_and_completed_in_one_commit(
     for i in range(1, 10):  # the chain ran in order
         assert tasks[f"c{i}"].started_at >= tasks[f"c{i - 1}"].completed_at  # type: ignore[operator]
     assert sorted(k for _, k in seen) == ["completed"] * 18 + ["started"] * 18
-    with sqlite3.connect(db_path) as conn:
+    with raw.connect() as conn:
         kinds = conn.execute("SELECT kind, COUNT(*) FROM task_event GROUP BY kind").fetchall()
     assert sorted(kinds) == [("completed", 18), ("started", 18)]
 
 
 async def test_inline_is_only_for_what_needs_no_check(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     """A NOOP with ``check_skip`` or with a payload version this Fredica does not support
     goes the usual way (which asks ``can_skip``, or fails it with PAYLOAD_ERROR)."""
@@ -561,9 +559,9 @@ async def test_inline_is_only_for_what_needs_no_check(
             {"key": "future", "type": "NOOP", "payload": {"schema_version": 1}},
         ],
     )
-    with sqlite3.connect(db_path) as conn:
+    with raw.connect() as conn:
         conn.execute(
-            "UPDATE task SET payload = json_set(payload, '$.schema_version', 99) WHERE key = ?",
+            "UPDATE task SET payload = '{\"schema_version\": 99}' WHERE key = ?",
             ("future",),
         )
     engine = engine_for(store, max_workers=2)

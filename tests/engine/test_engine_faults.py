@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ import sqlalchemy as sa
 
 from tests.engine.test_engine import engine_for, submit
 from tests.support.invariants import completed_events, queue_problems
+from tests.support.rawdb import RawDB
 from workers.errors import StoreUnavailable
 from workers.events import EngineHeld, Event
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
@@ -83,13 +83,13 @@ async def test_a_fan_out_whose_key_collides_fails_its_task_alone(
 
 
 async def test_a_result_that_is_not_json_fails_its_task_alone(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     tasks = await beside_a_sleep(store, registry, ODD, OddResult())
     assert (tasks["odd"].status, tasks["odd"].error_type) == (TaskStatus.FAILED, "BAD_RESULT")
     assert "not JSON" in (tasks["odd"].error or "")
     assert tasks["fine"].status is TaskStatus.COMPLETED
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []
 
 
 LONE = TaskType("LONE", NoopPayload, "cpu")
@@ -112,7 +112,7 @@ class LoneSurrogates(BaseExecutor):
 
 
 async def test_unencodable_texts_are_stored_cleaned_and_the_engine_lives(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     """An error, a status line and a pause reason holding lone surrogates (a file name that is
     not UTF-8): stored with U+FFFD where the bad bytes were, the other task of the turn
@@ -125,11 +125,11 @@ async def test_unencodable_texts_are_stored_cleaned_and_the_engine_lives(
     assert tasks["fine"].status is TaskStatus.COMPLETED
     paused = [e for e in await store.events(lone.id) if e.kind == "paused"]
     assert paused and paused[0].detail == {"reason": "no space for caf\ufffd.avi"}
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []
 
 
 async def test_a_failure_that_cannot_be_written_fails_its_task_alone(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever the store cannot write of one failure (here: the write raises), the task is
     failed with the reason and the turn's other outcomes are kept."""
@@ -150,7 +150,7 @@ async def test_a_failure_that_cannot_be_written_fails_its_task_alone(
     assert (tasks["lone"].status, tasks["lone"].error_type) == (TaskStatus.FAILED, "BAD_RESULT")
     assert "its outcome could not be recorded (IntegrityError" in (tasks["lone"].error or "")
     assert tasks["fine"].status is TaskStatus.COMPLETED
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []
 
 
 async def beside_a_sleep(
@@ -205,7 +205,7 @@ DAG = [
 
 @pytest.mark.parametrize("nth", range(1, 13))
 async def test_a_database_error_at_any_commit_stops_the_engine_cleanly(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path, nth: int
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB, nth: int
 ) -> None:
     """Each of the first dozen write transactions of a run (claims, progress, checkpoints,
     completions) fails in turn with an I/O error: nothing to wait for."""
@@ -218,7 +218,7 @@ async def test_a_database_error_at_any_commit_stops_the_engine_cleanly(
         await asyncio.wait_for(run, 20)
     assert writes() >= nth
     assert not engine.running_ids
-    assert queue_problems(db_path) == []  # the failed transaction left nothing half-written
+    assert queue_problems(raw) == []  # the failed transaction left nothing half-written
     await engine.stop()  # writes nothing more, raises nothing
 
     # The next start (recovery first) finishes every task, each exactly once.
@@ -226,9 +226,9 @@ async def test_a_database_error_at_any_commit_stops_the_engine_cleanly(
     await restarted.start()
     await asyncio.wait_for(restarted.run(until_idle=True), 30)
     assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
-    counts = completed_events(db_path)
+    counts = completed_events(raw)
     assert sorted(counts.values()) == [1] * len(DAG)
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []
 
 
 @pytest.mark.parametrize(
@@ -236,7 +236,7 @@ async def test_a_database_error_at_any_commit_stops_the_engine_cleanly(
 )
 @pytest.mark.parametrize("nth", range(1, 13))
 async def test_a_full_disk_or_a_lock_at_any_commit_is_waited_out(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path, nth: int, message: str
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB, nth: int, message: str
 ) -> None:
     """Each of the first dozen write transactions fails in turn as when the disk is full (or
     another program keeps the database locked): the engine does not stop. It claims nothing
@@ -251,8 +251,8 @@ async def test_a_full_disk_or_a_lock_at_any_commit_is_waited_out(
     await asyncio.wait_for(engine.run(until_idle=True), 30)
     assert writes() >= nth
     assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
-    assert sorted(completed_events(db_path).values()) == [1] * len(DAG)
-    assert queue_problems(db_path) == []
+    assert sorted(completed_events(raw).values()) == [1] * len(DAG)
+    assert queue_problems(raw) == []
     held = [e.reason for e in events if isinstance(e, EngineHeld)]
     assert len(held) == 2 and held[1] is None, held  # told once, then told it is over
     assert held[0] is not None and ("full" in held[0] or "locked" in held[0])
@@ -260,7 +260,7 @@ async def test_a_full_disk_or_a_lock_at_any_commit_is_waited_out(
 
 
 async def test_the_engine_claims_nothing_while_it_cannot_write_and_goes_on_after(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     """Every write fails "full" for a while: what runs finishes (its end kept in memory),
     nothing new is claimed; once writes go through, the ends are recorded and the rest runs."""
@@ -298,20 +298,25 @@ async def test_the_engine_claims_nothing_while_it_cannot_write_and_goes_on_after
     failing = False
     await asyncio.wait_for(run, 30)
     assert (await store.get_run(created.run_id)).status is RunStatus.COMPLETED
-    assert sorted(completed_events(db_path).values()) == [1] * len(chain)
-    assert queue_problems(db_path) == []
+    assert sorted(completed_events(raw).values()) == [1] * len(chain)
+    assert queue_problems(raw) == []
 
 
 async def test_a_read_only_database_stops_the_engine_with_one_clear_error(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
-    """Read-only as SQLite reports it (``PRAGMA query_only`` on the store's connections:
-    this test runs as root, for whom file permissions do not make a file read-only)."""
+    """Read-only as the database reports it (``PRAGMA query_only`` on the store's SQLite
+    connections: this test runs as root, for whom file permissions do not make a file
+    read-only; on PostgreSQL, read-only transactions, as on a standby server)."""
     await submit(store, registry, DAG)
 
     @sa.event.listens_for(store.engine, "connect")
     def read_only(dbapi_conn: Any, _: Any) -> None:
-        dbapi_conn.execute("PRAGMA query_only = ON")
+        if store.dialect == "sqlite":
+            dbapi_conn.execute("PRAGMA query_only = ON")
+        else:
+            dbapi_conn.execute("SET default_transaction_read_only = on")
+            dbapi_conn.commit()
 
     store._close_write_conn()
     store.engine.pool.dispose()
@@ -320,4 +325,4 @@ async def test_a_read_only_database_stops_the_engine_with_one_clear_error(
         await engine.start()  # recovery is the first write
     with pytest.raises(StoreUnavailable, match="cannot be written"):
         await asyncio.wait_for(engine.run(until_idle=True), 10)
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []

@@ -10,6 +10,7 @@ import pytest
 
 from fredica_app.errors import DatabaseLocked
 from fredica_app.lock import DataDirLock
+from tests.support.rawdb import raw_of
 from workers.engine import WorkerEngine
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor
 from workers.spec import parse_spec, prepare_run
@@ -44,8 +45,8 @@ def task(key: str, type_: str, *deps: str, **kw: Any) -> dict[str, Any]:
 
 def set_interruptions(store: TaskStore, task_id: str, n: int, charged: int | None = None) -> None:
     """``n`` interruptions in all, ``charged`` of them (default: all) charged."""
-    with store.engine.begin() as conn:
-        conn.exec_driver_sql(
+    with raw_of(store).connect() as conn:
+        conn.execute(
             "UPDATE task SET interruptions = ?, charged_interruptions = ? WHERE id = ?",
             (n, n if charged is None else charged, task_id),
         )
@@ -391,8 +392,8 @@ async def test_release_for_shutdown_is_fenced_by_the_lease(
 
 async def test_orphans_fail(store: TaskStore, registry: TaskTypeRegistry) -> None:
     created = await submit(store, registry, [sleep("a", 1)])
-    with store.engine.begin() as conn:  # a run deleted by hand, leaving its task behind
-        conn.exec_driver_sql("DELETE FROM workflow_run WHERE id = ?", (created.run_id,))
+    with raw_of(store).connect() as conn:  # a run deleted by hand, leaving its task behind
+        conn.execute("DELETE FROM workflow_run WHERE id = ?", (created.run_id,))
     report = await store.recover("s", resumable_types=["SLEEP"])
     assert report.orphaned == 1
     task = await store.get_task(created.task_ids["a"])
@@ -500,8 +501,8 @@ async def test_a_task_whose_server_keeps_stopping_is_held_at_the_ceiling_not_fai
         outcomes.append(
             await store.fail(held.id, held.lease_token, "the server stopped", "SERVER_STOPPED")
         )
-        with store.engine.begin() as conn:  # due now: no waiting out the second's delay
-            conn.exec_driver_sql("UPDATE task SET next_run_at = NULL WHERE id = ?", (task_id,))
+        with raw_of(store).connect() as conn:  # due now: no waiting out the second's delay
+            conn.execute("UPDATE task SET next_run_at = NULL WHERE id = ?", (task_id,))
     assert all(o.applied and o.retried for o in outcomes)
     t = await store.get_task(task_id)
     assert (t.status, t.is_paused, t.interruptions, t.charged_interruptions, t.retry_count) == (

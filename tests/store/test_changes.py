@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from fredica_app.database import open_database
 from fredica_app.dbfile import SCHEMA_HEAD
 from fredica_app.services.queries import Queries
 from tests.support.olddb import database_at
+from tests.support.rawdb import RawDB
 from workers.changes import Change, ChangeSet, RunFilter, TaskFilter, Tombstone, run_ended
 from workers.db import create_sqlite_engine
 from workers.errors import CursorExpired, NotFound
@@ -39,9 +41,8 @@ async def submit(store: TaskStore, registry: TaskTypeRegistry, n: int = 2) -> Cr
     return await store.create_run(prepare_run(parse_spec({"tasks": tasks}), registry))
 
 
-def counter(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT seq FROM change_counter").fetchone()[0])
+def counter(db: RawDB) -> int:
+    return int(db.scalar("SELECT seq FROM change_counter"))
 
 
 @dataclass
@@ -121,14 +122,14 @@ async def test_each_write_path_numbers_the_rows_it_changes_once(
 
 
 async def test_heartbeats_and_leases_make_no_change(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     await submit(store, registry, 1)
     await submit(store, registry, 1)
     claims = await store.claim("w", limit=2, start=True)
     ids = [c.id for c in claims]
     await store.report_progress(ids[0], claims[0].lease_token, progress=10.0, is_pausable=True)
-    before = counter(db_path)
+    before = counter(raw)
     cursor = (await store.changes_since(0)).cursor
     for _ in range(5):
         await store.heartbeat("w", ids)
@@ -137,10 +138,10 @@ async def test_heartbeats_and_leases_make_no_change(
     await store.report_progress(ids[0], claims[0].lease_token, progress=10.0, is_pausable=True)
     await store.report_progress(ids[0], claims[0].lease_token, checkpoint={"at": 3})
     await store.release_for_shutdown([(c.id, c.lease_token) for c in claims])
-    assert counter(db_path) == before
+    assert counter(raw) == before
     assert (await store.changes_since(cursor)).changes == ()
     # A raw statement of another program is numbered too, when it changes what is shown.
-    with sqlite3.connect(db_path) as conn:
+    with raw.connect() as conn:
         conn.execute("UPDATE task SET heartbeat_at = 1, lease_until = 2")
         conn.execute("UPDATE task SET status_text = 'by hand' WHERE id = ?", (ids[1],))
     changes = await store.changes_since(cursor)
@@ -237,45 +238,54 @@ async def test_snapshot_pages_filters_and_cursor(
 # --- concurrency ----------------------------------------------------------------------------
 
 
-def _thread_writer(db: Path, seed: int, stop: threading.Event, errors: list[BaseException]) -> None:
+def _thread_writer(url: str, seed: int, stop: threading.Event, errors: list[BaseException]) -> None:
     """Another program's raw statements: status texts and heartbeats on random tasks."""
     rng = random.Random(seed)
-    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
+    db = RawDB(url)
     try:
         i = 0
         while not stop.is_set():
             i += 1
-            conn.execute("BEGIN IMMEDIATE")
-            ids = [r[0] for r in conn.execute("SELECT id FROM task ORDER BY random() LIMIT 3")]
-            for task_id in ids:
-                if rng.random() < 0.5:
-                    conn.execute(
-                        "UPDATE task SET status_text = ? WHERE id = ?", (f"t{seed}-{i}", task_id)
-                    )
-                else:
-                    conn.execute("UPDATE task SET heartbeat_at = ? WHERE id = ?", (i, task_id))
-            conn.execute("COMMIT")
+            try:
+                with db.connect() as conn:
+                    ids = [
+                        r[0] for r in conn.execute("SELECT id FROM task ORDER BY random() LIMIT 3")
+                    ]
+                    for task_id in ids:
+                        if rng.random() < 0.5:
+                            conn.execute(
+                                "UPDATE task SET status_text = ? WHERE id = ?",
+                                (f"t{seed}-{i}", task_id),
+                            )
+                        else:
+                            conn.execute(
+                                "UPDATE task SET heartbeat_at = ? WHERE id = ?", (i, task_id)
+                            )
+            except sa.exc.OperationalError as exc:
+                # PostgreSQL: without Fredica's write lock this writer may be a deadlock's
+                # victim (its transaction rolled back), as any client there may be.
+                if "deadlock" not in str(exc):
+                    raise
             time.sleep(rng.random() * 0.01)
     except BaseException as exc:  # pragma: no cover - reported by the test
         errors.append(exc)
-    finally:
-        conn.close()
 
 
 async def test_concurrent_writers_lose_no_change_and_repeat_none(
-    db_path: Path, registry: TaskTypeRegistry
+    database_url: str, store: TaskStore, raw: RawDB, registry: TaskTypeRegistry
 ) -> None:
     """Three processes write as workers and commands do (runs, claims, progress, pauses,
     outcomes, deletions) while two threads write raw statements; a reader follows the stream
-    with small pages all along. At the end the reader's view is exactly the database."""
-    store = TaskStore(create_sqlite_engine(db_path))
+    with small pages all along. At the end the reader's view is exactly the database. (On
+    PostgreSQL the raw writers take no write lock: the counter's row lock alone orders their
+    numbers, as concurrent transactions commit.)"""
     view = View()
     procs = [
         await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "tests.support.changewriter",
-            str(db_path),
+            database_url,
             str(seed),
             "25",
             cwd=ROOT,
@@ -287,7 +297,7 @@ async def test_concurrent_writers_lose_no_change_and_repeat_none(
     stop = threading.Event()
     errors: list[BaseException] = []
     threads = [
-        threading.Thread(target=_thread_writer, args=(db_path, 100 + i, stop, errors))
+        threading.Thread(target=_thread_writer, args=(database_url, 100 + i, stop, errors))
         for i in range(2)
     ]
     for t in threads:
@@ -310,16 +320,14 @@ async def test_concurrent_writers_lose_no_change_and_repeat_none(
         assert p.returncode == 0 and out.decode().strip() == "done", err.decode()
     assert not errors, errors
     await drain(store, view, limit=25)
-    await store.close()
     assert sets > 10  # the reader really ran beside the writers
 
     # None repeated: numbers only ever grow along the stream.
     assert view.seen == sorted(set(view.seen))
     # None lost: the view is the database, row for row, each at its last number.
-    with sqlite3.connect(db_path) as conn:
-        conn.row_factory = sqlite3.Row
-        tasks = {r["id"]: r for r in conn.execute("SELECT * FROM task")}
-        runs = {r["id"]: r for r in conn.execute("SELECT * FROM workflow_run")}
+    with raw.connect() as conn:
+        tasks = {r["id"]: r for r in conn.execute("SELECT * FROM task").mappings()}
+        runs = {r["id"]: r for r in conn.execute("SELECT * FROM workflow_run").mappings()}
         tombstones = {r[0] for r in conn.execute("SELECT row_id FROM change_tombstone")}
     assert view.tasks.keys() == tasks.keys()
     assert view.runs.keys() == runs.keys()

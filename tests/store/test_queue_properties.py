@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.invariants import queue_problems
+from tests.support.rawdb import RawDB
 from tests.unit.test_dag_properties import Graph, dags
 from workers.db import create_sqlite_engine
 from workers.errors import InvalidState
@@ -107,7 +108,7 @@ def test_nothing_is_ever_stuck(migrated_template: Path, graph: Graph, steps: lis
 
 
 async def test_retry_of_a_task_brings_back_the_upstream_it_needs(
-    store: TaskStore, db_path: Path
+    store: TaskStore, raw: RawDB
 ) -> None:
     """Cancel ``a``, then retry ``b`` (which depends on it): ``a`` comes back too, with the
     other tasks its cancel had cascaded to — otherwise ``b`` would wait for ever."""
@@ -127,13 +128,13 @@ async def test_retry_of_a_task_brings_back_the_upstream_it_needs(
     assert sorted(revived) == sorted([ids["a"], ids["b"], ids["c"]])
     status = {t.key: t.status for t in await store.list_tasks(created.run_id)}
     assert status == {"a": "pending", "b": "pending", "c": "pending", "z": "cancelled"}
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []
     claimed = await store.claim("w", limit=5)
     assert [c.task.key for c in claimed] == ["a"]
 
 
 async def test_a_fan_out_child_of_a_failed_task_is_cancelled_with_it(
-    store: TaskStore, db_path: Path
+    store: TaskStore, raw: RawDB
 ) -> None:
     registry = builtin_registry()
     spec = {"tasks": [{"key": "p", "type": "NOOP"}, {"key": "x", "type": "NOOP"}]}
@@ -149,7 +150,7 @@ async def test_a_fan_out_child_of_a_failed_task_is_cancelled_with_it(
     await store.tick("w", completions=[Completion(p.id, p.lease_token, {}, child)])
     late = {t.key: t for t in await store.list_tasks(created.run_id)}["late"]
     assert (late.status, late.error_type) == (TaskStatus.CANCELLED, "DEPENDENCY_FAILED")
-    assert queue_problems(db_path) == []
+    assert queue_problems(raw) == []
     await store.retry(claimed["x"].id)  # the retry brings it back
     late = await store.get_task(late.id)
     assert late.status is TaskStatus.PENDING and late.unmet_deps == 1

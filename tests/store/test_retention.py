@@ -4,13 +4,12 @@ prune."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from workers.db import create_sqlite_engine
+from tests.support.rawdb import RawDB
 from workers.engine import WorkerEngine
 from workers.executors.diagnostic import NoopExecutor
 from workers.records import CreatedRun
@@ -53,13 +52,12 @@ async def finish(store: TaskStore, created: CreatedRun) -> None:
         assert await store.complete(c.id, c.lease_token, {})
 
 
-def count(db: Path, sql: str, *args: Any) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute(sql, args).fetchone()[0])
+def count(db: RawDB, sql: str, *args: Any) -> int:
+    return int(db.scalar(sql, *args))
 
 
-def add_restart_log(db: Path, task_id: str, run_id: str, at: float) -> None:
-    with sqlite3.connect(db) as conn:
+def add_restart_log(db: RawDB, task_id: str, run_id: str, at: float) -> None:
+    with db.connect() as conn:
         conn.execute(
             "INSERT INTO restart_task_log (session_id, task_id, task_type, workflow_run_id, "
             "status_at_restart, progress, action, disposition, created_at, updated_at) "
@@ -68,10 +66,11 @@ def add_restart_log(db: Path, task_id: str, run_id: str, at: float) -> None:
         )
 
 
-def assert_consistent(db: Path) -> None:
+def assert_consistent(db: RawDB) -> None:
     """Nothing left pointing at a deleted row, and no task lost its run."""
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    with db.connect() as conn:
+        if db.dialect == "sqlite":  # (PostgreSQL refuses a dangling key outright)
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert (
             conn.execute("SELECT count(*) FROM task WHERE workflow_run_id IS NULL").fetchone()[0]
             == 0
@@ -95,14 +94,12 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def cstore(db_path: Path, clock: Clock) -> Any:
-    s = TaskStore(create_sqlite_engine(db_path), clock=clock)
-    yield s
-    await s.close()
+def cstore(make_store: Callable[..., TaskStore], clock: Clock) -> TaskStore:
+    return make_store(clock=clock)
 
 
 async def test_old_finished_runs_go_with_everything_of_theirs(
-    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, db_path: Path
+    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     store = cstore
     # 40 days ago: a completed run, a failed one, a cancelled one; and a failed run with a
@@ -118,7 +115,7 @@ async def test_old_finished_runs_go_with_everything_of_theirs(
     [x, _y] = await store.claim("w", limit=2, start=True)
     await store.fail(x.id, x.lease_token, "broken", ErrorType.PAYLOAD_ERROR)
     assert (await store.get_run(busy.run_id)).status is RunStatus.FAILED
-    add_restart_log(db_path, completed.task_ids["t1"], completed.run_id, clock.t)
+    add_restart_log(raw, completed.task_ids["t1"], completed.run_id, clock.t)
     old = [completed, failed, cancelled]
     for created in old:
         assert (await store.get_run(created.run_id)).status in (
@@ -131,18 +128,18 @@ async def test_old_finished_runs_go_with_everything_of_theirs(
     recent = await submit(store, registry, chain(2))
     await finish(store, recent)
     active = await submit(store, registry, chain(2))
-    add_restart_log(db_path, recent.task_ids["t0"], recent.run_id, clock.t)
-    events_before = count(db_path, "SELECT count(*) FROM task_event")
+    add_restart_log(raw, recent.task_ids["t0"], recent.run_id, clock.t)
+    events_before = count(raw, "SELECT count(*) FROM task_event")
 
     policy = RetentionPolicy(keep_runs=30 * DAY, keep_events=None)
     dry = await store.prune(policy, dry_run=True)
-    assert count(db_path, "SELECT count(*) FROM workflow_run") == 6  # nothing deleted yet
+    assert count(raw, "SELECT count(*) FROM workflow_run") == 6  # nothing deleted yet
     report = await store.prune(policy)
 
     assert (report.runs, report.tasks, report.dependencies) == (3, 7, 4)
     assert report.restart_log == 1 and report.old_events == 0
     old_ids = [c.run_id for c in old]
-    assert report.events == events_before - count(db_path, "SELECT count(*) FROM task_event")
+    assert report.events == events_before - count(raw, "SELECT count(*) FROM task_event")
     assert report.events > 0
     # The dry run said exactly that.
     assert dry.as_json() == {
@@ -154,12 +151,10 @@ async def test_old_finished_runs_go_with_everything_of_theirs(
     left = {r.id for r in await store.list_runs()}
     assert left == {recent.run_id, active.run_id, busy.run_id}
     for run_id in old_ids:
-        assert count(db_path, "SELECT count(*) FROM task WHERE workflow_run_id = ?", run_id) == 0
-        assert (
-            count(db_path, "SELECT count(*) FROM task_event WHERE workflow_run_id = ?", run_id) == 0
-        )
-    assert count(db_path, "SELECT count(*) FROM restart_task_log") == 1  # the recent one
-    assert_consistent(db_path)
+        assert count(raw, "SELECT count(*) FROM task WHERE workflow_run_id = ?", run_id) == 0
+        assert count(raw, "SELECT count(*) FROM task_event WHERE workflow_run_id = ?", run_id) == 0
+    assert count(raw, "SELECT count(*) FROM restart_task_log") == 1  # the recent one
+    assert_consistent(raw)
     # The rest still works as before: the active run runs to its end.
     await finish(store, active)
     assert (await store.get_run(active.run_id)).status is RunStatus.COMPLETED
@@ -168,7 +163,7 @@ async def test_old_finished_runs_go_with_everything_of_theirs(
 
 
 async def test_a_run_another_run_depends_on_is_kept(
-    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, db_path: Path
+    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     store = cstore
     old = await submit(store, registry, [noop("a")])
@@ -177,7 +172,7 @@ async def test_a_run_another_run_depends_on_is_kept(
     kept = await submit(store, registry, [noop("b")])
     # An edge across runs (the queue does not make them, but a task that a run still refers
     # to must never be deleted).
-    with sqlite3.connect(db_path) as conn:
+    with raw.connect() as conn:
         conn.execute(
             "INSERT INTO task_dependency (task_id, depends_on_id) VALUES (?, ?)",
             (kept.task_ids["b"], old.task_ids["a"]),
@@ -188,7 +183,7 @@ async def test_a_run_another_run_depends_on_is_kept(
 
 
 async def test_old_events_are_trimmed_in_windows(
-    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, db_path: Path
+    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     store = cstore
     # A long-lived run: its early events are older than the events' limit, its run is active.
@@ -213,12 +208,12 @@ async def test_old_events_are_trimmed_in_windows(
     assert deleted_per_tx == [3, 1] and report.transactions == 2
     kinds = [e.kind for e in await store.events(created.task_ids["t0"])]
     assert kinds == ["resumed"]
-    assert count(db_path, "SELECT count(*) FROM task_event") == 2
+    assert count(raw, "SELECT count(*) FROM task_event") == 2
     assert (await store.get_run(created.run_id)).status is RunStatus.PENDING
 
 
 async def test_runs_are_deleted_in_bounded_batches(
-    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, db_path: Path
+    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     store = cstore
     small = [await submit(store, registry, chain(2)) for _ in range(5)]
@@ -241,8 +236,8 @@ async def test_runs_are_deleted_in_bounded_batches(
     # Oldest first, whole runs, at most 4 tasks each; the run of 6 tasks alone.
     assert tasks_per_tx == [4, 4, 2, 6]
     assert (report.runs, report.tasks, report.transactions) == (6, 16, 4)
-    assert count(db_path, "SELECT count(*) FROM task") == 0
-    assert_consistent(db_path)
+    assert count(raw, "SELECT count(*) FROM task") == 0
+    assert_consistent(raw)
 
 
 async def test_keep_forever_deletes_nothing(

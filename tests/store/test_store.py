@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.rawdb import RawDB
 from workers.db import create_sqlite_engine
 from workers.errors import AmbiguousId, InvalidState, NotFound, SpecError
 from workers.records import CreatedRun
@@ -28,13 +29,12 @@ def noop(key: str, *deps: str, **kw: Any) -> dict[str, Any]:
     return {"key": key, "type": "NOOP", "depends_on": list(deps), **kw}
 
 
-def rows(db_path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db_path) as conn:
-        return conn.execute(sql, args).fetchall()
+def rows(raw: RawDB, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    return raw.rows(sql, *args)
 
 
 async def test_create_run_writes_run_tasks_and_edges(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     created = await submit(
         store, registry, [noop("a"), noop("b", "a"), noop("c", "a", "b")], template="demo"
@@ -51,7 +51,7 @@ async def test_create_run_writes_run_tasks_and_edges(
     assert tasks["c"].depends_on == [created.task_ids["a"], created.task_ids["b"]]
     assert [tasks[k].unmet_deps for k in "abc"] == [0, 1, 2]
     assert tasks["a"].payload == {"schema_version": 1}
-    edges = rows(db_path, "SELECT count(*) FROM task_dependency")
+    edges = rows(raw, "SELECT count(*) FROM task_dependency")
     assert edges == [(3,)]
 
 
@@ -73,14 +73,14 @@ async def test_create_run_writes_run_tasks_and_edges(
 async def test_bad_specs_are_rejected_and_nothing_is_written(
     store: TaskStore,
     registry: TaskTypeRegistry,
-    db_path: Path,
+    raw: RawDB,
     tasks: list[dict[str, Any]],
     message: str,
 ) -> None:
     with pytest.raises(SpecError, match=message):
         await submit(store, registry, tasks)
-    assert rows(db_path, "SELECT count(*) FROM task") == [(0,)]
-    assert rows(db_path, "SELECT count(*) FROM workflow_run") == [(0,)]
+    assert rows(raw, "SELECT count(*) FROM task") == [(0,)]
+    assert rows(raw, "SELECT count(*) FROM workflow_run") == [(0,)]
 
 
 async def test_claim_order_is_priority_then_fifo(
@@ -217,7 +217,7 @@ async def test_progress_and_checkpoint_are_fenced(
 
 
 async def test_failed_attempt_is_retried_with_backoff(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     store.backoff = BackoffPolicy(base=10, factor=2, cap=100, jitter=0.0)
     created = await submit(store, registry, [noop("a", max_retries=2), noop("b", "a")])
@@ -236,7 +236,7 @@ async def test_failed_attempt_is_retried_with_backoff(
     assert await store.claim("w") == []  # not due yet
     assert await store.next_retry_at() == pytest.approx(outcome.next_run_at)
     # Make it due, as the clock would.
-    with sqlite3.connect(db_path) as conn:
+    with raw.connect() as conn:
         conn.execute("UPDATE task SET next_run_at = 0 WHERE id = ?", (a.id,))
     [again] = await store.claim("w")
     assert again.task.attempt == 2 and again.lease_token != a.lease_token
@@ -412,7 +412,7 @@ async def test_permanent_failure_cascades_downstream(
 
 
 async def test_fail_without_retries_left_is_final(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     await submit(store, registry, [noop("a", max_retries=1), noop("b", max_retries=1)])
     [a, b] = await store.claim("w", limit=2)
@@ -423,7 +423,7 @@ async def test_fail_without_retries_left_is_final(
     # The last progress no longer stands: it says it failed, and why it is not retried.
     assert (failed.status, failed.status_text) == (TaskStatus.FAILED, "failed, not retried")
     assert (await store.fail(b.id, b.lease_token, "y", ErrorType.IO_ERROR)).retried
-    with sqlite3.connect(db_path) as conn:  # due now
+    with raw.connect() as conn:  # due now
         conn.execute("UPDATE task SET next_run_at = 0 WHERE id = ?", (b.id,))
     [again] = await store.claim("w")
     assert not (await store.fail(again.id, again.lease_token, "y", ErrorType.IO_ERROR)).retried
@@ -683,7 +683,7 @@ async def test_find_and_list_runs(store: TaskStore, registry: TaskTypeRegistry) 
 
 
 async def test_unmet_deps_invariant_holds_after_mixed_operations(
-    store: TaskStore, registry: TaskTypeRegistry, db_path: Path
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
 ) -> None:
     created = await submit(
         store,
@@ -695,12 +695,12 @@ async def test_unmet_deps_invariant_holds_after_mixed_operations(
     await store.cancel(claimed["b"].id)
     await store.retry(created.task_ids["b"])
     mismatches = rows(
-        db_path,
+        raw,
         """
-        SELECT t.key, t.unmet_deps, (
+        SELECT * FROM (SELECT t.key, t.unmet_deps, (
             SELECT count(*) FROM task_dependency d JOIN task p ON p.id = d.depends_on_id
             WHERE d.task_id = t.id AND p.status != 'completed') AS actual
-        FROM task t WHERE t.unmet_deps != actual
+        FROM task t) AS c WHERE c.unmet_deps != c.actual
         """,
     )
     assert mismatches == []

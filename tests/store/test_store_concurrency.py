@@ -530,11 +530,11 @@ def test_concurrent_idempotent_submitters_create_one_run(
 
 
 async def test_revoked_lease_fences_the_old_worker(
-    db_path: Path, registry: TaskTypeRegistry, store: TaskStore
+    make_store: Callable[..., TaskStore], registry: TaskTypeRegistry, store: TaskStore
 ) -> None:
     spec = {"tasks": [{"key": "x", "type": "NOOP"}, {"key": "y", "type": "NOOP"}]}
     created = await store.create_run(prepare_run(parse_spec(spec), registry))
-    worker_a = TaskStore(create_sqlite_engine(db_path))
+    worker_a = make_store()
     try:
         claimed = await worker_a.claim("A", limit=2)
         assert {c.id for c in claimed} == set(created.task_ids.values())

@@ -14,15 +14,15 @@ import random
 import sys
 from pathlib import Path
 
-from workers.db import create_sqlite_engine
+from workers.db import create_engine_for_url, sqlite_url
 from workers.spec import parse_spec, prepare_run
 from workers.store import TaskStore
 from workers.tasktypes import builtin_registry
 
 
-async def write(db: Path, seed: int, rounds: int) -> None:
+async def write(db: str, seed: int, rounds: int) -> None:
     rng = random.Random(seed)
-    store = TaskStore(create_sqlite_engine(db))
+    store = TaskStore(create_engine_for_url(db if "://" in db else sqlite_url(Path(db))))
     registry = builtin_registry()
     worker = f"writer-{seed}"
     finished: list[str] = []
@@ -70,4 +70,4 @@ async def write(db: Path, seed: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(write(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))
+    asyncio.run(write(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))

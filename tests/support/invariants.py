@@ -10,15 +10,23 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from tests.support.rawdb import RawDB
 
 RUN_COUNTERS = """
 SELECT r.id FROM workflow_run r
 LEFT JOIN (
     SELECT workflow_run_id AS rid, COUNT(*) AS total,
-           SUM(status = 'pending') AS p, SUM(status = 'claimed') AS c,
-           SUM(status = 'running') AS r, SUM(status = 'completed') AS d,
-           SUM(status = 'failed') AS f, SUM(status = 'cancelled') AS x
+           SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS p,
+           SUM(CASE WHEN status = 'claimed' THEN 1 ELSE 0 END) AS c,
+           SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END) AS r,
+           SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END) AS d,
+           SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS f,
+           SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS x
     FROM task GROUP BY workflow_run_id
 ) t ON t.rid = r.id
 WHERE r.total_tasks != COALESCE(t.total, 0) OR r.pending_tasks != COALESCE(t.p, 0)
@@ -28,10 +36,10 @@ WHERE r.total_tasks != COALESCE(t.total, 0) OR r.pending_tasks != COALESCE(t.p, 
 """
 
 UNMET = """
-SELECT t.id, t.unmet_deps, (
+SELECT * FROM (SELECT t.id, t.unmet_deps, (
     SELECT count(*) FROM task_dependency d JOIN task p ON p.id = d.depends_on_id
     WHERE d.task_id = t.id AND p.status != 'completed') AS actual
-FROM task t WHERE t.unmet_deps != actual
+FROM task t) AS c WHERE c.unmet_deps != c.actual
 """
 
 STUCK_TASKS = """
@@ -49,10 +57,23 @@ WHERE r.status IN ('pending', 'running') AND NOT EXISTS (
 """
 
 
-def queue_problems(db_path: Path) -> list[str]:
-    """Every broken invariant, in words (empty when all hold)."""
-    conn = sqlite3.connect(db_path)
+@contextmanager
+def _connect(db: Path | RawDB) -> Iterator[Any]:
+    """The SQLite file at a path, or either backend through :class:`RawDB`."""
+    if isinstance(db, RawDB):
+        with db.connect() as conn:
+            yield conn
+        return
+    conn = sqlite3.connect(db)
     try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def queue_problems(db_path: Path | RawDB) -> list[str]:
+    """Every broken invariant, in words (empty when all hold)."""
+    with _connect(db_path) as conn:
         problems = [
             f"run {r[0]}: counters disagree with its tasks" for r in conn.execute(RUN_COUNTERS)
         ]
@@ -67,18 +88,13 @@ def queue_problems(db_path: Path) -> list[str]:
             f"run {r[0]} is {r[1]} with no unfinished task" for r in conn.execute(STUCK_RUNS)
         ]
         return problems
-    finally:
-        conn.close()
 
 
-def completed_events(db_path: Path) -> dict[str, int]:
+def completed_events(db_path: Path | RawDB) -> dict[str, int]:
     """How many ``completed`` events each task has."""
-    conn = sqlite3.connect(db_path)
-    try:
+    with _connect(db_path) as conn:
         return dict(
             conn.execute(
                 "SELECT task_id, count(*) FROM task_event WHERE kind = 'completed' GROUP BY task_id"
             ).fetchall()
         )
-    finally:
-        conn.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -39,6 +38,7 @@ from workers.store._base import (
     run_t,
     task_t,
 )
+from workers.store._dialect import driver_errors
 
 log = logging.getLogger(__name__)
 
@@ -156,14 +156,21 @@ class AttemptsMixin(StoreBase):
         self._begin_batch()
         if progress:
             now, cur = self.now(), _hot.cursor(conn)
+            bad_report: tuple[type[Exception], ...] = (*driver_errors(), TypeError, ValueError)
             try:
                 for write in progress:
                     values = progress_values(**write.values)
                     if not values:
                         continue
                     try:
-                        _hot.write_progress(cur, write.task_id, write.lease_token, values, now)
-                    except (sqlite3.Error, TypeError, ValueError) as exc:
+                        if self.dialect == "sqlite":
+                            _hot.write_progress(cur, write.task_id, write.lease_token, values, now)
+                        else:  # an error ends a PostgreSQL transaction: a savepoint keeps it
+                            with conn.begin_nested():
+                                _hot.write_progress(
+                                    cur, write.task_id, write.lease_token, values, now
+                                )
+                    except bad_report as exc:
                         # One task's report (a checkpoint that is not JSON) costs that report
                         # alone: the turn and the other tasks' outcomes go on.
                         log.warning(
@@ -250,7 +257,7 @@ class AttemptsMixin(StoreBase):
                 return self._fail_tx(
                     conn, f.task_id, f.lease_token, f.error, f.error_type, f.retryable
                 )
-        except (sa.exc.SQLAlchemyError, sqlite3.Error, ValueError) as exc:
+        except (sa.exc.SQLAlchemyError, *driver_errors(), ValueError) as exc:  # type: ignore[misc]
             self._batch = saved
             log.warning("task %s: its failure could not be recorded as it was: %s", f.task_id, exc)
             why = f"its outcome could not be recorded ({type(exc).__name__}: {exc})"
@@ -319,7 +326,7 @@ class AttemptsMixin(StoreBase):
             }
             if resources is not None:
                 params.update({f"r{i}": r for i, r in enumerate(resources)})
-            sql = _hot.claim_sql(None if resources is None else len(resources))
+            sql = _hot.claim_sql(None if resources is None else len(resources), self.dialect)
             row = cur.execute(sql, params).fetchone()
             if row is None:
                 break

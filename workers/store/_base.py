@@ -4,10 +4,11 @@ threads, run counters, the cascade, row helpers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import logging
 import os
 import random
-import sqlite3
 import threading
 import time
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Any, TypeVar, cast
 import sqlalchemy as sa
 
 from workers import states
-from workers.db import READ_ONLY
+from workers.db import DB_NOW, READ_ONLY
 from workers.errors import NotFound, StoreUnavailable, store_unavailable
 from workers.models import RestartTaskLog, TaskDependency, TaskEvent, WorkflowRun
 from workers.models import Task as TaskModel
@@ -29,8 +30,17 @@ from workers.records import (
 from workers.spec import PreparedTask
 from workers.states import BackoffPolicy, ErrorType, RunStatus, TaskStatus
 from workers.store import _hot
+from workers.store._dialect import (
+    POSTGRESQL,
+    driver_errors,
+    driver_operational_errors,
+    driver_sql,
+    portable,
+)
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 task_t = cast(sa.Table, TaskModel.__table__)
 run_t = cast(sa.Table, WorkflowRun.__table__)
@@ -67,9 +77,18 @@ UPSTREAM_STMT = (
     .join(dep_t, dep_t.c.depends_on_id == task_t.c.id)
     .where(dep_t.c.task_id == B("task_id"))
 )
-NEXT_RETRY_SQL = sa.text(_hot.NEXT_RETRY_SQL)
 #: Draw ``?`` numbers of the change stream (workers.models, "the change stream"): the last one.
 DRAW_SEQ_SQL = "UPDATE change_counter SET seq = seq + ? WHERE id = 1 RETURNING seq"
+#: What moves when another host writes (PostgreSQL's stand-in for SQLite's data_version).
+PG_VERSION_SQL = (
+    "SELECT (SELECT seq FROM change_counter WHERE id = 1), "
+    "(SELECT coalesce(max(id), 0) FROM notice)"
+)
+#: How many times a write transaction is run (PostgreSQL: again after a deadlock or a dead
+#: connection found at its start, see StoreBase._tx).
+TX_ATTEMPTS = 3
+#: The database's clock as Unix seconds (PostgreSQL).
+DB_CLOCK_SQL = "SELECT extract(epoch FROM clock_timestamp())"
 
 
 def downstream(roots: list[str]) -> sa.CTE:
@@ -150,7 +169,16 @@ class StoreBase:
         lease_seconds: float = 60.0,
     ) -> None:
         self._engine = engine
+        self._closed = False
         self._read_engine = engine.execution_options(**{READ_ONLY: True})
+        #: ``sqlite`` or ``postgresql``: where the store's SQL text differs (_dialect).
+        self.dialect = engine.dialect.name
+        #: On PostgreSQL, the database's clock less this host's monotonic clock, read at the
+        #: start of every write transaction (workers.db): several hosts then stamp leases
+        #: and times by one clock, the database's, whatever their own clocks say.
+        self._db_offset: float | None = None
+        if self.dialect == POSTGRESQL and clock is time.time:
+            clock, monotonic = self._database_time, time.monotonic
         self.now = _Clock(clock, monotonic)
         self.backoff = backoff
         self._rng = rng or random.Random()
@@ -159,7 +187,7 @@ class StoreBase:
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="fredica-db-read")
         self._watcher = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-watch")
         self._watch_conn: Any = None
-        self._data_version: int | None = None
+        self._data_version: int | tuple[Any, ...] | None = None
         #: Called on the writer thread after each commit that changed the status of runs,
         #: with ``[(run_id, new status)]``. Listeners must be quick and thread-safe.
         self.run_listeners: list[Callable[[list[tuple[str, RunStatus]]], None]] = []
@@ -179,7 +207,32 @@ class StoreBase:
     def engine(self) -> sa.Engine:
         return self._engine
 
+    def _database_time(self) -> float:
+        """The database's clock now, as last read (PostgreSQL): first read here if no
+        transaction has read it yet."""
+        if self._db_offset is None:
+            with self._engine.connect() as conn:
+                db_now = conn.exec_driver_sql(DB_CLOCK_SQL).scalar_one()
+                self._db_offset = float(db_now) - time.monotonic()
+        return time.monotonic() + self._db_offset
+
+    def _exec(
+        self, conn: sa.Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] = ()
+    ) -> Any:
+        """Run one of the store's SQL texts (written for SQLite) on the driver, as this
+        database's dialect takes it (see _dialect)."""
+        if self.dialect == POSTGRESQL and not params:
+            params = {}
+        return conn.exec_driver_sql(driver_sql(sql, self.dialect), params)
+
+    def _text(self, sql: str) -> sa.TextClause:
+        """One of the store's SQL texts as a SQLAlchemy text for this database's dialect."""
+        return sa.text(portable(sql, self.dialect))
+
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._shutdown)
 
@@ -204,7 +257,7 @@ class StoreBase:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._watcher, self._data_changed)
-        except sqlite3.OperationalError as exc:
+        except (*driver_operational_errors(), sa.exc.OperationalError) as exc:  # type: ignore[misc]
             raise store_unavailable(exc) from exc
 
     def _check_file(self) -> None:
@@ -231,6 +284,14 @@ class StoreBase:
 
     def _data_changed(self) -> bool:
         self._check_file()
+        if self.dialect == POSTGRESQL:
+            # Every visible change and every insert moves the change stream's counter; the
+            # notices' newest id covers what the stream does not number.
+            with self._read_engine.connect() as conn:
+                version = tuple(conn.exec_driver_sql(PG_VERSION_SQL).one())
+            changed = self._data_version is not None and version != self._data_version
+            self._data_version = version
+            return changed
         if self._watch_conn is None:
             self._watch_conn = self._engine.raw_connection()
         cur = self._watch_conn.cursor()
@@ -260,21 +321,44 @@ class StoreBase:
 
     def _tx(self, fn: Callable[..., T], *args: Any) -> T:
         self._check_file()
-        self._run_changes = []
-        self._batch = None
-        # The writer thread keeps its connection: no pool checkout and reset per transaction.
-        if self._write_conn is None:
-            self._write_conn = self._engine.connect()
-        conn = self._write_conn
-        try:
-            with conn.begin():
-                result = fn(conn, *args)
-        except BaseException as exc:
-            if conn.invalidated or conn.closed:
-                self._write_conn = None
-            if _unavailable(exc):
-                raise store_unavailable(exc) from exc
-            raise
+        for attempt in range(1, TX_ATTEMPTS + 1):
+            self._run_changes = []
+            self._batch = None
+            # The writer thread keeps its connection: no pool checkout and reset per
+            # transaction (a checkout checks a pooled connection first: pool_pre_ping).
+            if self._write_conn is None:
+                self._write_conn = self._engine.connect()
+            conn = self._write_conn
+            try:
+                began = False
+                with conn.begin():
+                    began = True
+                    db_now = conn.info.pop(DB_NOW, None)
+                    if db_now is not None:
+                        self._db_offset = db_now - time.monotonic()
+                    result = fn(conn, *args)
+                break
+            except BaseException as exc:
+                if not began and isinstance(
+                    exc, (sa.exc.OperationalError, *driver_operational_errors())
+                ):
+                    # Failed at its start (PostgreSQL's lock and clock, sent by the begin hook
+                    # on the driver): the connection is dead, and SQLAlchemy did not see it.
+                    with contextlib.suppress(Exception):
+                        conn.invalidate()
+                if conn.invalidated or conn.closed:
+                    self._write_conn = None
+                # PostgreSQL: a transaction chosen as a deadlock's victim (a program that
+                # writes without Fredica's lock), or a connection found dead before anything
+                # was sent (the server restarted since the last transaction), is run again:
+                # nothing of it was written.
+                again = self.dialect == POSTGRESQL and attempt < TX_ATTEMPTS
+                if again and (_conflict(exc) or (not began and self._write_conn is None)):
+                    log.info("a write transaction is run again (%s)", type(exc).__name__)
+                    continue
+                if _unavailable(exc):
+                    raise store_unavailable(exc) from exc
+                raise
         if self._run_changes:
             changes, self._run_changes = self._run_changes, []
             for listener in list(self.run_listeners):
@@ -336,7 +420,7 @@ class StoreBase:
         # Numbered for the change stream here, all at once, in this write transaction (so
         # in commit order, as the triggers number): the insert trigger then leaves the rows
         # alone, instead of two statements per row.
-        top = conn.exec_driver_sql(DRAW_SEQ_SQL, (len(rows),)).scalar_one()
+        top = self._exec(conn, DRAW_SEQ_SQL, (len(rows),)).scalar_one()
         for i, row in enumerate(rows):
             row["change_seq"] = top - len(rows) + 1 + i
         conn.execute(sa.insert(task_t), rows)
@@ -488,11 +572,20 @@ def _file_path(engine: sa.Engine) -> str | None:
     return None if not name or name == ":memory:" or name.startswith("file:") else name
 
 
+def _conflict(exc: BaseException) -> bool:
+    """A deadlock's victim or a serialization failure (PostgreSQL's 40P01, 40001)."""
+    code = getattr(getattr(exc, "orig", exc), "sqlstate", None)
+    return code in ("40P01", "40001")
+
+
 def _unavailable(exc: BaseException) -> bool:
     """An error of the database itself, not of what a transaction tried to write: disk full,
     locked, read-only, I/O. (A constraint violation is the data's fault, and a damaged file
     is a :class:`DatabaseCorrupt` matter for whoever opens it.)"""
-    return isinstance(exc, sa.exc.OperationalError | sqlite3.OperationalError)
+    if isinstance(exc, (sa.exc.DBAPIError, *driver_errors())) and "read-only" in str(exc):
+        # PostgreSQL's read-only transaction (25006) is an "internal" error to its driver.
+        return True
+    return isinstance(exc, (sa.exc.OperationalError, *driver_operational_errors()))
 
 
 def _task_record(row: Mapping[Any, Any]) -> TaskRecord:

@@ -67,7 +67,7 @@ class ChangesMixin(StoreBase):
         return await self._read(self._cursor_tx)
 
     def _cursor_tx(self, conn: sa.Connection) -> int:
-        return int(conn.exec_driver_sql(COUNTER_SQL).one()[0])
+        return int(self._exec(conn, COUNTER_SQL).one()[0])
 
     async def changes_since(
         self,
@@ -89,7 +89,7 @@ class ChangesMixin(StoreBase):
     def _changes_tx(
         self, conn: sa.Connection, cursor: int, runs: list[str] | None, limit: int
     ) -> ChangeSet:
-        top, pruned = conn.exec_driver_sql(COUNTER_SQL).one()
+        top, pruned = self._exec(conn, COUNTER_SQL).one()
         if cursor < pruned or cursor > top:
             raise CursorExpired(
                 f"the changes since {cursor} are no longer all known (the stream is at {top}, "
@@ -109,15 +109,15 @@ class ChangesMixin(StoreBase):
         )
         tasks = [
             Change(r["change_seq"], _task_record(r))
-            for r in conn.execute(sa.text(tasks_sql).columns(*task_t.c), params).mappings()
+            for r in conn.execute(self._text(tasks_sql).columns(*task_t.c), params).mappings()
         ]
         run_rows = [
             Change(r["change_seq"], RunRecord.from_row(r))
-            for r in conn.execute(sa.text(runs_sql).columns(*run_t.c), params).mappings()
+            for r in conn.execute(self._text(runs_sql).columns(*run_t.c), params).mappings()
         ]
         tombs = [
             Change(seq, Tombstone(kind, row_id, run, float(at)))
-            for seq, kind, row_id, run, at in conn.exec_driver_sql(tombs_sql, params)
+            for seq, kind, row_id, run, at in self._exec(conn, tombs_sql, params)
         ]
         merged = list(heapq.merge(tasks, run_rows, tombs, key=lambda c: c.seq))
         if len(merged) > limit or limit in (len(tasks), len(run_rows), len(tombs)):

@@ -7,7 +7,9 @@ what SQLite itself spends on them (measured: ~2.5 ms of CPU for a turn that SQLi
 connection — same transaction, same fencing, fixed SQL — and convert their few column types
 by hand. Everything else in the store stays on SQLAlchemy.
 
-SQLite-specific (``INDEXED BY``, ``RETURNING``): a PostgreSQL store has its own hot path.
+Written for SQLite; on PostgreSQL the same statements run through
+:class:`workers.store._dialect.PgCursor` (``INDEXED BY`` dropped, psycopg's parameter style),
+except the claim, which has its own text there (``FOR UPDATE SKIP LOCKED``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sqlalchemy as sa
 
 from workers.records import TaskRecord
 from workers.states import RunStatus, TaskStatus
+from workers.store._dialect import POSTGRESQL, PgCursor
 
 COUNT_COLUMNS = {
     TaskStatus.PENDING: "pending_tasks",
@@ -41,6 +44,24 @@ UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_a
        worker_id = :worker_id, lease_until = :lease_until, next_run_at = NULL
 WHERE id = ({pick})
 RETURNING *
+"""
+
+# PostgreSQL: one statement, the row picked and locked (a row another transaction holds is
+# passed over, never waited for) and updated. {resources} narrows it to some classes.
+PG_CLAIM_SQL = """
+WITH picked AS (
+    SELECT id FROM task
+    WHERE status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_run_at IS NULL
+    {resources}
+    ORDER BY priority DESC, created_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE task SET status = :new_status, claimed_at = :now, started_at = :started_at,
+       heartbeat_at = :now, lease_token = :token, attempt = attempt + 1,
+       worker_id = :worker_id, lease_until = :lease_until, next_run_at = NULL
+FROM picked WHERE task.id = picked.id
+RETURNING task.*
 """
 
 # Any class: the head of ix_task_claimable.
@@ -115,21 +136,32 @@ ADD_NOTICE_SQL = (
 
 _JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint", "status_parts"})
 _BOOL_COLUMNS = frozenset({"is_paused", "is_pausable"})
-_claim_sql: dict[int | None, str] = {}
+_claim_sql: dict[tuple[int | None, bool], str] = {}
 _delta_sql: dict[tuple[str, ...], str] = {}
 
 
-def cursor(conn: sa.Connection) -> sqlite3.Cursor:
+#: A driver cursor: sqlite3's, or psycopg's behind :class:`PgCursor`.
+Cursor = Any
+
+
+def cursor(conn: sa.Connection) -> Cursor:
     """A cursor on the driver connection of ``conn``, inside its transaction."""
     driver = conn.connection.driver_connection
-    assert isinstance(driver, sqlite3.Connection)
-    return driver.cursor()
+    if isinstance(driver, sqlite3.Connection):
+        return driver.cursor()
+    return PgCursor(driver.cursor())  # type: ignore[union-attr]
 
 
-def claim_sql(classes: int | None) -> str:
+def claim_sql(classes: int | None, dialect: str = "sqlite") -> str:
     """The claim for any class (``None``), or for ``classes`` resource classes bound as
     ``:r0``, ``:r1``…: the best of the classes' heads, priority first, then the oldest."""
-    sql = _claim_sql.get(classes)
+    postgres = dialect == POSTGRESQL
+    sql = _claim_sql.get((classes, postgres))
+    if sql is None and postgres:
+        resources = ""
+        if classes is not None:
+            resources = f"AND resource IN ({', '.join(f':r{i}' for i in range(classes))})"
+        sql = _claim_sql[classes, postgres] = PG_CLAIM_SQL.format(resources=resources)
     if sql is None:
         pick = PICK_ANY_SQL
         if classes is not None:
@@ -137,7 +169,7 @@ def claim_sql(classes: int | None) -> str:
                 f"SELECT * FROM ({PICK_CLASS_SQL.format(i=i)})" for i in range(classes)
             )
             pick = f"SELECT id FROM ({heads}) ORDER BY priority DESC, created_at LIMIT 1"
-        sql = _claim_sql[classes] = CLAIM_SQL.format(pick=pick)
+        sql = _claim_sql[classes, postgres] = CLAIM_SQL.format(pick=pick)
     return sql
 
 
@@ -147,7 +179,7 @@ _progress_sql: dict[tuple[str, ...], str] = {}
 
 
 def write_progress(
-    cur: sqlite3.Cursor, task_id: str, lease_token: str, values: Mapping[str, Any], now: float
+    cur: Cursor, task_id: str, lease_token: str, values: Mapping[str, Any], now: float
 ) -> None:
     """Set a running attempt's progress columns (``values``, from ``progress_values``),
     fenced by its lease; a lost lease changes nothing."""
@@ -167,16 +199,17 @@ def write_progress(
         if c in ("checkpoint", "status_parts"):
             value = to_json(value)
         elif c == "is_pausable":
-            value = int(bool(value))
+            value = bool(value)
         params[c] = value
     cur.execute(sql, params)
 
 
-def task_from_row(cur: sqlite3.Cursor, row: tuple[Any, ...]) -> TaskRecord:
+def task_from_row(cur: Cursor, row: tuple[Any, ...]) -> TaskRecord:
     data: dict[str, Any] = {}
+    decoded = isinstance(cur, PgCursor)  # psycopg decodes JSONB itself
     for (name, *_), value in zip(cur.description, row, strict=True):
         if name in _JSON_COLUMNS:
-            value = json.loads(value) if value is not None else None
+            value = json.loads(value) if value is not None and not decoded else value
         elif name in _BOOL_COLUMNS:
             value = bool(value)
         elif name == "status":
@@ -189,7 +222,7 @@ def to_json(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
-def insert_events(cur: sqlite3.Cursor, events: Iterable[Mapping[str, Any]]) -> None:
+def insert_events(cur: Cursor, events: Iterable[Mapping[str, Any]]) -> None:
     cur.executemany(
         INSERT_EVENT_SQL,
         [{**e, "detail": to_json(e.get("detail"))} for e in events],
@@ -197,7 +230,7 @@ def insert_events(cur: sqlite3.Cursor, events: Iterable[Mapping[str, Any]]) -> N
 
 
 def apply_run_delta(
-    cur: sqlite3.Cursor, run_id: str, delta: Mapping[TaskStatus, int]
+    cur: Cursor, run_id: str, delta: Mapping[TaskStatus, int]
 ) -> tuple[RunStatus, dict[TaskStatus, int]] | None:
     """Add ``delta`` to the run's counters; return its stored status and new counts."""
     changes = sorted((COUNT_COLUMNS[s], n) for s, n in delta.items() if n)

@@ -20,7 +20,6 @@ from workers.records import (
 from workers.store import _hot
 from workers.store._base import (
     HELD,
-    NEXT_RETRY_SQL,
     S,
     StoreBase,
     _task_record,
@@ -188,7 +187,7 @@ class ReadsMixin(StoreBase):
         return await self._read(self._next_retry_tx)
 
     def _next_retry_tx(self, conn: sa.Connection) -> float | None:
-        value = conn.execute(NEXT_RETRY_SQL).scalar()
+        value = self._exec(conn, _hot.NEXT_RETRY_SQL).scalar()
         return float(value) if value is not None else None
 
     async def has_claimable(self, slots: Mapping[str, int] | None = None) -> bool:
@@ -210,7 +209,7 @@ class ReadsMixin(StoreBase):
         now = self.now()
         params: dict[str, Any] = {"now": now, "horizon": self.retry_horizon(now)}
         params.update({f"r{i}": r for i, r in enumerate(resources or ())})
-        return bool(conn.exec_driver_sql(sql, params).scalar())
+        return bool(self._exec(conn, sql, params).scalar())
 
     async def control_state(self, worker_id: str, task_ids: Collection[str]) -> HeartbeatOutcome:
         """What a heartbeat would say of the tasks ``worker_id`` holds (still ours, asked to

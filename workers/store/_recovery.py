@@ -182,7 +182,7 @@ class RecoveryMixin(StoreBase):
             "AND status IN ('pending', 'claimed', 'running')))"
         )
         conn.execute(
-            sa.text(
+            self._text(
                 f"""INSERT INTO restart_task_log (session_id, task_id, task_type,
                     workflow_run_id, material_id, status_at_restart, progress, action,
                     disposition, detail, created_at, updated_at)
@@ -195,14 +195,14 @@ class RecoveryMixin(StoreBase):
         # Left by a crash (not released by a graceful stop, not paused): what a person is
         # told about at the next start; a graceful stop was their own doing.
         n_crashed = conn.execute(
-            sa.text(
+            self._text(
                 f"SELECT count(*) FROM task WHERE {where} AND lease_until IS NOT NULL "
                 "AND NOT is_paused"
             )
         ).scalar_one()
         counts: dict[str, int] = dict(
             conn.execute(
-                sa.text(
+                self._text(
                     "SELECT action, count(*) FROM restart_task_log WHERE session_id = :session "
                     "GROUP BY action"
                 ),
@@ -213,7 +213,7 @@ class RecoveryMixin(StoreBase):
             return RecoveryReport(session_id)
         orphans = list(
             conn.execute(
-                sa.text(
+                self._text(
                     "UPDATE task SET status = 'failed', error_type = 'ORPHANED', "
                     "error = 'the task''s workflow run no longer exists', completed_at = :now, "
                     "lease_token = NULL, lease_until = NULL "
@@ -226,7 +226,7 @@ class RecoveryMixin(StoreBase):
         # Every held task in one statement: requeued, resumed, restarted, held, kept paused,
         # or failed INTERRUPTED. retry_count is left alone: an interruption is not a failure.
         conn.execute(
-            sa.text(
+            self._text(
                 f"""UPDATE task SET
                         status = CASE WHEN {action} = 'failed' THEN 'failed' ELSE 'pending' END,
                         interruptions = {total},
@@ -261,7 +261,7 @@ class RecoveryMixin(StoreBase):
         )
         failed_ids = list(
             conn.execute(
-                sa.text(
+                self._text(
                     "SELECT task_id FROM restart_task_log WHERE session_id = :session "
                     "AND action = 'failed' AND workflow_run_id IS NOT NULL"
                 ),
@@ -274,7 +274,7 @@ class RecoveryMixin(StoreBase):
         self._insert_events(conn, events)
         runs = set(
             conn.execute(
-                sa.text(
+                self._text(
                     "SELECT DISTINCT workflow_run_id FROM restart_task_log "
                     "WHERE session_id = :session AND workflow_run_id IS NOT NULL"
                 ),
@@ -327,7 +327,7 @@ class RecoveryMixin(StoreBase):
         return await self._write(self._restart_log_tx, only_pending)
 
     def _settle(self, conn: sa.Connection) -> None:
-        conn.exec_driver_sql(SETTLE_SQL, {"now": self.now()})
+        self._exec(conn, SETTLE_SQL, {"now": self.now()})
 
     def _restart_log_tx(self, conn: sa.Connection, only_pending: bool) -> list[RestartLogEntry]:
         self._settle(conn)

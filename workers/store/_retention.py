@@ -109,10 +109,10 @@ TOMBSTONE_WINDOW = 5_000
 OLD_TOMBSTONES_SQL = "SELECT max(seq) FROM change_tombstone WHERE deleted_at < :cutoff"
 LAST_IN_WINDOW_SQL = (
     "SELECT max(seq) FROM (SELECT seq FROM change_tombstone WHERE seq <= :upto "
-    "ORDER BY seq LIMIT :window)"
+    "ORDER BY seq LIMIT :window) AS w"
 )
 DELETE_TOMBSTONES_SQL = "DELETE FROM change_tombstone WHERE seq <= :last"
-PRUNED_SEQ_SQL = "UPDATE change_counter SET pruned_seq = max(pruned_seq, :last) WHERE id = 1"
+PRUNED_SEQ_SQL = "UPDATE change_counter SET pruned_seq = :last WHERE id = 1 AND pruned_seq < :last"
 
 
 class RetentionMixin(StoreBase):
@@ -195,7 +195,7 @@ class RetentionMixin(StoreBase):
         runs: list[str] = []
         tasks = 0
         # Read lazily: each run read costs the checks on its tasks; stop once the batch is full.
-        found = conn.exec_driver_sql(CANDIDATE_RUNS_SQL, {"cutoff": cutoff, "limit": batch_tasks})
+        found = self._exec(conn, CANDIDATE_RUNS_SQL, {"cutoff": cutoff, "limit": batch_tasks})
         try:
             for run_id, total in found:
                 if runs and tasks + total > batch_tasks:
@@ -213,7 +213,7 @@ class RetentionMixin(StoreBase):
         see the module's docstring); how many rows of each kind went."""
         params = {"runs": json.dumps(runs)}
         return {
-            name: conn.exec_driver_sql(f"DELETE FROM {table} WHERE {rows}", params).rowcount
+            name: self._exec(conn, f"DELETE FROM {table} WHERE {rows}", params).rowcount
             for name, table, rows in RUN_ROWS
         }
 
@@ -239,11 +239,12 @@ class RetentionMixin(StoreBase):
         )
 
     def _delete_run_tx(self, conn: sa.Connection, run_id: str) -> dict[str, int]:
-        removable = conn.exec_driver_sql(REMOVABLE_RUN_SQL, {"run": run_id}).scalar()
+        removable = self._exec(conn, REMOVABLE_RUN_SQL, {"run": run_id}).scalar()
         if removable is None:
             raise NotFound(f"no run {run_id}")
         if not removable:
-            active = conn.exec_driver_sql(
+            active = self._exec(
+                conn,
                 f"SELECT count(*) FROM task WHERE workflow_run_id = :run AND status IN {_ACTIVE}",
                 {"run": run_id},
             ).scalar_one()
@@ -256,29 +257,29 @@ class RetentionMixin(StoreBase):
 
     def _old_event_ids_tx(self, conn: sa.Connection, cutoff: float) -> tuple[int, int] | None:
         """The first and last ids of events stamped before ``cutoff``; None when none is."""
-        first, last = conn.exec_driver_sql(OLD_EVENT_IDS_SQL, {"cutoff": cutoff}).one()
+        first, last = self._exec(conn, OLD_EVENT_IDS_SQL, {"cutoff": cutoff}).one()
         return None if first is None else (int(first), int(last))
 
     def _prune_events_tx(self, conn: sa.Connection, lo: int, hi: int, cutoff: float) -> int:
-        return conn.exec_driver_sql(
-            DELETE_EVENTS_SQL, {"lo": lo, "hi": hi, "cutoff": cutoff}
-        ).rowcount
+        return int(
+            self._exec(conn, DELETE_EVENTS_SQL, {"lo": lo, "hi": hi, "cutoff": cutoff}).rowcount
+        )
 
     # --- the change stream's tombstones -------------------------------------------------
 
     def _old_tombstones_tx(self, conn: sa.Connection, cutoff: float) -> int | None:
         """The highest number among tombstones older than ``cutoff``; None when none is."""
-        value = conn.exec_driver_sql(OLD_TOMBSTONES_SQL, {"cutoff": cutoff}).scalar()
+        value = self._exec(conn, OLD_TOMBSTONES_SQL, {"cutoff": cutoff}).scalar()
         return None if value is None else int(value)
 
     def _prune_tombstones_tx(self, conn: sa.Connection, upto: int, window: int) -> int:
         """Delete the oldest tombstones, numbered up to ``upto``, at most ``window`` of them;
         the stream then refuses a cursor below the last one deleted (it would miss them)."""
-        last = conn.exec_driver_sql(LAST_IN_WINDOW_SQL, {"upto": upto, "window": window}).scalar()
+        last = self._exec(conn, LAST_IN_WINDOW_SQL, {"upto": upto, "window": window}).scalar()
         if last is None:
             return 0
-        deleted = conn.exec_driver_sql(DELETE_TOMBSTONES_SQL, {"last": last}).rowcount
-        conn.exec_driver_sql(PRUNED_SEQ_SQL, {"last": last})
+        deleted = self._exec(conn, DELETE_TOMBSTONES_SQL, {"last": last}).rowcount
+        self._exec(conn, PRUNED_SEQ_SQL, {"last": last})
         return int(deleted)
 
     # --- a dry run ------------------------------------------------------------------------
@@ -290,20 +291,21 @@ class RetentionMixin(StoreBase):
         if run_cutoff is not None:
             runs = [
                 r[0]
-                for r in conn.exec_driver_sql(
-                    CANDIDATE_RUNS_SQL, {"cutoff": run_cutoff, "limit": -1}
+                for r in self._exec(
+                    conn, CANDIDATE_RUNS_SQL, {"cutoff": run_cutoff, "limit": 2**62}
                 )
             ]
         params: dict[str, Any] = {"runs": json.dumps(runs)}
         counts = {
-            name: conn.exec_driver_sql(
-                f"SELECT count(*) FROM {table} WHERE {rows}", params
+            name: self._exec(
+                conn, f"SELECT count(*) FROM {table} WHERE {rows}", params
             ).scalar_one()
             for name, table, rows in RUN_ROWS
         }
         old_events = 0
         if event_cutoff is not None:
-            old_events = conn.exec_driver_sql(
+            old_events = self._exec(
+                conn,
                 "SELECT count(*) FROM task_event WHERE at < :cutoff AND (workflow_run_id IS NULL"
                 f" OR workflow_run_id NOT IN {_IN_RUNS})",
                 {"cutoff": event_cutoff, **params},
@@ -321,6 +323,8 @@ class RetentionMixin(StoreBase):
         await loop.run_in_executor(self._readers, self._checkpoint)
 
     def _checkpoint(self) -> None:
+        if self.dialect != "sqlite":  # a server keeps its own log
+            return
         raw = self._engine.raw_connection()  # no transaction open on it
         try:
             raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")  # type: ignore[union-attr]
@@ -341,7 +345,8 @@ class RetentionMixin(StoreBase):
     def _timed_tx(self, foreign_keys: bool, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
         # On the writer thread, between two transactions: a pragma applies to the next one.
         driver = None
-        if not foreign_keys:
+        # (PostgreSQL checks them: the rows go children first, so nothing is refused.)
+        if not foreign_keys and self.dialect == "sqlite":
             if self._write_conn is None:
                 self._write_conn = self._engine.connect()
             driver = self._write_conn.connection.driver_connection
