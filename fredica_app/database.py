@@ -34,7 +34,7 @@ from fredica_app.errors import (
     StoreUnavailable,
 )
 from fredica_app.library import models as _library_models  # noqa: F401 - registers tables
-from workers.db import Synchronous, create_sqlite_engine
+from workers.db import Synchronous, create_postgres_engine, create_sqlite_engine, redact_url
 from workers.models import Base
 
 if TYPE_CHECKING:
@@ -195,3 +195,44 @@ def open_database(
         engine.dispose()
         raise
     return engine
+
+
+def open_shared_database(url: str, script_location: Path | None = None) -> sa.Engine:
+    """Check, upgrade and open the PostgreSQL database at ``url`` (several hosts' queue).
+
+    The database must exist (``createdb``); an empty one gets Fredica's schema. One written by
+    a newer Fredica (a schema revision this build does not know) is refused with one line
+    saying which; an older one is upgraded, in one transaction under the queue's write lock
+    (two hosts that start at once upgrade it once). Nothing here shows the password."""
+    shown = redact_url(url)
+    engine = create_postgres_engine(url)
+    try:
+        try:
+            revision = current_revision(engine)
+        except sa.exc.OperationalError as exc:
+            first = str(exc.orig or exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise StoreUnavailable(
+                f"the database at {shown} cannot be reached: {_without_secrets(first, url)}"
+            ) from exc
+        if revision is not None and (revision != SCHEMA_HEAD or script_location is not None):
+            from alembic.script import ScriptDirectory
+
+            script = ScriptDirectory.from_config(alembic_config(script_location))
+            if not _known(script, revision):
+                raise DatabaseTooNew(
+                    f"the database at {shown} was upgraded by a newer Fredica (schema "
+                    f"{revision}; this one knows up to {SCHEMA_HEAD}): install that version "
+                    "or newer on this host"
+                )
+        if revision != SCHEMA_HEAD or script_location is not None:
+            migrate(engine, script_location)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
+def _without_secrets(text: str, url: str) -> str:
+    """A driver's message with the URL's password taken out, should it quote it."""
+    password = sa.make_url(url).password
+    return text.replace(str(password), "***") if password else text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from fredica_app.errors import DataDirError
 
 APP_NAME = "Fredica"
 ENV_DATA_DIR = "FREDICA_DATA_DIR"
+#: A shared queue's database URL (PostgreSQL), before the settings' ``database_url``.
+ENV_DB_URL = "FREDICA_DB_URL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,3 +144,25 @@ def posters_dir(data_dir: Path) -> Path:
     """The library's poster frames in this data directory: one JPEG per video material, named
     by its id (:mod:`fredica_app.services.inspection`)."""
     return data_dir / "posters"
+
+
+def home_id(data_dir: Path) -> str:
+    """This data directory's id among the engines of a shared queue (its *home*: see
+    ``workers.models.Worker``): made once, kept in ``<data>/home-id``."""
+    path = data_dir / "home-id"
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        if text:
+            return text
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    made = uuid.uuid4().hex
+    tmp = path.with_name(f".home-id.{made}")
+    tmp.write_text(made + "\n", encoding="ascii")
+    try:
+        os.link(tmp, path)  # whole, and never over one another process made meanwhile
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
+    finally:
+        tmp.unlink()
+    return made

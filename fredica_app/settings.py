@@ -71,6 +71,17 @@ class Settings(BaseModel):
     #: ``FULL``: an acknowledged completion survives power loss. ``NORMAL`` is faster and
     #: survives an application crash but may lose the last commits on power loss.
     sqlite_synchronous: Literal["NORMAL", "FULL"] = "FULL"
+    #: A shared queue on PostgreSQL, for several hosts (docs/scale-out.md):
+    #: ``postgresql+psycopg://USER@HOST:5432/DB?sslmode=verify-full&sslrootcert=CA``. None:
+    #: this data directory's own SQLite file. Never a password: it comes from ``PGPASSWORD``
+    #: or a password file (``passfile=``). ``--db-url`` and ``$FREDICA_DB_URL`` come first.
+    database_url: str | None = None
+    #: How long a task stays an engine's without a renewal; an engine renews its leases with
+    #: its heartbeat, at most every third of this. On a shared queue, a host that stops
+    #: answering has its tasks taken over after this.
+    lease_seconds: float = Field(default=30.0, ge=3, le=3600)
+    #: How often an engine renews its leases and looks for leases that ran out.
+    heartbeat_seconds: float = Field(default=5.0, ge=0.2, le=600)
     #: An ffmpeg binary to use instead of the bundled one.
     ffmpeg_path: Path | None = None
     #: HTTP(S) proxy for downloads.
@@ -152,6 +163,31 @@ class Settings(BaseModel):
     keep_runs_days: float | None = Field(default=30, ge=0, allow_inf_nan=False)
     #: Days a timeline event is kept, whatever its run. 0 or None: forever.
     keep_events_days: float | None = Field(default=90, ge=0, allow_inf_nan=False)
+
+    @field_validator("database_url")
+    @classmethod
+    def _shared_database(cls, url: str | None) -> str | None:
+        return None if url is None else check_database_url(url)
+
+
+def check_database_url(url: str) -> str:
+    """A shared database's URL as the settings may hold it: PostgreSQL, no password in it (a
+    settings file is shown and copied; the password comes from ``PGPASSWORD`` or a password
+    file). Raises ``ValueError`` saying what to change."""
+    import sqlalchemy as sa
+
+    try:
+        u = sa.make_url(url)
+    except Exception as exc:
+        raise ValueError(f"not a database URL ({exc})") from None
+    if u.get_backend_name() != "postgresql":
+        raise ValueError("a shared database is PostgreSQL: postgresql+psycopg://USER@HOST:5432/DB")
+    if u.password is not None or "password" in u.query:
+        raise ValueError(
+            "keep the password out of the URL: set PGPASSWORD, or name a password file "
+            "with ?passfile=PATH (or ~/.pgpass)"
+        )
+    return url
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from workers.engine_control import ControlChannels
+from workers.engine_shared import SharedQueue
 from workers.errors import FredicaError, SpecError, StoreUnavailable
 from workers.events import (
     EngineHeld,
@@ -67,7 +68,7 @@ HOLD_LONGEST = 15.0
 log = logging.getLogger(__name__)
 
 
-class WorkerEngine(ControlChannels):
+class WorkerEngine(ControlChannels, SharedQueue):
     def __init__(
         self,
         store: TaskStore,
@@ -86,6 +87,8 @@ class WorkerEngine(ControlChannels):
         max_interruptions: int = 5,
         hold_interrupted: bool = False,
         retention: RetentionPolicy | None = None,
+        home_id: str | None = None,
+        build: str = "",
     ) -> None:
         self.store = store
         self.executors = {e.task_type.name: e for e in executors}
@@ -96,6 +99,12 @@ class WorkerEngine(ControlChannels):
             if t.name not in self.registry:
                 self.registry.register(t)
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: This host's data directory as a stable id (a shared database: start-up recovery
+        #: takes over what this home's earlier engines held, and nothing of another's). None:
+        #: this engine alone is its home (it takes over only leases that ran out).
+        self.home_id = home_id or self.worker_id
+        #: The Fredica version this engine is part of (``fredica hosts``).
+        self.build = build
         #: The slots of the attempts this engine runs, keyed by lease token.
         self._slots = SlotTable(max_workers, {**default_slots(), **(slots or {})})
         self.bus = bus or EventBus()
@@ -142,6 +151,12 @@ class WorkerEngine(ControlChannels):
         self.held: StoreUnavailable | None = None
         self._held_until = 0.0
         self._held_wait = HOLD_FIRST
+        #: Asked to finish what it runs and claim nothing more (``fredica drain``).
+        self.draining = False
+        #: When our leases were last renewed (monotonic): an engine that cannot renew them
+        #: stops its attempts before they run out (another engine then takes them over).
+        self._renewed_at = time.monotonic()
+        self._registered = False
 
     @property
     def max_workers(self) -> int:
@@ -170,6 +185,8 @@ class WorkerEngine(ControlChannels):
             self.max_workers,
             self.slots,
         )
+        if self.store.shared:
+            await self._register()
         if recover:
             resumable = [name for name, e in self.executors.items() if e.resumable]
             in_process = [name for name, e in self.executors.items() if e.in_process]
@@ -179,6 +196,8 @@ class WorkerEngine(ControlChannels):
                 in_process_types=in_process,
                 max_interruptions=self.max_interruptions,
                 hold=self.hold_interrupted,
+                home=self.home_id if self.store.shared else None,
+                worker_id=self.worker_id,
             )
             if self.recovery.total:
                 log.info("recovery: %s", self.recovery)
@@ -309,7 +328,7 @@ class WorkerEngine(ControlChannels):
             if not self._running and not self._finished:
                 self._maybe_prune()
             due = None
-            if not self._queue_paused:
+            if not self._queue_paused and not self.draining:
                 due = self._next_due if self._due_known else await self.store.next_retry_at()
             if until_idle and not self._running and not self._finished and due is None:
                 return
@@ -419,7 +438,7 @@ class WorkerEngine(ControlChannels):
     async def _record_and_claim(self, finished: list[tuple[Running, ExecuteResult | None]]) -> bool:
         limit, slots = 0, dict[str, int]()
         progress = self._take_progress()
-        if self._claim_hint and not self._queue_paused and not self._stopping:
+        if self._claim_hint and not self._queue_paused and not self._stopping and not self.draining:
             limit, slots = self._slots.free()
             if not slots:
                 limit = 0
@@ -754,24 +773,6 @@ class WorkerEngine(ControlChannels):
 
     # --- heartbeats ----------------------------------------------------------------------
 
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_interval)
-            if self._running:
-                try:
-                    await self.heartbeat()
-                except StoreUnavailable as exc:
-                    self._fail_engine(exc)
-                except Exception:
-                    log.exception("heartbeat failed")
-
-    async def heartbeat(self) -> None:
-        """Extend our leases; learn of cancels and pauses made by other processes; fail
-        attempts that stalled."""
-        ids, asked = self._asked()
-        self._apply_control(await self.store.heartbeat(self.worker_id, ids), asked)
-        self._check_stalls()
-
     def _asked(self) -> tuple[list[str], frozenset[str]]:
         """What to ask the queue about: the running tasks' ids, and the attempts (lease
         tokens) the answer will be about."""
@@ -870,7 +871,12 @@ class WorkerEngine(ControlChannels):
             if left and self._fatal is None:
                 # A graceful stop, not a crash: recovery counts no interruption for these.
                 try:
-                    await self.store.release_for_shutdown(left)
+                    await self.store.release_for_shutdown(
+                        left,
+                        requeue=self.store.shared,
+                        session_id=self.session_id,
+                        resumable_types=[n for n, e in self.executors.items() if e.resumable],
+                    )
                 except StoreUnavailable as exc:
                     self._fail_engine(exc)  # then the next start counts one: no harm
         if self._finished and self._fatal is None:  # record what finished during the drain
@@ -882,5 +888,9 @@ class WorkerEngine(ControlChannels):
         for job in list(self._background):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(job, 5)
+        if self._registered and self._fatal is None:
+            self._registered = False
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.worker_stopped(self.worker_id)
         with contextlib.suppress(ValueError):
             self.store.run_listeners.remove(self._on_run_changes)

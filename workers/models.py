@@ -244,6 +244,36 @@ class RestartTaskLog(Base):
     detail: Mapped[str | None] = mapped_column(sa.Text)
     created_at: Mapped[float]
     updated_at: Mapped[float]
+    #: The home (host and data directory, :class:`Worker`) of the engine that held the task
+    #: when it was interrupted: each host reviews what it ran itself. None: not known.
+    home_id: Mapped[str | None] = mapped_column(sa.String(64))
+
+
+class Worker(Base):
+    """An engine on the queue: registered when it starts, renewed by its heartbeat, marked
+    when it stops. With several hosts on one database (PostgreSQL), how they see each other
+    (``fredica hosts``) and how one is asked to drain."""
+
+    __tablename__ = "worker"
+
+    #: The engine's worker id: ``HOST:PID:RANDOM``, new for each start.
+    id: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(sa.String(255))
+    #: This host's data directory, as a stable id: the engines of one home are one after
+    #: another (the data directory's lock), so a starting engine takes over what its home's
+    #: earlier engines left, and nothing of another home's.
+    home_id: Mapped[str] = mapped_column(sa.String(64), index=True)
+    pid: Mapped[int]
+    #: The Fredica version it runs.
+    build: Mapped[str] = mapped_column(sa.String(64))
+    slots: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
+    #: The task types it runs, each with the newest payload version it understands.
+    task_types: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
+    #: Asked to finish what it runs and claim nothing more (``fredica drain``).
+    draining: Mapped[bool] = mapped_column(server_default=sa.false())
+    started_at: Mapped[float]
+    heartbeat_at: Mapped[float]
+    stopped_at: Mapped[float | None]
 
 
 class Notice(Base):

@@ -173,6 +173,8 @@ class HeartbeatOutcome:
     #: The lease token each held task has now: an attempt with another token lost its lease
     #: (the task was cancelled, retried and claimed again since).
     tokens: Mapping[str, str] = field(default_factory=dict)
+    #: The engine was asked to drain (``fredica drain``): finish, claim nothing more.
+    draining: bool = False
 
     @classmethod
     def of(
@@ -318,6 +320,8 @@ class RestartLogEntry(_FromRow):
     detail: str | None
     created_at: float
     updated_at: float
+    #: The home of the engine that held the task (several hosts on one database).
+    home_id: str | None = None
 
     @property
     def charged(self) -> tuple[int, int] | None:
@@ -345,3 +349,36 @@ class NoticeRecord(_FromRow):
     workflow_run_id: str
     created_at: float
     shown_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """What an engine says of itself when it registers (``TaskStore.register_worker``)."""
+
+    id: str
+    host: str
+    home_id: str
+    pid: int
+    build: str
+    slots: Mapping[str, int]
+    #: Task type → the newest payload version this build understands.
+    task_types: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord(_FromRow):
+    """An engine as the queue knows it (``fredica hosts``)."""
+
+    id: str
+    host: str
+    home_id: str
+    pid: int
+    build: str
+    slots: dict[str, int]
+    task_types: dict[str, int]
+    draining: bool
+    started_at: float
+    heartbeat_at: float
+    stopped_at: float | None
+    #: Tasks it holds now (claimed or running).
+    running: int = 0

@@ -60,6 +60,8 @@ COMMANDS: dict[str, Handler | str] = {
     "pause-queue": "control:cmd_pause_queue",
     "resume-queue": "control:cmd_resume_queue",
     "restart-log": "runs:cmd_restart_log",
+    "hosts": "hosts:cmd_hosts",
+    "drain": "hosts:cmd_drain",
     "prune": "runs:cmd_prune",
     "remove": "media:cmd_remove",
     "doctor": "worker:cmd_doctor",
@@ -334,7 +336,10 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         run = handler(args.command)
         app = Fredica.open(
-            args.data_dir, thorough=args.command in ENGINE_COMMANDS, endpoints=endpoints
+            args.data_dir,
+            thorough=args.command in ENGINE_COMMANDS,
+            endpoints=endpoints,
+            db_url=args.db_url,
         )
     except BaseException:
         if endpoints is not None:

@@ -91,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the database, settings, cache and logs here (default: the platform's "
         "folders; also $FREDICA_DATA_DIR)",
     )
+    p.add_argument(
+        "--db-url",
+        metavar="URL",
+        help="the queue of several hosts, on PostgreSQL: postgresql+psycopg://USER@HOST/DB "
+        "(also $FREDICA_DB_URL, or the setting database_url; the password from PGPASSWORD or "
+        "a password file; see docs/scale-out.md). Default: the data directory's own database",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     g = sub.add_parser(
@@ -160,6 +167,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("pause-queue", help="stop claiming new tasks; running ones go on")
     sub.add_parser("resume-queue", help="claim tasks again")
+
+    ho = sub.add_parser(
+        "hosts",
+        help="the engines on the queue: worker id, host, heartbeat, running tasks, slots, "
+        "draining (several hosts on a shared queue: --db-url)",
+    )
+    ho.add_argument("--all", action="store_true", help="also the engines that stopped")
+    ho.add_argument("--json", action="store_true", help=JSON_HELP)
+    dr = sub.add_parser(
+        "drain",
+        help="ask an engine to finish its current work and claim no more",
+    )
+    dr.add_argument("worker", metavar="WORKER", help="a worker id, or a host name for all of its")
+    dr.add_argument("--undo", action="store_true", help="let it claim again")
 
     rl = sub.add_parser("restart-log", help="what recovery found at start-up, with dispositions")
     rl.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -63,6 +63,7 @@ def restart_entry_json(entry: RestartLogEntry) -> dict[str, Any]:
         "detail": entry.detail,
         "created_at": entry.created_at,
         "updated_at": entry.updated_at,
+        "home_id": entry.home_id,
     }
 
 

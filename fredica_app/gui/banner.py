@@ -90,7 +90,7 @@ class Pending:
 
 
 async def read_pending(app: Fredica) -> Pending:
-    entries = await app.store.restart_log(only_pending=True)
+    entries = await app.store.restart_log(only_pending=True, home=app.review_home)
     tasks: dict[str, TaskRecord | None] = {}
     for entry in entries[:MAX_ROWS]:
         try:
@@ -121,7 +121,7 @@ async def retry_entries(app: Fredica, entry_ids: Collection[int] | None = None) 
     """Retry the tasks of the pending entries ``entry_ids`` (None: all) and mark the entries
     ``retried``; the reasons of those that could not be retried (they stay pending)."""
     problems = []
-    for entry in await app.store.restart_log(only_pending=True):
+    for entry in await app.store.restart_log(only_pending=True, home=app.review_home):
         if entry_ids is not None and entry.id not in entry_ids:
             continue
         try:

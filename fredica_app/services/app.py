@@ -10,30 +10,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fredica_app import jobs
-from fredica_app.database import open_database
+from fredica_app.database import open_database, open_shared_database
 from fredica_app.desktop.awake import AwakeWhileBusy, KeepAwake, keep_awake_for_platform
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.library.store import LibraryStore
 from fredica_app.lock import DataDirLock
-from fredica_app.paths import AppPaths, resolve_paths
+from fredica_app.paths import ENV_DB_URL, AppPaths, home_id, resolve_paths
 from fredica_app.services.control import Control
 from fredica_app.services.submission import Submission
 from fredica_app.settings import Settings, load_settings
+from fredica_app.version import fredica_version
+from workers.db import redact_url
 from workers.engine import WorkerEngine
 from workers.events import Event, TaskChanged
-from workers.records import RestartLogEntry, TaskRecord
+from workers.records import RestartLogEntry, TaskRecord, WorkerRecord
 from workers.retention import RetentionPolicy
 from workers.running import RESOURCE_NAMES, default_slots
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
 
 log = logging.getLogger(__name__)
+
+
+def database_url(given: str | None, settings: Settings) -> str | None:
+    """The shared queue's URL, if one is chosen: ``--db-url``, then ``$FREDICA_DB_URL``, then
+    the settings' ``database_url``; None: the data directory's own SQLite file."""
+    url = given or os.environ.get(ENV_DB_URL) or settings.database_url
+    return url or None
 
 
 @dataclass
@@ -54,6 +64,9 @@ class Fredica(Submission):
     #: What keeps the computer awake while the engine runs tasks (``settings.keep_awake``);
     #: None: the platform's (:func:`~fredica_app.desktop.awake.keep_awake_for_platform`).
     awake_backend: KeepAwake | None = field(default=None, init=False)
+    #: The shared queue's database (PostgreSQL), as it may be shown (no password); None:
+    #: the data directory's own SQLite file.
+    database_shown: str | None = field(default=None, init=False)
 
     @classmethod
     def open(
@@ -62,6 +75,7 @@ class Fredica(Submission):
         *,
         thorough: bool = True,
         endpoints: EndpointsProcess | None = None,
+        db_url: str | None = None,
     ) -> Fredica:
         """Open the data directory. ``thorough``: check the whole database file's integrity
         (when an engine will run on it); without it, only what is cheap is checked.
@@ -70,17 +84,21 @@ class Fredica(Submission):
         paths = resolve_paths(data_dir).ensure()
         endpoints = endpoints or EndpointsProcess()
         loaded = load_settings(paths.settings_file)
-        engine = open_database(
-            paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
-        )
+        url = database_url(db_url, loaded.settings)
+        if url is not None:
+            engine = open_shared_database(url)
+        else:
+            engine = open_database(
+                paths.database, synchronous=loaded.settings.sqlite_synchronous, thorough=thorough
+            )
         library_dir = loaded.settings.library_dir or paths.default_library_dir
         models_dir = loaded.settings.models_dir or paths.default_models_dir
         key_env = loaded.settings.llm_api_key_env
-        return cls(
+        app = cls(
             paths,
             loaded.settings,
             loaded.problem,
-            TaskStore(engine),
+            TaskStore(engine, lease_seconds=loaded.settings.lease_seconds),
             jobs.registry(),
             LibraryStore(engine),
             # The server runs only this ffmpeg and lets ANALYZE read only this variable:
@@ -92,6 +110,9 @@ class Fredica(Submission):
                 log_file=paths.endpoints_log_file,
             ),
         )
+        if url is not None:
+            app.database_shown = redact_url(url)
+        return app
 
     async def close(self) -> None:
         if self._background:
@@ -134,6 +155,9 @@ class Fredica(Submission):
             max_interruptions=self.settings.max_interruptions,
             hold_interrupted=self.settings.on_restart == "hold",
             retention=self.retention,
+            home_id=home_id(self.paths.data_dir),
+            build=fredica_version(),
+            heartbeat_interval=self.settings.heartbeat_seconds,
         )
         engine.bus.subscribe(self._on_event)
         return engine
@@ -267,8 +291,24 @@ class Fredica(Submission):
 
     # --- restart log -------------------------------------------------------------------------
 
+    @property
+    def review_home(self) -> str | None:
+        """Whose interrupted work this app reviews: on a shared queue, this home's (each host
+        reviews what it ran itself); None: all of it."""
+        return home_id(self.paths.data_dir) if self.store.shared else None
+
     async def restart_log(self) -> list[RestartLogEntry]:
-        return await self.store.restart_log()
+        """What recovery found; on a shared queue, what this host ran itself."""
+        return await self.store.restart_log(home=self.review_home)
+
+    async def hosts(self, *, include_stopped: bool = False) -> list[WorkerRecord]:
+        """The engines on the queue (several hosts on a shared queue), newest first."""
+        return await self.store.list_workers(include_stopped=include_stopped)
+
+    async def drain(self, target: str, *, undo: bool = False) -> list[str]:
+        """Ask an engine (a worker id, or a host name for all of its engines) to finish its
+        work and claim no more (``undo``: to claim again)."""
+        return await self.store.drain(target, undo=undo)
 
 
 async def _start_server(endpoints: EndpointsProcess) -> None:

@@ -79,12 +79,23 @@ def _data_dir(app: Fredica) -> Check:
 
 async def _database(app: Fredica) -> Check:
     runs = await app.store.list_runs(limit=1_000_000)
+    if app.database_shown is not None:  # the shared queue: its URL, never its password
+        hosts = {w.host for w in await app.hosts()}
+        return Check(
+            "database",
+            True,
+            f"{app.database_shown} (PostgreSQL, shared; {len(runs)} runs; "
+            f"engines on {len(hosts)} host{'' if len(hosts) == 1 else 's'})",
+        )
     return Check("database", True, f"{app.paths.database} ({len(runs)} runs)")
 
 
 def _engine(app: Fredica) -> Check:
     held = app.lock.is_held_elsewhere()
-    return Check("engine", True, "an engine is running" if held else "no engine is running")
+    here = "an engine is running" if held else "no engine is running"
+    if app.database_shown is not None:
+        here += " on this data directory (`fredica hosts` lists every host's)"
+    return Check("engine", True, here)
 
 
 async def _endpoints(app: Fredica) -> Check:

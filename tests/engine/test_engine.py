@@ -132,6 +132,11 @@ async def test_no_executor_and_bad_payload_version_are_not_retried(
         )
     await asyncio.wait_for(engine_for(store).run(until_idle=True), 30)
     tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
+    if store.shared:
+        # Several hosts, perhaps several builds: a task this build cannot run waits for one
+        # that can, never failed by the wrong host.
+        assert [(t.status, t.attempt) for t in tasks.values()] == [(TaskStatus.PENDING, 0)] * 2
+        return
     assert (tasks["orphan"].status, tasks["orphan"].error_type) == (
         TaskStatus.FAILED,
         ErrorType.NO_EXECUTOR,
@@ -571,5 +576,8 @@ async def test_inline_is_only_for_what_needs_no_check(
     assert engine.stats.inline == 0
     tasks = {t.key: t for t in await store.list_tasks(created.run_id)}
     assert tasks["skip"].status is TaskStatus.COMPLETED
+    if store.shared:  # a payload version this build does not know waits for one that does
+        assert (tasks["future"].status, tasks["future"].attempt) == (TaskStatus.PENDING, 0)
+        return
     assert tasks["future"].status is TaskStatus.FAILED
     assert tasks["future"].error_type == "PAYLOAD_ERROR"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import uuid
 from collections import Counter
@@ -326,7 +327,12 @@ class AttemptsMixin(StoreBase):
             }
             if resources is not None:
                 params.update({f"r{i}": r for i, r in enumerate(resources)})
-            sql = _hot.claim_sql(None if resources is None else len(resources), self.dialect)
+            types = 0
+            if self.shared and self.claim_types:
+                for i, (name, version) in enumerate(sorted(self.claim_types.items())):
+                    params[f"ty{i}"], params[f"tv{i}"] = name, version
+                types = len(self.claim_types)
+            sql = _hot.claim_sql(None if resources is None else len(resources), self.dialect, types)
             row = cur.execute(sql, params).fetchone()
             if row is None:
                 break
@@ -412,7 +418,7 @@ class AttemptsMixin(StoreBase):
         """Extend the leases of the tasks ``worker_id`` holds, in one statement, and report
         which are still ours, which were asked to pause, and which were lost (cancelled by
         another process, or recovered)."""
-        if not task_ids:
+        if not task_ids and not self.shared:
             return HeartbeatOutcome(frozenset(), frozenset(), frozenset())
         return await self._write(
             self._heartbeat_tx, worker_id, list(task_ids), lease_seconds or self.lease_seconds
@@ -422,19 +428,24 @@ class AttemptsMixin(StoreBase):
         self, conn: sa.Connection, worker_id: str, task_ids: list[str], lease_seconds: float
     ) -> HeartbeatOutcome:
         now = self.now()
-        rows = conn.execute(
-            sa.update(task_t)
-            .where(
-                task_t.c.id.in_(task_ids),
-                task_t.c.worker_id == worker_id,
-                task_t.c.status.in_(HELD),
-            )
-            .values(heartbeat_at=now, lease_until=now + lease_seconds)
-            .returning(task_t.c.id, task_t.c.is_paused, task_t.c.lease_token)
-        ).all()
-        return HeartbeatOutcome.of(
+        rows: Sequence[Any] = ()
+        if task_ids:
+            rows = conn.execute(
+                sa.update(task_t)
+                .where(
+                    task_t.c.id.in_(task_ids),
+                    task_t.c.worker_id == worker_id,
+                    task_t.c.status.in_(HELD),
+                )
+                .values(heartbeat_at=now, lease_until=now + lease_seconds)
+                .returning(task_t.c.id, task_t.c.is_paused, task_t.c.lease_token)
+            ).all()
+        # The engine's own row too (several hosts: `fredica hosts`, and drain requests).
+        draining = self._renew_worker(conn, worker_id, now) if self.shared else False
+        beat = HeartbeatOutcome.of(
             task_ids, ((r.id, bool(r.is_paused), r.lease_token) for r in rows)
         )
+        return dataclasses.replace(beat, draining=draining) if draining else beat
 
     # --- finishing attempts ---------------------------------------------------------------
 

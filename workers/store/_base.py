@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from workers import states
 from workers.db import DB_NOW, READ_ONLY
 from workers.errors import NotFound, StoreUnavailable, store_unavailable
-from workers.models import RestartTaskLog, TaskDependency, TaskEvent, WorkflowRun
+from workers.models import RestartTaskLog, TaskDependency, TaskEvent, Worker, WorkflowRun
 from workers.models import Task as TaskModel
 from workers.records import (
     TaskRecord,
@@ -47,6 +47,7 @@ run_t = cast(sa.Table, WorkflowRun.__table__)
 dep_t = cast(sa.Table, TaskDependency.__table__)
 event_t = cast(sa.Table, TaskEvent.__table__)
 log_t = cast(sa.Table, RestartTaskLog.__table__)
+worker_t = cast(sa.Table, Worker.__table__)
 
 S = TaskStatus
 HELD = (S.CLAIMED, S.RUNNING)
@@ -166,7 +167,7 @@ class StoreBase:
         monotonic: Callable[[], float] | None = None,
         backoff: BackoffPolicy = BackoffPolicy(),  # noqa: B008 - frozen
         rng: random.Random | None = None,
-        lease_seconds: float = 60.0,
+        lease_seconds: float = 30.0,
     ) -> None:
         self._engine = engine
         self._closed = False
@@ -183,6 +184,10 @@ class StoreBase:
         self.backoff = backoff
         self._rng = rng or random.Random()
         self.lease_seconds = lease_seconds
+        #: On a shared database, the task types (and for each the newest payload version)
+        #: the engine on this store can run: it claims nothing else, so that a task a host's
+        #: build does not understand waits for one that does (set by the engine).
+        self.claim_types: Mapping[str, int] | None = None
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-write")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="fredica-db-read")
         self._watcher = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-watch")
@@ -206,6 +211,12 @@ class StoreBase:
     @property
     def engine(self) -> sa.Engine:
         return self._engine
+
+    @property
+    def shared(self) -> bool:
+        """Whether engines of several hosts may run on this database at once (PostgreSQL):
+        recovery then goes by leases and homes, not by the data directory's lock."""
+        return self.dialect == POSTGRESQL
 
     def _database_time(self) -> float:
         """The database's clock now, as last read (PostgreSQL): first read here if no
@@ -542,6 +553,17 @@ class StoreBase:
         finally:
             cur.close()
         self._run_changes.append((run_id, status))
+
+    def _renew_worker(self, conn: sa.Connection, worker_id: str, now: float) -> bool:
+        """Renew an engine's row (in its heartbeat's transaction); whether it is asked to
+        drain."""
+        row = conn.execute(
+            sa.update(worker_t)
+            .where(worker_t.c.id == worker_id)
+            .values(heartbeat_at=now)
+            .returning(worker_t.c.draining)
+        ).first()
+        return bool(row and row.draining)
 
     def _upstream(self, conn: sa.Connection, task_id: str) -> dict[str, dict[str, Any] | None]:
         """The results of the tasks ``task_id`` depends on, by spec key (or id)."""

@@ -136,7 +136,7 @@ ADD_NOTICE_SQL = (
 
 _JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint", "status_parts"})
 _BOOL_COLUMNS = frozenset({"is_paused", "is_pausable"})
-_claim_sql: dict[tuple[int | None, bool], str] = {}
+_claim_sql: dict[tuple[int | None, bool, int], str] = {}
 _delta_sql: dict[tuple[str, ...], str] = {}
 
 
@@ -152,16 +152,23 @@ def cursor(conn: sa.Connection) -> Cursor:
     return PgCursor(driver.cursor())  # type: ignore[union-attr]
 
 
-def claim_sql(classes: int | None, dialect: str = "sqlite") -> str:
+def claim_sql(classes: int | None, dialect: str = "sqlite", types: int = 0) -> str:
     """The claim for any class (``None``), or for ``classes`` resource classes bound as
-    ``:r0``, ``:r1``…: the best of the classes' heads, priority first, then the oldest."""
+    ``:r0``, ``:r1``…: the best of the classes' heads, priority first, then the oldest.
+
+    On PostgreSQL, ``types`` > 0 narrows it to that many task types bound as ``:ty0``… each
+    with the newest payload version it may have, ``:tv0``…: what this build can run."""
     postgres = dialect == POSTGRESQL
-    sql = _claim_sql.get((classes, postgres))
+    sql = _claim_sql.get((classes, postgres, types))
     if sql is None and postgres:
         resources = ""
         if classes is not None:
             resources = f"AND resource IN ({', '.join(f':r{i}' for i in range(classes))})"
-        sql = _claim_sql[classes, postgres] = PG_CLAIM_SQL.format(resources=resources)
+        if types:
+            version = "coalesce((payload ->> 'schema_version')::numeric, 1)"
+            known = " OR ".join(f"(type = :ty{i} AND {version} <= :tv{i})" for i in range(types))
+            resources += f" AND ({known})"
+        sql = _claim_sql[classes, postgres, types] = PG_CLAIM_SQL.format(resources=resources)
     if sql is None:
         pick = PICK_ANY_SQL
         if classes is not None:
@@ -169,7 +176,7 @@ def claim_sql(classes: int | None, dialect: str = "sqlite") -> str:
                 f"SELECT * FROM ({PICK_CLASS_SQL.format(i=i)})" for i in range(classes)
             )
             pick = f"SELECT id FROM ({heads}) ORDER BY priority DESC, created_at LIMIT 1"
-        sql = _claim_sql[classes, postgres] = CLAIM_SQL.format(pick=pick)
+        sql = _claim_sql[classes, postgres, types] = CLAIM_SQL.format(pick=pick)
     return sql
 
 

@@ -22,6 +22,7 @@ with one was cut off by a crash.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Collection, Iterable
 from typing import Any
@@ -43,6 +44,35 @@ from workers.store._base import (
 )
 
 DISPOSITIONS = ("pending_review", "dismissed", "retried", "settled")
+
+#: Recovery's scope at a start on SQLite: every held task (the data directory's lock says no
+#: other engine runs).
+ALL_HELD = "status IN ('claimed', 'running')"
+#: What a home's starting engine takes over on a shared database: what its home's earlier
+#: engines held (they are gone: the data directory's lock), and any lease that ran out.
+HOME_OR_EXPIRED = (
+    "(status IN ('claimed', 'running') AND (worker_id IN "
+    "(SELECT w.id FROM worker AS w WHERE w.home_id = :home AND w.id <> :me) "
+    "OR (lease_until IS NOT NULL AND lease_until < :now)))"
+)
+#: Held by one of this home's engines (the scope's ``ours``: charged as on SQLite).
+HOME_HELD = "(worker_id IN (SELECT w.id FROM worker AS w WHERE w.home_id = :home))"
+#: Whether any lease ran out (a read before the write lock).
+#: What every engine takes over at any time on a shared database: leases that ran out, and
+#: attempts an engine released at a graceful stop (lease_until NULL) but could not requeue
+#: itself (the database went away meanwhile), once silent for a lease.
+EXPIRED = (
+    "(status IN ('claimed', 'running') AND ((lease_until IS NOT NULL AND lease_until < :now) "
+    "OR (lease_until IS NULL AND heartbeat_at < :now - :lease)))"
+)
+#: Whether any lease ran out (a read before the write lock).
+ANY_EXPIRED_SQL = "SELECT 1 FROM task WHERE {expired} LIMIT 1"
+#: Attempts an engine released at its graceful stop (:meth:`release_for_shutdown`), requeued
+#: by it at once on a shared database.
+RELEASED = (
+    "(status IN ('claimed', 'running') AND lease_until IS NULL "
+    "AND id IN (SELECT value FROM json_each(:released)))"
+)
 
 # An entry waiting for review whose task has since completed, or was cancelled by the user, is
 # settled: nothing is left to review. (Retrying marks it ``retried`` in the retry's own
@@ -66,7 +96,14 @@ RELEASE_STMT = (
 
 
 class RecoveryMixin(StoreBase):
-    async def release_for_shutdown(self, attempts: Iterable[tuple[str, str]]) -> int:
+    async def release_for_shutdown(
+        self,
+        attempts: Iterable[tuple[str, str]],
+        *,
+        requeue: bool = False,
+        session_id: str = "",
+        resumable_types: Collection[str] = (),
+    ) -> int:
         """Mark attempts that an engine stopped on a graceful shutdown, given as ``(task id,
         lease token)``: the next recovery takes them over without counting an interruption.
 
@@ -74,14 +111,40 @@ class RecoveryMixin(StoreBase):
         ``lease_until`` is cleared (the marker). Fenced by the lease token: an attempt that is
         no longer ours (cancelled, finished, taken over) is left alone. Returns how many were
         marked.
+
+        With ``requeue`` (an engine on a shared database) they are requeued at once, in the
+        same transaction, as recovery would (``session_id``, ``resumable_types``): another
+        host may take them now rather than wait for this one to come back.
         """
         pairs = [{"task_id": task_id, "token": token} for task_id, token in attempts]
         if not pairs:
             return 0
-        return await self._write(self._release_tx, pairs)
+        requeued = list(resumable_types) if requeue else None
+        return await self._write(self._release_tx, pairs, session_id, requeued)
 
-    def _release_tx(self, conn: sa.Connection, pairs: list[dict[str, str]]) -> int:
-        return sum(conn.execute(RELEASE_STMT, p).rowcount for p in pairs)
+    def _release_tx(
+        self,
+        conn: sa.Connection,
+        pairs: list[dict[str, str]],
+        session_id: str = "",
+        resumable: list[str] | None = None,
+    ) -> int:
+        marked = sum(conn.execute(RELEASE_STMT, p).rowcount for p in pairs)
+        if resumable is not None and marked:
+            released = json.dumps([p["task_id"] for p in pairs])
+            self._recover_tx(
+                conn,
+                session_id,
+                resumable,
+                [],
+                MAX_TOTAL_INTERRUPTIONS,
+                MAX_TOTAL_INTERRUPTIONS,
+                False,
+                RELEASED,
+                {"released": released},
+                "FALSE",
+            )
+        return marked
 
     async def recover(
         self,
@@ -92,8 +155,14 @@ class RecoveryMixin(StoreBase):
         max_interruptions: int = 5,
         max_total_interruptions: int = MAX_TOTAL_INTERRUPTIONS,
         hold: bool = False,
+        home: str | None = None,
+        worker_id: str | None = None,
     ) -> RecoveryReport:
         """Take over what a previous session left unfinished.
+
+        With ``home`` (a shared database: PostgreSQL), only what this home's earlier engines
+        held, and leases that ran out (see :meth:`requeue_expired`); ``worker_id`` is the
+        starting engine's own.
 
         ``claimed`` → pending (``requeued``). ``running`` → pending, using no retry: from its
         checkpoint when its type is in ``resumable_types`` (``resumed``), else from the start
@@ -109,6 +178,9 @@ class RecoveryMixin(StoreBase):
         guarantees that no other engine is running on this database (the data directory's
         lock).
         """
+        scope: tuple[Any, ...] = ()
+        if home is not None:
+            scope = (HOME_OR_EXPIRED, {"home": home, "me": worker_id or ""}, HOME_HELD)
         return await self._write(
             self._recover_tx,
             session_id,
@@ -117,7 +189,40 @@ class RecoveryMixin(StoreBase):
             max_interruptions,
             max_total_interruptions,
             hold,
+            *scope,
         )
+
+    async def requeue_expired(
+        self,
+        session_id: str,
+        resumable_types: Collection[str],
+        *,
+        max_total_interruptions: int = MAX_TOTAL_INTERRUPTIONS,
+    ) -> RecoveryReport:
+        """Take over the tasks whose lease ran out (their engine elsewhere stopped answering:
+        a cut link, a host that died or was stopped), as recovery does and at any time: back
+        to pending (from their checkpoints when resumable), an interruption that is not
+        charged; the restart log keeps them, under the home of the engine that held them.
+        An engine that held one and comes back finds it no longer its own (its lease token
+        changed): what it writes late changes nothing. Cheap when nothing ran out (a read)."""
+        if not await self._read(self._any_expired_tx):
+            return RecoveryReport(session_id)
+        return await self._write(
+            self._recover_tx,
+            session_id,
+            list(resumable_types),
+            [],
+            MAX_TOTAL_INTERRUPTIONS,
+            max_total_interruptions,
+            False,
+            EXPIRED,
+            {"lease": self.lease_seconds},
+            "FALSE",
+        )
+
+    def _any_expired_tx(self, conn: sa.Connection) -> bool:
+        sql = ANY_EXPIRED_SQL.format(expired=EXPIRED)
+        return bool(self._exec(conn, sql, {"now": self.now(), "lease": self.lease_seconds}).first())
 
     def _recover_tx(
         self,
@@ -128,7 +233,15 @@ class RecoveryMixin(StoreBase):
         max_interruptions: int,
         ceiling: int,
         hold: bool,
+        scope: str = ALL_HELD,
+        scope_params: dict[str, Any] | None = None,
+        ours: str = "TRUE",
     ) -> RecoveryReport:
+        """Recovery's one transaction over the held tasks ``scope`` selects (SQL on ``task``;
+        with :data:`ALL_HELD`, every one: start-up on SQLite). Only a task that ``ours``
+        holds of (SQL: its engine was this home's) may be charged its interruption: one
+        whose engine elsewhere stopped answering (its lease ran out) cannot have caused that
+        here."""
         now = self.now()
         params: dict[str, Any] = {f"t{i}": name for i, name in enumerate(resumable)}
         params.update({f"p{i}": name for i, name in enumerate(in_process)})
@@ -139,12 +252,13 @@ class RecoveryMixin(StoreBase):
                 "limit": max_interruptions,
                 "ceiling": ceiling,
                 "hold": hold,
+                **(scope_params or {}),
             }
         )
         # Every expression reads the row as recovery found it (SQLite and PostgreSQL evaluate
         # an UPDATE's SET list on the old row), so the log and the update agree.
         is_resumable = _type_in("t", resumable)
-        runs_here = _type_in("p", in_process)
+        runs_here = f"({_type_in('p', in_process)} AND {ours})"
         crashed = "(status = 'running' AND NOT is_paused AND lease_until IS NOT NULL)"
         progressed = "(checkpoint_seq <> coalesce(checkpoint_seq_at_interruption, 0))"
         charged = f"({crashed} AND {runs_here} AND NOT {progressed})"
@@ -165,7 +279,8 @@ class RecoveryMixin(StoreBase):
             WHEN {charged} THEN '{CHARGED}' || {count} || ' of ' || :limit
                 || ' (interruption ' || {total} || ' in all)'
             WHEN {crashed} THEN '{NOT_CHARGED} ('
-                || CASE WHEN NOT {runs_here} THEN 'its work runs in another process'
+                || CASE WHEN NOT ({ours}) THEN 'its engine elsewhere stopped answering'
+                    WHEN NOT {runs_here} THEN 'its work runs in another process'
                     ELSE 'it saved progress since its last interruption' END
                 || '); ' || {so_far} || ', ' || {total} || ' in all'
             ELSE CASE WHEN lease_until IS NULL THEN 'graceful stop' ELSE 'crash' END
@@ -177,17 +292,15 @@ class RecoveryMixin(StoreBase):
         # Held tasks are selected with the predicate of the partial index ix_task_held, word
         # for word, so that SQLite scans that index and not the whole table (which also holds
         # every finished task); orphans through ix_task_workflow_run_id.
-        where = (
-            "(status IN ('claimed', 'running') OR (workflow_run_id IS NULL "
-            "AND status IN ('pending', 'claimed', 'running')))"
-        )
+        where = f"({scope} OR (workflow_run_id IS NULL AND status = 'pending'))"
         conn.execute(
             self._text(
                 f"""INSERT INTO restart_task_log (session_id, task_id, task_type,
                     workflow_run_id, material_id, status_at_restart, progress, action,
-                    disposition, detail, created_at, updated_at)
+                    disposition, detail, created_at, updated_at, home_id)
                 SELECT :session, id, type, workflow_run_id, material_id, status, progress,
-                    {action}, 'pending_review', {detail}, :now, :now
+                    {action}, 'pending_review', {detail}, :now, :now,
+                    (SELECT w.home_id FROM worker AS w WHERE w.id = task.worker_id)
                 FROM task WHERE {where}"""
             ),
             params,
@@ -198,7 +311,8 @@ class RecoveryMixin(StoreBase):
             self._text(
                 f"SELECT count(*) FROM task WHERE {where} AND lease_until IS NOT NULL "
                 "AND NOT is_paused"
-            )
+            ),
+            params,
         ).scalar_one()
         counts: dict[str, int] = dict(
             conn.execute(
@@ -217,10 +331,10 @@ class RecoveryMixin(StoreBase):
                     "UPDATE task SET status = 'failed', error_type = 'ORPHANED', "
                     "error = 'the task''s workflow run no longer exists', completed_at = :now, "
                     "lease_token = NULL, lease_until = NULL "
-                    "WHERE workflow_run_id IS NULL AND status IN ('pending', 'claimed', 'running') "
+                    f"WHERE workflow_run_id IS NULL AND (status = 'pending' OR {scope}) "
                     "RETURNING id"
                 ),
-                {"now": now},
+                params,
             ).scalars()
         )
         # Every held task in one statement: requeued, resumed, restarted, held, kept paused,
@@ -255,7 +369,7 @@ class RecoveryMixin(StoreBase):
                             WHEN 'requeued' THEN 'requeued after a restart'
                             ELSE status_text END,
                         lease_token = NULL, lease_until = NULL, worker_id = NULL
-                    WHERE status IN ('claimed', 'running')"""
+                    WHERE {scope}"""
             ),
             params,
         )
@@ -320,20 +434,29 @@ class RecoveryMixin(StoreBase):
 
     # --- the restart log ------------------------------------------------------------------
 
-    async def restart_log(self, *, only_pending: bool = False) -> list[RestartLogEntry]:
+    async def restart_log(
+        self, *, only_pending: bool = False, home: str | None = None
+    ) -> list[RestartLogEntry]:
         """The restart log, oldest first. Entries whose task has completed since, or was
         cancelled by the user, are settled first (``settled``), in the same transaction: the
-        engine's completions (its hot path) never touch the log, which is rarely read."""
-        return await self._write(self._restart_log_tx, only_pending)
+        engine's completions (its hot path) never touch the log, which is rarely read.
+
+        ``home`` (a shared database): only what that home's engines ran (and entries of no
+        known home) — each host reviews what it ran itself."""
+        return await self._write(self._restart_log_tx, only_pending, home)
 
     def _settle(self, conn: sa.Connection) -> None:
         self._exec(conn, SETTLE_SQL, {"now": self.now()})
 
-    def _restart_log_tx(self, conn: sa.Connection, only_pending: bool) -> list[RestartLogEntry]:
+    def _restart_log_tx(
+        self, conn: sa.Connection, only_pending: bool, home: str | None = None
+    ) -> list[RestartLogEntry]:
         self._settle(conn)
         q = sa.select(log_t).order_by(log_t.c.id)
         if only_pending:
             q = q.where(log_t.c.disposition == "pending_review")
+        if home is not None:
+            q = q.where(sa.or_(log_t.c.home_id == home, log_t.c.home_id.is_(None)))
         return [RestartLogEntry.from_row(r) for r in conn.execute(q).mappings()]
 
     async def set_disposition(self, entry_id: int | None, disposition: str) -> int:

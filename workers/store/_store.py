@@ -10,6 +10,7 @@ from workers.store._notices import NoticesMixin
 from workers.store._reads import ReadsMixin
 from workers.store._recovery import RecoveryMixin
 from workers.store._retention import RetentionMixin
+from workers.store._workers import WorkersMixin
 
 __all__ = ["StoreBase", "TaskStore"]
 
@@ -22,5 +23,6 @@ class TaskStore(
     ReadsMixin,
     ChangesMixin,
     NoticesMixin,
+    WorkersMixin,
 ):
     """Async access to the queue's tables on an already-migrated database."""
