@@ -134,7 +134,20 @@ def _install_postgres_hooks(sync_engine: sa.Engine) -> None:
             conn.info[DB_NOW] = float(row[1])
 
 
-def create_postgres_engine(url: str | sa.URL, *, pool_size: int = 4) -> sa.Engine:
+#: How long the server lets a session of Fredica's sit idle inside a transaction before it
+#: ends it (``idle_in_transaction_session_timeout``). A store's transaction runs its
+#: statements back to back; a session idle that long belongs to a process that was stopped
+#: (SIGSTOP, a debugger, a frozen VM) or cut off mid-transaction — and holds the queue's write
+#: lock, which every host waits for. Well under the 30 s lease.
+IDLE_IN_TRANSACTION_MS = 10_000
+
+
+def create_postgres_engine(
+    url: str | sa.URL,
+    *,
+    pool_size: int = 4,
+    idle_in_transaction_ms: int = IDLE_IN_TRANSACTION_MS,
+) -> sa.Engine:
     """An engine on the PostgreSQL database at ``url`` (``postgresql+psycopg://…``).
 
     Connections are checked before use (``pool_pre_ping``): after the server restarted or a
@@ -142,9 +155,11 @@ def create_postgres_engine(url: str | sa.URL, *, pool_size: int = 4) -> sa.Engin
     u = sa.make_url(url)
     if u.drivername != "postgresql+psycopg":
         u = u.set(drivername="postgresql+psycopg")
+    args = dict(POSTGRES_CONNECT_ARGS)
+    args["options"] = f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_ms)}"
     engine = sa.create_engine(
         u,
-        connect_args=dict(POSTGRES_CONNECT_ARGS),
+        connect_args=args,
         pool_size=pool_size,
         max_overflow=4,
         pool_pre_ping=True,

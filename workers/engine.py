@@ -129,6 +129,8 @@ class WorkerEngine(ControlChannels, SharedQueue):
         #: Attempts with progress to write at the next turn, by lease token.
         self._progress_due: dict[str, Running] = {}
         self._wake = asyncio.Event()
+        self._notified = False  # woken by another host's commit: read what changed
+        self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._queue_paused = False
         self._claim_hint = True  # something may be claimable: try a claim on the next turn
@@ -176,9 +178,11 @@ class WorkerEngine(ControlChannels, SharedQueue):
         directory's lock (no other engine on this database)."""
         loop = asyncio.get_running_loop()
         self.bus.bind(loop)
+        self._bound_loop = loop
         self.store.run_listeners.append(self._on_run_changes)
         self._started = True
         await self.store.data_changed()  # the baseline: later commits of others are seen
+        self.store.add_wakeup(self._on_wakeup)  # a shared database: others' commits at once
         log.info(
             "engine %s started: max_workers %d, slots %s",
             self.session_id,
@@ -358,9 +362,11 @@ class WorkerEngine(ControlChannels, SharedQueue):
             try:
                 async with asyncio.timeout(min(left, self.watch_interval)):
                     await self._wake.wait()
-                return True
+                if not self._notified:
+                    return True
             except TimeoutError:
                 pass
+            self._notified = False
             if await self.store.data_changed():
                 # Another process wrote: what is claimable or due may have changed, and a
                 # pause, resume or cancel of a running task may have come (a read, no write).
@@ -373,6 +379,17 @@ class WorkerEngine(ControlChannels, SharedQueue):
     def wake(self) -> None:
         """Something changed (a submission, a resume…): look for work now."""
         self._claim_hint = True
+        self._wake.set()
+
+    def _on_wakeup(self) -> None:
+        """Another host committed a change of the queue (a notification, on the store's
+        listener thread): look now, as the poll would have a moment later."""
+        loop = self._bound_loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._notify)
+
+    def _notify(self) -> None:
+        self._notified = True
         self._wake.set()
 
     def _maybe_prune(self) -> None:
@@ -892,5 +909,6 @@ class WorkerEngine(ControlChannels, SharedQueue):
             self._registered = False
             with contextlib.suppress(StoreUnavailable):
                 await self.store.worker_stopped(self.worker_id)
+        self.store.remove_wakeup(self._on_wakeup)
         with contextlib.suppress(ValueError):
             self.store.run_listeners.remove(self._on_run_changes)

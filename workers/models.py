@@ -442,12 +442,23 @@ def _pg_change_triggers(table: str, kind: str, watched: tuple[str, ...], run_of:
     ]
 
 
-#: The same on PostgreSQL, functions first.
+#: The same on PostgreSQL, functions first; and there every move of the counter notifies
+#: channel ``fredica`` (a wake-up hint for engines of other hosts, delivered at commit, once
+#: per transaction: migration 0011).
 POSTGRES_CHANGE_TRIGGERS = (
     *_PG_FUNCTIONS,
     *_pg_change_triggers("task", "task", TASK_WATCHED, "workflow_run_id"),
     *_pg_change_triggers("workflow_run", "run", RUN_WATCHED, "id"),
+    "CREATE FUNCTION fredica_counter_notify() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  PERFORM pg_notify('fredica', '');\n"
+    "  RETURN NULL;\n"
+    "END $$",
+    "CREATE TRIGGER trg_change_counter_notify AFTER UPDATE OF seq ON change_counter\n"
+    "FOR EACH STATEMENT EXECUTE FUNCTION fredica_counter_notify()",
 )
+#: The channel those notifications go to.
+NOTIFY_CHANNEL = "fredica"
 
 
 @sa.event.listens_for(Base.metadata, "after_create")

@@ -192,3 +192,47 @@ def test_two_hosts_share_the_work_and_a_killed_one_loses_nothing(
     wb.send_signal(signal.SIGTERM)
     wb.communicate(timeout=30)
     assert wb.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_worker_stopped_past_its_lease_is_taken_over_and_its_late_result_refused(
+    tmp_path: Path, pg: str, workers: list[subprocess.Popen[str]]
+) -> None:
+    """SIGSTOP a worker while its task runs, past the lease: another host takes the task
+    over and completes it; the stopped worker, continued, finds its lease gone — its own end
+    of the task changes nothing, and the task is completed once."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        settle(d, lease_seconds=3, heartbeat_seconds=0.5)
+    task = [{"key": "s", "type": "SLEEP", "payload": {"seconds": 4}}]
+    created = json.loads(fredica(a, pg, "submit", spec(tmp_path, task), "--json").stdout)
+    task_id = created["task_ids"]["s"]
+    raw = RawDB(pg)
+    wa = start_worker(a, pg, workers)
+    wait_for(lambda: raw.scalar("SELECT status FROM task WHERE id = ?", task_id) == "running")
+    first_holder = raw.scalar("SELECT worker_id FROM task WHERE id = ?", task_id)
+    os.killpg(wa.pid, signal.SIGSTOP)
+    wb = start_worker(b, pg, workers)
+    wait_for(
+        lambda: raw.scalar("SELECT status FROM task WHERE id = ?", task_id) == "completed",
+        within=60,
+    )
+    holder = raw.scalar("SELECT worker_id FROM task WHERE id = ?", task_id)
+    assert holder != first_holder
+    os.killpg(wa.pid, signal.SIGCONT)  # it wakes up and would finish its own attempt
+    time.sleep(6)  # longer than what was left of its sleep, and a few heartbeats
+    row = raw.rows(
+        "SELECT status, attempt, worker_id, interruptions, retry_count FROM task WHERE id = ?",
+        task_id,
+    )
+    assert row == [("completed", 2, holder, 1, 0)]
+    assert (
+        raw.scalar(
+            "SELECT count(*) FROM task_event WHERE task_id = ? AND kind = 'completed'", task_id
+        )
+        == 1
+    )
+    for w in (wa, wb):
+        w.send_signal(signal.SIGTERM)
+        w.communicate(timeout=30)
+        assert w.returncode == 0

@@ -271,3 +271,51 @@ async def test_a_host_claims_only_what_its_build_understands(
     await asyncio.wait_for(newer.run(until_idle=True), 10)
     assert (await new.get_task(tasks["sleep"].id)).status is TaskStatus.COMPLETED
     await newer.stop()
+
+
+async def test_a_notification_wakes_an_idle_engine_at_once(
+    stores: Callable[..., TaskStore], registry: TaskTypeRegistry
+) -> None:
+    """Another host's submission wakes an idle engine through LISTEN/NOTIFY, long before
+    its poll (30 s here) would have seen it."""
+    here, other = stores(), stores()
+    engine = WorkerEngine(here, [NoopExecutor()], watch_interval=30, poll_min=30, poll_max=30)
+    await engine.start(recover=False)
+    runner = asyncio.create_task(engine.run())
+    listener = here._listener
+    assert listener is not None
+    await asyncio.to_thread(listener.connected.wait, 10)
+    await asyncio.sleep(0.5)  # idle, waiting on its 30 s poll
+    created = await submit(other, registry, [{"key": "n", "type": "NOOP"}])
+    started = time.monotonic()
+    await until(lambda: _status(other, created.task_ids["n"], TaskStatus.COMPLETED), within=10)
+    assert time.monotonic() - started < 3
+    await engine.stop()
+    await asyncio.wait_for(runner, 10)
+
+
+async def test_a_lost_notification_loses_no_work(
+    stores: Callable[..., TaskStore], registry: TaskTypeRegistry
+) -> None:
+    """The listener's connection killed by the server: the engine's poll still finds the
+    work, and the listener connects again."""
+    here, other = stores(), stores()
+    engine = WorkerEngine(here, [NoopExecutor()], watch_interval=0.5)
+    await engine.start(recover=False)
+    runner = asyncio.create_task(engine.run())
+    listener = here._listener
+    assert listener is not None
+    await asyncio.to_thread(listener.connected.wait, 10)
+    from tests.support.rawdb import raw_of
+    from workers.store._listen import APPLICATION_NAME
+
+    killed = raw_of(other).scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ?",
+        APPLICATION_NAME,
+    )
+    assert killed == 1
+    created = await submit(other, registry, [{"key": "n", "type": "NOOP"}])
+    await until(lambda: _status(other, created.task_ids["n"], TaskStatus.COMPLETED), within=10)
+    await until(lambda: listener.connections >= 2 and listener.connected.is_set(), within=15)
+    await engine.stop()
+    await asyncio.wait_for(runner, 10)

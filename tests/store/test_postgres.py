@@ -127,7 +127,7 @@ def test_the_migrations_give_the_models_schema_on_postgresql(
     assert migrated["columns"]["task", "payload"][0] == "jsonb"
     assert migrated["columns"]["task", "is_paused"][0] == "boolean"
     assert "WHERE" in migrated["indexes"]["ix_task_claimable"]  # partial, as on SQLite
-    assert len(migrated["triggers"]) == 6
+    assert len(migrated["triggers"]) == 7
 
 
 async def test_writers_are_serialized_by_the_write_lock(
@@ -147,6 +147,25 @@ async def test_writers_are_serialized_by_the_write_lock(
     conn.close()
     holder.dispose()
     assert len(await task) == 1
+
+
+async def test_a_stopped_holder_of_the_write_lock_does_not_stall_the_queue(
+    pg_store: TaskStore, pg: str, registry: TaskTypeRegistry
+) -> None:
+    """A process stopped in the middle of a write transaction (SIGSTOP, a frozen VM) holds
+    the write lock every host waits for; the server ends its session once it has sat idle in
+    its transaction past the limit Fredica sets, and the queue goes on."""
+    await submit(pg_store, registry, 1)
+    frozen = create_postgres_engine(pg, idle_in_transaction_ms=1000)
+    conn = frozen.connect()
+    conn.begin()  # takes the write lock (the begin hook), then sits idle: "stopped"
+    started = time.monotonic()
+    assert len(await asyncio.wait_for(pg_store.claim("w"), 30)) == 1
+    assert 0.8 < time.monotonic() - started < 10
+    with pytest.raises(sa.exc.DBAPIError, match="idle-in-transaction"):  # its session ended
+        conn.exec_driver_sql("SELECT 1")
+    conn.invalidate()
+    frozen.dispose()
 
 
 async def test_the_claim_passes_over_a_row_another_transaction_holds(

@@ -203,6 +203,10 @@ class StoreBase:
         self._run_changes: list[tuple[str, RunStatus]] = []
         self._batch: _Batch | None = None
         self._write_conn: sa.Connection | None = None
+        #: Called (on the listener's thread) when another connection's commit changed the
+        #: queue: a shared database's LISTEN/NOTIFY, a hint only (see _listen).
+        self._wakeups: list[Callable[[], None]] = []
+        self._listener: Any = None
         #: The database file as first opened (device, inode): a file deleted or replaced
         #: under the store is told, not written into (see :meth:`_check_file`).
         self._file = _file_path(engine)
@@ -247,7 +251,29 @@ class StoreBase:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._shutdown)
 
+    def add_wakeup(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on another thread: it must be quick and thread-safe) when a
+        commit of any host changed the queue — on a shared database, from its notifications
+        (a hint: a lost one is found by polling). Nothing on SQLite, where another process's
+        commit is seen by :meth:`data_changed`."""
+        self._wakeups.append(callback)
+        if self.shared and self._listener is None:
+            from workers.store._listen import Listener
+
+            self._listener = Listener(self._engine.url, self._wake_all)
+            self._listener.start()
+
+    def remove_wakeup(self, callback: Callable[[], None]) -> None:
+        if callback in self._wakeups:
+            self._wakeups.remove(callback)
+
+    def _wake_all(self) -> None:
+        for callback in list(self._wakeups):
+            callback()
+
     def _shutdown(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
         self._writer.submit(self._close_write_conn).result()
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
@@ -606,6 +632,12 @@ def _unavailable(exc: BaseException) -> bool:
     is a :class:`DatabaseCorrupt` matter for whoever opens it.)"""
     if isinstance(exc, (sa.exc.DBAPIError, *driver_errors())) and "read-only" in str(exc):
         # PostgreSQL's read-only transaction (25006) is an "internal" error to its driver.
+        return True
+    code = getattr(getattr(exc, "orig", exc), "sqlstate", None) or ""
+    if code.startswith(("08", "57P")) or code == "25P03":
+        # PostgreSQL: the connection is gone (08…), the server is shutting down or ended the
+        # session (57P…), or ended it for sitting idle in a transaction (25P03: this process
+        # was stopped mid-transaction) — whatever class its driver gives them.
         return True
     return isinstance(exc, (sa.exc.OperationalError, *driver_operational_errors()))
 
