@@ -242,6 +242,10 @@ def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
             args.json,
             paths.data_dir,
         )
+    if args.command == "migrate-db":  # opens both databases its own way
+        from fredica_app.cli.migrate import run_migrate_db
+
+        return run_migrate_db(args, paths)
     if args.command in QUICK_COMMANDS:
         from fredica_app.cli.quick import run_quick
 

@@ -182,6 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("worker", metavar="WORKER", help="a worker id, or a host name for all of its")
     dr.add_argument("--undo", action="store_true", help="let it claim again")
 
+    mg = sub.add_parser(
+        "migrate-db",
+        help="copy this data directory's library and history to a shared queue on PostgreSQL "
+        "(an empty database), verified by counts and checksums; the SQLite file is left as it "
+        "is; then use that queue here",
+    )
+    mg.add_argument("--to", required=True, metavar="URL", help="postgresql+psycopg://USER@HOST/DB")
+
     rl = sub.add_parser("restart-log", help="what recovery found at start-up, with dispositions")
     rl.add_argument("--json", action="store_true", help=JSON_HELP)
     rl.add_argument("--dismiss", metavar="ENTRY_ID|all", help="mark an entry (or all) dismissed")
