@@ -226,9 +226,12 @@ class StoreBase:
         """The database's clock now, as last read (PostgreSQL): first read here if no
         transaction has read it yet."""
         if self._db_offset is None:
-            with self._engine.connect() as conn:
-                db_now = conn.exec_driver_sql(DB_CLOCK_SQL).scalar_one()
-                self._db_offset = float(db_now) - time.monotonic()
+            try:
+                with self._engine.connect() as conn:
+                    db_now = conn.exec_driver_sql(DB_CLOCK_SQL).scalar_one()
+            except sa.exc.OperationalError as exc:
+                raise store_unavailable(exc) from exc
+            self._db_offset = float(db_now) - time.monotonic()
         return time.monotonic() + self._db_offset
 
     def _exec(
@@ -364,7 +367,10 @@ class StoreBase:
             # The writer thread keeps its connection: no pool checkout and reset per
             # transaction (a checkout checks a pooled connection first: pool_pre_ping).
             if self._write_conn is None:
-                self._write_conn = self._engine.connect()
+                try:
+                    self._write_conn = self._engine.connect()
+                except sa.exc.OperationalError as exc:  # the server cannot be reached
+                    raise store_unavailable(exc) from exc
             conn = self._write_conn
             try:
                 began = False
@@ -411,11 +417,20 @@ class StoreBase:
         )
 
     def _read_tx(self, fn: Callable[..., T], *args: Any) -> T:
-        try:
-            with self._read_engine.begin() as conn:
-                return fn(conn, *args)
-        except sa.exc.OperationalError as exc:
-            raise store_unavailable(exc) from exc
+        for attempt in range(1, TX_ATTEMPTS + 1):
+            try:
+                with self._read_engine.begin() as conn:
+                    return fn(conn, *args)
+            except Exception as exc:
+                if not _unavailable(exc):
+                    raise
+                # PostgreSQL: a pooled connection the server ended (a restart) fails the read's
+                # first statement, before anything was read: the read runs again on another.
+                if self.dialect == POSTGRESQL and attempt < TX_ATTEMPTS:
+                    log.info("a read is run again (%s)", type(exc).__name__)
+                    continue
+                raise store_unavailable(exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _insert_tasks(
         self,
