@@ -32,6 +32,7 @@ from fredica_app.errors import (
     MigrationFailed,
     NotAFredicaDatabase,
     StoreUnavailable,
+    UpgradeWaits,
 )
 from fredica_app.library import models as _library_models  # noqa: F401 - registers tables
 from workers.db import Synchronous, create_postgres_engine, create_sqlite_engine, redact_url
@@ -225,11 +226,40 @@ def open_shared_database(url: str, script_location: Path | None = None) -> sa.En
                     "or newer on this host"
                 )
         if revision != SCHEMA_HEAD or script_location is not None:
+            if revision is not None:
+                _refuse_upgrade_under_live_engines(engine, shown)
             migrate(engine, script_location)
     except BaseException:
         engine.dispose()
         raise
     return engine
+
+
+#: An engine that renewed its row within this many seconds is taken for alive (two default
+#: leases: a live engine renews every few seconds).
+LIVE_WITHIN = 60.0
+
+
+def _refuse_upgrade_under_live_engines(engine: sa.Engine, shown: str) -> None:
+    """A newer build upgrades a shared queue only when no engine of an older build runs on
+    it: an older build may not run on the new schema. One line naming them otherwise."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table("worker"):
+            return
+        rows = conn.exec_driver_sql(
+            "SELECT id, build FROM worker WHERE stopped_at IS NULL "
+            "AND heartbeat_at > extract(epoch FROM clock_timestamp()) - %(within)s "
+            "ORDER BY id",
+            {"within": LIVE_WITHIN},
+        ).all()
+    if rows:
+        named = ", ".join(f"{r.id} ({r.build or 'an older build'})" for r in rows[:3])
+        more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+        raise UpgradeWaits(
+            f"the database at {shown} needs an upgrade that engines of an older Fredica still "
+            f"running on it may not run on: {named}{more}; stop them (`fredica drain HOST`, "
+            "then stop it), or upgrade them first, then start this one"
+        )
 
 
 def _without_secrets(text: str, url: str) -> str:

@@ -8,7 +8,8 @@ module re-exports them beside the application's, so callers import from one plac
     ├── DatabaseError
     │   ├── NotAFredicaDatabase, DatabaseTooNew, DatabaseCorrupt, DatabaseLocked
 │   ├── StoreUnavailable          the database cannot be written (or failed under a write)
-    │   └── MigrationFailed           an upgrade failed and was rolled back
+    │   ├── MigrationFailed           an upgrade failed and was rolled back
+    │   └── UpgradeWaits              a shared queue's upgrade waits for its older engines
     ├── SettingsError                 settings that cannot be read or written
     ├── DataDirError                  a data directory (or one of its folders) that cannot be made
     ├── TemplateError                 an unknown workflow template
@@ -48,11 +49,17 @@ __all__ = [
     "SpecError",
     "StoreUnavailable",
     "TemplateError",
+    "UpgradeWaits",
 ]
 
 
 class MigrationFailed(DatabaseError):
     """A schema upgrade failed; it was rolled back and the database is as it was."""
+
+
+class UpgradeWaits(DatabaseError):
+    """A shared queue's schema would need an upgrade while engines of an older build run on
+    it: nothing was changed."""
 
 
 class SettingsError(FredicaError):

@@ -249,3 +249,42 @@ def test_many_threads_get_one_clock(pg_store: TaskStore) -> None:
     for t in threads:
         t.join()
     assert len(set(seen)) == len(seen) == 2000
+
+
+def test_a_newer_build_upgrades_a_shared_queue_only_once_older_engines_stopped() -> None:
+    """An upgrade of a shared queue waits for the engines of an older build still on it
+    (they may not run on the new schema): one line naming them, nothing changed; once they
+    stopped, the newer build upgrades it."""
+    from alembic import command
+
+    from fredica_app.database import alembic_config, current_revision, open_shared_database
+    from fredica_app.dbfile import SCHEMA_HEAD
+    from fredica_app.errors import UpgradeWaits
+
+    why = postgres.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    db = postgres.create_database()
+    try:
+        engine = create_postgres_engine(db.url)
+        cfg = alembic_config()
+        with engine.begin() as conn:  # as an older build left it
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0010")
+        with RawDB(db.url).connect() as conn:
+            conn.execute(
+                "INSERT INTO worker (id, host, home_id, pid, build, slots, task_types, "
+                "draining, started_at, heartbeat_at) VALUES ('nas:7:ab', 'nas', 'h', 7, "
+                "'0.0.9', '{}', '{}', false, extract(epoch FROM now()), "
+                "extract(epoch FROM now()))"
+            )
+        with pytest.raises(UpgradeWaits, match=r"nas:7:ab \(0\.0\.9\).*fredica drain"):
+            open_shared_database(db.url)
+        assert current_revision(engine) == "0010"  # nothing changed
+        with RawDB(db.url).connect() as conn:
+            conn.execute("UPDATE worker SET stopped_at = extract(epoch FROM now())")
+        open_shared_database(db.url).dispose()
+        assert current_revision(engine) == SCHEMA_HEAD
+        engine.dispose()
+    finally:
+        db.drop()
