@@ -20,6 +20,12 @@ async def cmd_hosts(app: Fredica, args: argparse.Namespace) -> int:
     if args.json:
         print_json([worker_json(w) for w in workers])
         return 0
+    if not workers and not app.store.shared:
+        print(
+            "this data directory's own queue has one engine at most, and `fredica doctor` says "
+            "whether it runs; engines list themselves here on a shared queue (--db-url)"
+        )
+        return 0
     print("\n".join(hosts_lines(workers, time.time())))
     return 0
 
