@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from fredica_app.errors import FredicaError
 from fredica_app.logs import CommandLogging
-from fredica_app.paths import resolve_paths
+from fredica_app.paths import ENV_DB_URL, resolve_paths
 
 if TYPE_CHECKING:
     from fredica_app.cli.output import Handler
@@ -225,6 +225,10 @@ def _unexpected(exc: Exception, command: str, command_log: CommandLogging) -> in
 
 
 def _run(args: argparse.Namespace, command_log: CommandLogging) -> int:
+    if getattr(args, "db_url", None):
+        # Every part that opens the queue — the window's host, a command's app — finds it
+        # there, as if it had been set outside.
+        os.environ[ENV_DB_URL] = args.db_url
     if args.command in (None, "gui"):
         return _open_window(args, command_log)
     if args.command == "endpoints":  # needs no data directory

@@ -16,7 +16,7 @@ PRIORITY_HELP = "0 or more; higher runs first (default 0)"
 
 
 def gui_shorthand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
-    """``fredica [--data-dir D] FILE_OR_URL…`` as ``fredica [--data-dir D] gui FILE_OR_URL…``
+    """``fredica [--data-dir D] [--db-url U] FILE_OR_URL…`` as ``fredica … gui FILE_OR_URL…``
     (what a file manager's "Open with Fredica" runs): when the first word after the global
     options is not one of ``parser``'s commands but an existing path or an http(s) URL.
     Anything else is left to argparse, which names an unknown command."""
@@ -26,7 +26,7 @@ def gui_shorthand(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[
             commands |= set(action.choices)
     args = list(argv)
     i = 0
-    while i < len(args) and args[i].startswith("--data-dir"):
+    while i < len(args) and args[i].startswith(("--data-dir", "--db-url")):
         i += 1 if "=" in args[i] else 2
     if i >= len(args) or args[i] in commands or args[i].startswith("-"):
         return args
