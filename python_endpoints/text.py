@@ -19,13 +19,16 @@ def is_text(text: str) -> bool:
 
 
 def clean_text(text: str) -> str:
-    """``text`` as it can be stored and shown: every lone surrogate replaced by U+FFFD.
+    """``text`` as it can be stored and shown: every lone surrogate (and NUL, which
+    PostgreSQL's text refuses) replaced by U+FFFD.
 
     A lone surrogate is what Python makes of a file name's byte that is not UTF-8 (``café``
     in Latin-1 becomes ``caf`` + U+DCE9), or what a JSON ``\\udc..`` escape gives: SQLite, a
     terminal and Qt all refuse to encode it. Bytes escaped that way are decoded back first, so
     whatever of them is UTF-8 reads as it should. A message is for people: this loses nothing
     a person could read. (Paths and results are stored losslessly instead, as ASCII JSON.)"""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     return text if is_text(text) else _SURROGATES.sub(_decoded, text)
 
 

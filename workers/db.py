@@ -15,6 +15,8 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from workers import jsonb
+
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 #: Execution option that marks a connection's transactions as read-only (``BEGIN DEFERRED``).
@@ -160,6 +162,9 @@ def create_postgres_engine(
     engine = sa.create_engine(
         u,
         connect_args=args,
+        # Strings jsonb refuses (NUL, lone surrogates) kept all the same (workers.jsonb).
+        json_serializer=jsonb.dumps,
+        json_deserializer=jsonb.loads,
         pool_size=pool_size,
         max_overflow=4,
         pool_pre_ping=True,

@@ -719,3 +719,38 @@ async def test_queued_types_are_those_of_unfinished_tasks_not_held(
     assert await store.queued_types() == {"NOOP", "SLEEP"}  # claimed: still to run
     await store.complete(c.id, c.lease_token, {})
     assert await store.queued_types() == {"SLEEP"}  # completed, or held: not queued
+
+
+HOSTILE = {
+    "path": "/media/caf\udce9.avi",  # a Latin-1 file name, as Python holds it
+    "nul": "a\x00b",
+    "escape": "\U0010fffd000041 and \\u0000 as text",
+    "emoji": "😀",
+    "caf\udce9": ["\x00", {"\udc80": None}],
+}
+
+
+async def test_any_string_a_job_returns_is_kept_as_it_was(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """Results, checkpoints and payloads keep every string — NUL, lone surrogates, the
+    characters PostgreSQL's jsonb would refuse — and messages keep what a person can read."""
+    created = await submit(
+        store, registry, [noop("a", payload={"name": HOSTILE["path"]}), noop("b", "a")]
+    )
+    [a] = await store.claim("w")
+    assert a.task.payload["name"] == HOSTILE["path"]
+    assert await store.report_progress(a.id, a.lease_token, checkpoint=HOSTILE)
+    assert (await store.get_task(a.id)).checkpoint == HOSTILE
+    assert await store.complete(a.id, a.lease_token, HOSTILE)
+    assert (await store.get_task(a.id)).result == HOSTILE
+    [b] = await store.claim("w")
+    assert b.upstream == {"a": HOSTILE}
+    changes = await store.changes_since(0)
+    [seen] = [c.record for c in changes.changes if getattr(c.record, "id", None) == a.id]
+    assert seen.result == HOSTILE
+    outcome = await store.fail(b.id, b.lease_token, "bad\x00byte in caf\udce9", "IO_ERROR")
+    assert outcome.applied
+    failed = await store.get_task(b.id)
+    assert failed.error == "bad\ufffdbyte in caf\ufffd"
+    assert created.run_id

@@ -494,7 +494,7 @@ class AttemptsMixin(StoreBase):
                 {
                     "task_id": task_id,
                     "token": lease_token,
-                    "result": _hot.to_json(result),
+                    "result": _hot.to_json(result, cur),
                     "now": now,
                 },
             ).fetchone()

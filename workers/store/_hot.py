@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from workers import jsonb
 from workers.records import TaskRecord
 from workers.states import RunStatus, TaskStatus
 from workers.store._dialect import POSTGRESQL, PgCursor
@@ -204,7 +205,7 @@ def write_progress(
     for c in columns:
         value = values[c]
         if c in ("checkpoint", "status_parts"):
-            value = to_json(value)
+            value = to_json(value, cur)
         elif c == "is_pausable":
             value = bool(value)
         params[c] = value
@@ -225,14 +226,17 @@ def task_from_row(cur: Cursor, row: tuple[Any, ...]) -> TaskRecord:
     return TaskRecord.from_row(data)
 
 
-def to_json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
+def to_json(value: Any, cur: Any = None) -> str | None:
+    """``value`` as JSON text for ``cur``'s database (PostgreSQL's jsonb: see workers.jsonb)."""
+    if value is None:
+        return None
+    return jsonb.dumps(value) if isinstance(cur, PgCursor) else json.dumps(value)
 
 
 def insert_events(cur: Cursor, events: Iterable[Mapping[str, Any]]) -> None:
     cur.executemany(
         INSERT_EVENT_SQL,
-        [{**e, "detail": to_json(e.get("detail"))} for e in events],
+        [{**e, "detail": to_json(e.get("detail"), cur)} for e in events],
     )
 
 
