@@ -95,13 +95,16 @@ def create_sqlite_engine(
 WRITE_LOCK_KEY = 0x46524544
 
 #: psycopg's connect arguments Fredica sets on every PostgreSQL connection: a dead server or a
-#: cut link is noticed in seconds, not after the kernel's two hours.
+#: cut link is noticed in seconds, not after the kernel's two hours (or its retransmissions).
 POSTGRES_CONNECT_ARGS: dict[str, Any] = {
     "connect_timeout": 10,
     "keepalives": 1,
     "keepalives_idle": 10,
     "keepalives_interval": 5,
     "keepalives_count": 3,
+    # A statement sent into a cut link fails after this long (TCP_USER_TIMEOUT), instead of
+    # the kernel's retransmissions for a quarter of an hour; keepalives cover idle ones.
+    "tcp_user_timeout": 10_000,
     "application_name": "fredica",
 }
 

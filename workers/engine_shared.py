@@ -104,10 +104,21 @@ class SharedQueue:
             await asyncio.sleep(self.lease_renewal)
             if self._running or self.store.shared:
                 try:
-                    await self.heartbeat()
+                    if self.store.shared:
+                        # A renewal that does not come back (a cut link: the statement waits
+                        # for the network) counts as one that failed, in time to stop our
+                        # attempts before their leases run out.
+                        await asyncio.wait_for(self.heartbeat(), self.store.lease_seconds / 3)
+                    else:
+                        await self.heartbeat()
                 except StoreUnavailable as exc:
                     self._lease_at_risk()
                     self._fail_engine(exc)
+                except TimeoutError:
+                    log.info(
+                        "a lease renewal did not come back in %.1f s", self.store.lease_seconds / 3
+                    )
+                    self._lease_at_risk()
                 except Exception:
                     log.exception("heartbeat failed")
                     self._lease_at_risk()

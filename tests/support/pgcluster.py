@@ -59,12 +59,14 @@ class Cluster:
     def data(self) -> Path:
         return self.root / "data"
 
-    def url(self, *, password: str | None = None, tls: str = "verify-full") -> str:
+    def url(
+        self, *, password: str | None = None, tls: str = "verify-full", host: str = "localhost"
+    ) -> str:
         auth = USER if password is None else f"{USER}:{password}"
         query = f"sslmode={tls}"
         if tls.startswith("verify"):
             query += f"&sslrootcert={self.ca_pem}"
-        return f"postgresql+psycopg://{auth}@localhost:{self.port}/{DATABASE}?{query}"
+        return f"postgresql+psycopg://{auth}@{host}:{self.port}/{DATABASE}?{query}"
 
     def _as_postgres(self, *args: str) -> None:
         bindir = _bin_dir()
@@ -98,8 +100,9 @@ class Cluster:
         )
 
 
-def make_cluster(root: Path) -> Cluster:
-    """initdb, TLS with a certificate for ``localhost`` from a new CA, SCRAM for TCP, a
+def make_cluster(root: Path, addresses: tuple[str, ...] = ()) -> Cluster:
+    """initdb, TLS with a certificate for ``localhost`` (and ``addresses``, where it listens
+    too: hosts of network namespaces reach it there) from a new CA, SCRAM for TCP, a
     database and its owner with a password; started."""
     import trustme
 
@@ -127,17 +130,22 @@ def make_cluster(root: Path) -> Cluster:
     )
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(cluster.ca_pem))
-    cert = ca.issue_cert("localhost", "127.0.0.1")
+    cert = ca.issue_cert("localhost", "127.0.0.1", *addresses)
     cert.private_key_pem.write_to_path(str(cluster.data / "server.key"))
     cert.cert_chain_pems[0].write_to_path(str(cluster.data / "server.crt"))
     for name in ("server.key", "server.crt"):
         os.chown(cluster.data / name, pw.pw_uid, pw.pw_gid)
         os.chmod(cluster.data / name, 0o600)
+    listen = "*" if addresses else "127.0.0.1"
     with (cluster.data / "postgresql.conf").open("a") as f:
         f.write(
-            f"port = {port}\nlisten_addresses = '127.0.0.1'\n"
+            f"port = {port}\nlisten_addresses = '{listen}'\n"
             f"unix_socket_directories = '{cluster.data}'\nssl = on\nfsync = off\n"
         )
+    with (cluster.data / "pg_hba.conf").open("a") as f:
+        for address in addresses:
+            subnet = ".".join(address.split(".")[:3]) + ".0/24"
+            f.write(f"hostssl all all {subnet} scram-sha-256\n")
     cluster.start()
     # The database, by its owner, over the local socket (trust there).
     bindir = _bin_dir()
