@@ -56,6 +56,9 @@ async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> Non
 
 def engine_for(store: TaskStore, *executors: Any, **kw: Any) -> WorkerEngine:
     kw.setdefault("cancel_grace", 1.0)
+    # One data directory on one host: an engine started after another (on a shared database
+    # too) takes over what the earlier one left, as after a restart.
+    kw.setdefault("home_id", "this-host")
     return WorkerEngine(store, [NoopExecutor(), SleepExecutor(), *executors], **kw)
 
 
