@@ -22,6 +22,7 @@ import pytest
 
 from fredica_app import selftest
 from fredica_app.cli import main
+from fredica_app.dbfile import SCHEMA_HEAD
 from fredica_app.selftest import CHECKS, CheckResult, Runner, Step
 
 #: A port nothing listens on: a proxy there fails any HTTP(S) request at once.
@@ -138,7 +139,7 @@ def test_selftest_json_passes_every_check_and_touches_nothing_of_the_user(
     assert sys.executable in by_name["python"] and "from source" in by_name["python"]
     assert "on offscreen" in by_name["qt"] and "'Library' reads" in by_name["qt"]
     assert "'Library' reads 'Library'" not in by_name["qt"]
-    assert "schema 0009" in by_name["database"] and "read back" in by_name["database"]
+    assert f"schema {SCHEMA_HEAD}" in by_name["database"] and "read back" in by_name["database"]
     assert "127.0.0.1:" in by_name["endpoints"] and "child process" in by_name["endpoints"]
     assert "H.264/AAC" in by_name["ffmpeg"] and "1.0" in by_name["ffmpeg"]
     assert "hello" in by_name["speech"].lower()

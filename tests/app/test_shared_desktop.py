@@ -25,7 +25,8 @@ def pg(postgres_database: postgres.PostgresDatabase) -> str:
 
 
 def test_two_hosts_watching_one_folder_take_each_file_in_once(pg: str) -> None:
-    hosts = [WatchedFiles(open_shared_database(pg)) for _ in range(2)]
+    engines = [open_shared_database(pg) for _ in range(2)]
+    hosts = [WatchedFiles(e) for e in engines]
     won: list[list[Any]] = [[], []]
     start = threading.Barrier(2)
 
@@ -46,6 +47,8 @@ def test_two_hosts_watching_one_folder_take_each_file_in_once(pg: str) -> None:
         t.start()
     for t in threads:
         t.join(60)
+    for e in engines:
+        e.dispose()
     assert sorted(won[0] + won[1]) == sorted(f"fp-{n}" for n in range(60))
     assert not set(won[0]) & set(won[1])
 
