@@ -159,6 +159,7 @@ def test_parsers_never_crash_on_arbitrary_json(data: dict[str, object]) -> None:
         ("\udcc3\udca9t\udce9", "\u00e9t\ufffd"),  # UTF-8 bytes escaped: read back as text
         ("half a pair: \ud800!", "half a pair: \ufffd!"),  # no byte makes this one
         ("\udce9\udfff\udcc3\udca9", "\ufffd\ufffd\u00e9"),
+        ("a NUL\x00 in caf\udce9", "a NUL\ufffd in caf\ufffd"),  # PostgreSQL refuses NUL
     ],
 )
 def test_clean_text_replaces_what_cannot_be_encoded(text: str, clean: str) -> None:
@@ -171,11 +172,12 @@ def test_clean_text_always_gives_encodable_text_and_keeps_what_was(text: str) ->
     cleaned = clean_text(text)
     cleaned.encode("utf-8")  # never raises
     assert clean_text(cleaned) == cleaned
+    assert "\x00" not in cleaned  # PostgreSQL's text refuses NUL
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return
-    assert cleaned == text  # nothing to clean: the same string
+    assert cleaned == text.replace("\x00", "\ufffd")  # nothing else to clean
 
 
 def test_frames_with_unencodable_text_are_cleaned_not_refused() -> None:
