@@ -240,20 +240,26 @@ def open_shared_database(url: str, script_location: Path | None = None) -> sa.En
 LIVE_WITHIN = 60.0
 
 
+def live_engines(conn: sa.Connection, within: float) -> list[tuple[str, str]]:
+    """The engines on a shared queue that renewed their row within ``within`` seconds of the
+    database's clock and have not said they stopped: ``(worker id, build)``, by id."""
+    rows = conn.exec_driver_sql(
+        "SELECT id, build FROM worker WHERE stopped_at IS NULL "
+        "AND heartbeat_at > extract(epoch FROM clock_timestamp()) - %(within)s ORDER BY id",
+        {"within": within},
+    ).all()
+    return [(r.id, r.build) for r in rows]
+
+
 def _refuse_upgrade_under_live_engines(engine: sa.Engine, shown: str) -> None:
     """A newer build upgrades a shared queue only when no engine of an older build runs on
     it: an older build may not run on the new schema. One line naming them otherwise."""
     with engine.connect() as conn:
         if not sa.inspect(conn).has_table("worker"):
             return
-        rows = conn.exec_driver_sql(
-            "SELECT id, build FROM worker WHERE stopped_at IS NULL "
-            "AND heartbeat_at > extract(epoch FROM clock_timestamp()) - %(within)s "
-            "ORDER BY id",
-            {"within": LIVE_WITHIN},
-        ).all()
+        rows = live_engines(conn, LIVE_WITHIN)
     if rows:
-        named = ", ".join(f"{r.id} ({r.build or 'an older build'})" for r in rows[:3])
+        named = ", ".join(f"{wid} ({build or 'an older build'})" for wid, build in rows[:3])
         more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
         raise UpgradeWaits(
             f"the database at {shown} needs an upgrade that engines of an older Fredica still "

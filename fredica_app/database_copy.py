@@ -28,7 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from fredica_app.database import metadata, open_shared_database
+from fredica_app.database import live_engines, metadata, open_shared_database
 from fredica_app.dbfile import SCHEMA_HEAD
 from fredica_app.errors import FredicaError
 from workers.db import redact_url
@@ -153,12 +153,7 @@ def _copy(
 
 
 def _refuse_live_engines(conn: sa.Connection, shown: str, lease_seconds: float) -> None:
-    live = conn.exec_driver_sql(
-        "SELECT id FROM worker WHERE stopped_at IS NULL "
-        "AND heartbeat_at > extract(epoch FROM clock_timestamp()) - %(window)s",
-        {"window": 2 * lease_seconds},
-    ).scalars()
-    names = sorted(live)
+    names = [wid for wid, _ in live_engines(conn, 2 * lease_seconds)]
     if names:
         raise CopyRefused(
             f"an engine runs on {shown} ({', '.join(names[:3])}): stop it (or `fredica "

@@ -8,9 +8,8 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from typing import Any
 
-from fredica_app.cli.shapes import print_json
+from fredica_app.cli.shapes import print_json, worker_json
 from fredica_app.services import Fredica
 from workers.records import WorkerRecord
 
@@ -36,23 +35,6 @@ async def cmd_drain(app: Fredica, args: argparse.Namespace) -> int:
     for worker_id in ids:
         print(f"{worker_id}: {what}")
     return 0
-
-
-def worker_json(w: WorkerRecord) -> dict[str, Any]:
-    return {
-        "worker_id": w.id,
-        "host": w.host,
-        "home_id": w.home_id,
-        "pid": w.pid,
-        "build": w.build,
-        "slots": w.slots,
-        "task_types": w.task_types,
-        "running": w.running,
-        "draining": w.draining,
-        "started_at": w.started_at,
-        "heartbeat_at": w.heartbeat_at,
-        "stopped_at": w.stopped_at,
-    }
 
 
 def hosts_lines(workers: Sequence[WorkerRecord], now: float) -> list[str]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # shapes only: a quick command imports this module, not the app's stack
     from fredica_app.library.records import MaterialRecord
     from fredica_app.services import ControlResult
-    from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord
+    from workers.records import CreatedRun, RestartLogEntry, RunRecord, TaskRecord, WorkerRecord
 
 
 def print_json(data: Any) -> None:
@@ -116,3 +116,20 @@ def created_json(created: CreatedRun) -> dict[str, Any]:
 def control_json(result: ControlResult) -> dict[str, Any]:
     """``pause|resume|cancel|retry ID --json``."""
     return {"id": result.id, "action": result.action, "changed": list(result.changed)}
+
+
+def worker_json(w: WorkerRecord) -> dict[str, Any]:
+    return {
+        "worker_id": w.id,
+        "host": w.host,
+        "home_id": w.home_id,
+        "pid": w.pid,
+        "build": w.build,
+        "slots": w.slots,
+        "task_types": w.task_types,
+        "running": w.running,
+        "draining": w.draining,
+        "started_at": w.started_at,
+        "heartbeat_at": w.heartbeat_at,
+        "stopped_at": w.stopped_at,
+    }

@@ -188,7 +188,9 @@ def test_two_hosts_share_the_work_and_a_killed_one_loses_nothing(
     log_b = json.loads(fredica(b, pg, "restart-log", "--json").stdout)
     assert [e["task_id"] for e in log_a] == [first["task_ids"]["long"]]
     assert log_b == []
-    assert second["run_id"]
+    assert raw.scalar("SELECT status FROM workflow_run WHERE id = ?", second["run_id"]) == (
+        "completed"
+    )
     wb.send_signal(signal.SIGTERM)
     wb.communicate(timeout=30)
     assert wb.returncode == 0

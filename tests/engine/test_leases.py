@@ -206,7 +206,8 @@ async def test_a_starting_engine_takes_over_its_own_home_only(
     [entry] = await here.restart_log()
     assert entry.task_id == mine.id and entry.home_id == "home-here"
     await engine.stop()
-    assert created.run_id
+    run = await here.get_run(created.run_id)  # recounted: one back in the queue, one running
+    assert (run.pending_tasks, run.running_tasks) == (1, 1)
 
 
 async def test_a_drained_engine_finishes_its_work_and_claims_no_more(

@@ -753,4 +753,5 @@ async def test_any_string_a_job_returns_is_kept_as_it_was(
     assert outcome.applied
     failed = await store.get_task(b.id)
     assert failed.error == "bad\ufffdbyte in caf\ufffd"
-    assert created.run_id
+    run = await store.get_run(created.run_id)
+    assert (run.done_tasks, run.failed_tasks) == (1, 1)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fredica_app.cli.hosts import hosts_lines, worker_json
+from fredica_app.cli.hosts import hosts_lines
+from fredica_app.cli.shapes import worker_json
 from workers.records import WorkerRecord
 
 

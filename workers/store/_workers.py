@@ -4,9 +4,6 @@ one another (``fredica hosts``); on SQLite there is one at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
-
 import sqlalchemy as sa
 
 from workers.errors import NotFound
@@ -87,26 +84,3 @@ class WorkersMixin(StoreBase):
         if not ids:
             raise NotFound(f"no running engine {target!r} (see `fredica hosts`)")
         return sorted(ids)
-
-    async def forget_workers(self, before: float, keep: Collection[str] = ()) -> int:
-        """Delete the rows of engines stopped (or silent) since before ``before`` that hold
-        nothing: the list stays short on a database that lives for years."""
-        return await self._write(self._forget_tx, before, list(keep))
-
-    def _forget_tx(self, conn: sa.Connection, before: float, keep: list[str]) -> int:
-        holding = sa.select(task_t.c.worker_id).where(
-            task_t.c.status.in_(HELD), task_t.c.worker_id.is_not(None)
-        )
-        q: Any = sa.delete(worker_t).where(
-            sa.func.coalesce(worker_t.c.stopped_at, worker_t.c.heartbeat_at) < before,
-            worker_t.c.id.not_in(holding),
-        )
-        if keep:
-            q = q.where(worker_t.c.id.not_in(keep))
-        return int(conn.execute(q).rowcount)
-
-    async def get_worker(self, worker_id: str) -> WorkerRecord:
-        for w in await self.list_workers(include_stopped=True):
-            if w.id == worker_id:
-                return w
-        raise NotFound(f"no engine {worker_id}")
