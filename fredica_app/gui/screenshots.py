@@ -91,11 +91,13 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
             await app.close()
 
     run_ids = asyncio.run(submit())
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "fredica_app.cli", "--data-dir", str(data_dir), "worker"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = data_dir.parent / "screenshots-worker.log"
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "fredica_app.cli", "--data-dir", str(data_dir), "worker"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
     async def until_working() -> None:
         """Until a transcription is under way: the crash interrupts it (and the transcodes
@@ -104,9 +106,14 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
         app = Fredica.open(data_dir, thorough=False)
         try:
             deadline = time.monotonic() + 180
-            while not await running_progress(app, run_ids, "TRANSCRIBE") > 0:
+            while not await crash_moment(app, run_ids):
                 if worker.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("screenshots: the worker did not start working")
+                    states = await task_states(app, run_ids)
+                    tail = log.read_text(errors="replace")[-1500:]
+                    raise SystemExit(
+                        f"screenshots: the worker did not start transcribing (exit code "
+                        f"{worker.poll()}); tasks: {states}; its output:\n{tail}"
+                    )
                 await asyncio.sleep(0.05)
         finally:
             await app.close()
@@ -117,6 +124,31 @@ def prepare(data_dir: Path, seconds: float) -> list[str]:
         worker.send_signal(signal.SIGKILL)  # the crash the banner speaks of
         worker.wait(30)
     return run_ids
+
+
+async def crash_moment(app: Any, run_ids: list[str]) -> bool:
+    """Whether to kill the worker now: a transcription has been under way for a moment (its
+    progress reported, or running for a second: a short one may report only at its end), or
+    every transcription is done and other work still runs (a fast machine got there first)."""
+    tasks = [t for run_id in run_ids for t in await app.store.list_tasks(run_id)]
+    speech = [t for t in tasks if t.type == "TRANSCRIBE"]
+    now = time.time()
+    for task in speech:
+        if task.status.value == "running" and (
+            task.progress > 0 or (task.started_at is not None and now - task.started_at > 1.0)
+        ):
+            return True
+    all_done = bool(speech) and all(t.status.value == "completed" for t in speech)
+    return all_done and any(t.status.value == "running" for t in tasks)
+
+
+async def task_states(app: Any, run_ids: list[str]) -> list[str]:
+    """Each task of the runs as TYPE:status, for an error message."""
+    return [
+        f"{t.type}:{t.status.value}"
+        for run_id in run_ids
+        for t in await app.store.list_tasks(run_id)
+    ]
 
 
 async def finished(app: Any, run_ids: list[str], task_type: str) -> bool:
