@@ -19,10 +19,9 @@ import json
 import logging
 import os
 import secrets
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fredica_app.frozen import endpoints_server_argv
 
@@ -201,61 +200,3 @@ class EndpointsProcess:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
-
-
-# --- one job, outside the queue (the doctor's check, the library's first look) ----------
-
-
-class JobError(Exception):
-    """A job answered with an error frame."""
-
-    def __init__(self, message: str, error_type: str) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-
-
-async def run_job(
-    address: EndpointsAddress, endpoint: str, params: dict[str, Any], within: float = 120.0
-) -> dict[str, Any]:
-    """Run one job on the endpoints server, outside the queue; its result. Raises
-    :class:`JobError` for an error frame, ``ConnectionError`` when the server goes without a
-    result, ``TimeoutError`` past ``within`` seconds, ``OSError`` when it cannot be reached."""
-    from websockets.asyncio.client import connect
-    from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
-
-    from python_endpoints.protocol import (
-        MAX_FRAME_BYTES,
-        Cancelled,
-        Error,
-        InitData,
-        InitParamAndRun,
-        ProtocolError,
-        Result,
-        dump,
-        parse_server_frame,
-    )
-
-    started = time.monotonic()
-    try:
-        async with asyncio.timeout(within):
-            async with connect(
-                address.url(endpoint),
-                additional_headers={"Authorization": f"Bearer {address.token}"},
-                ssl=address.ssl,
-                proxy=address.proxy,
-                max_size=MAX_FRAME_BYTES,
-            ) as ws:
-                await ws.send(dump(InitParamAndRun(data=InitData(params=params))))
-                async for raw in ws:
-                    frame = parse_server_frame(raw)
-                    if isinstance(frame, Result):
-                        return frame.result
-                    if isinstance(frame, Error):
-                        raise JobError(frame.error, frame.error_type)
-                    if isinstance(frame, Cancelled):
-                        raise ConnectionError(f"the {endpoint} job was cancelled")
-    except (ConnectionClosed, InvalidMessage, InvalidStatus, ProtocolError) as exc:
-        raise ConnectionError(f"the {endpoint} job lost its server: {exc}") from exc
-    finally:
-        log.debug("%s job: %.2f s", endpoint, time.monotonic() - started)
-    raise ConnectionError(f"the server closed the {endpoint} job without a result")

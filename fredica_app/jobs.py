@@ -23,8 +23,10 @@ from pydantic import create_model
 
 from fredica_app.settings import Settings
 from python_endpoints.catalogue import CATALOGUE, Job
+from python_endpoints.params import path_fields
 from workers.executor import TaskExecutor
 from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
+from workers.executors.remote import Router
 from workers.executors.websocket import AddressSource, EndpointExecutor, WebSocketExecutor
 from workers.spec import TaskSpec
 from workers.tasktypes import TaskPayload, TaskType, TaskTypeRegistry, builtin_registry
@@ -81,16 +83,19 @@ def _no_values() -> Mapping[str, Any]:
 
 
 def executors(
-    address: AddressSource, values: Callable[[], Mapping[str, Any]] = _no_values
+    address: AddressSource,
+    values: Callable[[], Mapping[str, Any]] = _no_values,
+    router: Router | None = None,
 ) -> list[TaskExecutor]:
     """An executor per task type of :func:`registry`; those of the catalogue reach the
-    endpoints server at ``address``. ``values`` gives :func:`app_values` as the settings are
-    now: the :data:`RUN_TIME_SETTINGS` params are taken from it at each attempt."""
+    endpoints server at ``address``, or an endpoint host of ``router`` for the resource
+    classes it serves. ``values`` gives :func:`app_values` as the settings are now: the
+    :data:`RUN_TIME_SETTINGS` params are taken from it at each attempt."""
     types = {t.name: t for t in task_types()}
     return [
         NoopExecutor(),
         SleepExecutor(),
-        SleepSubprocessExecutor(address),
+        SleepSubprocessExecutor(address, router),
         *(
             EndpointExecutor(
                 address,
@@ -99,6 +104,8 @@ def executors(
                 resumes=job.resumes,
                 stall_timeout=job.stall_timeout,
                 run_time_params=_run_time_params(job.settings, values),
+                router=router,
+                path_keys=path_fields(job.params),
             )
             for job in CATALOGUE
         ),

@@ -58,6 +58,55 @@ class WatchFolder(BaseModel):
         return folder.expanduser()
 
 
+class PathMapEntry(BaseModel):
+    """A folder of shared storage: where this machine sees it, and where the host does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: This machine's path of the folder (``/mnt/nas``).
+    local: Path
+    #: The host's path of the same folder (``/srv/media``, ``\\nas\media``, ``D:\media``).
+    remote: str = Field(min_length=1, max_length=4096)
+
+    @field_validator("local")
+    @classmethod
+    def _absolute(cls, folder: Path) -> Path:
+        if not folder.expanduser().is_absolute():
+            raise ValueError(f"{folder} is not an absolute path")
+        return folder.expanduser()
+
+    @field_validator("remote")
+    @classmethod
+    def _remote_absolute(cls, path: str) -> str:
+        windows = path.startswith("\\\\") or (len(path) > 2 and path[1] == ":" and path[2] in "\\/")
+        if not (path.startswith("/") or windows) or "\0" in path:
+            raise ValueError(f"{path!r} is not an absolute path on the host")
+        return path
+
+
+class EndpointHostEntry(BaseModel):
+    """An endpoints server on another host (``fredica endpoints --host 0.0.0.0 …`` there): the
+    tasks of its resource classes run on it (docs/scale-out.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: A short name, shown in the window, in ``fredica hosts`` and in errors.
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    #: ``wss://gpu-box.lan:8765`` (``ws://`` only for an address of this machine).
+    url: str = Field(pattern=r"^wss?://[^/?#\s]+:[0-9]{1,5}/?$")
+    #: The resource classes it serves (``gpu``): their tasks run there, never here.
+    classes: list[SlotClass] = Field(min_length=1)
+    #: The file that holds its token (readable by its owner only, as the server's own).
+    token_file: Path
+    #: The CA certificate its certificate comes from (None: the system's).
+    ca_file: Path | None = None
+    #: Shared storage: each folder here and where the host sees it.
+    path_map: list[PathMapEntry] = Field(default_factory=list)
+    #: Its models folder, for speech models when this machine's is not shared (None: the
+    #: embedded model only, unless this machine's models folder is on shared storage).
+    models_dir: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -156,6 +205,11 @@ class Settings(BaseModel):
     #: Seconds a file's size and modification time must stay the same before it is taken in
     #: (a file still being written or copied is left alone until then).
     watch_settle_seconds: float = Field(default=5.0, ge=0.5, le=3600)
+
+    # --- other hosts ---
+    #: Endpoint hosts: the tasks of the resource classes they serve run there
+    #: (docs/scale-out.md).
+    endpoint_hosts: list[EndpointHostEntry] = Field(default_factory=list)
 
     # --- history (what the engine prunes when idle, and `fredica prune`) ---
     #: Days a finished run (completed, failed, cancelled) is kept after it finished, with its

@@ -22,12 +22,38 @@ def _path(text: str) -> str:
 PathText = Annotated[str, AfterValidator(_path)]
 
 
+def path_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``model`` that name a file or folder: typed :data:`PathText`, and
+    ``models_dir`` (optional, so a plain ``str | None``)."""
+    names = [
+        name
+        for name, info in model.model_fields.items()
+        if any(getattr(m, "func", None) is _path for m in info.metadata)
+    ]
+    if "models_dir" in model.model_fields and "models_dir" not in names:
+        names.append("models_dir")
+    return tuple(names)
+
+
 class _Params(BaseModel):
     """An endpoint's params, or a part of them (a checkpoint): unknown fields refused. Each
     model is built at its first use, not at import: a process uses a few of them, and
     building them all took ~10 ms of every start of the app and of the server."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class PathProbeParams(_Params):
+    """``/tasks/path_probe``: does this server see a client's shared folder where the client's
+    path map says (:mod:`python_endpoints.serving.pathprobe`)?"""
+
+    #: The probe file the client wrote, in this server's terms.
+    input: PathText
+    #: Where to write the answer (beside it): the client reads it back.
+    output: PathText
+    #: What the probe file holds, and what to answer.
+    expect: str = Field(pattern=r"^[0-9a-f]{32}$")
+    reply: str = Field(pattern=r"^[0-9a-f]{32}$")
 
 
 class SleepParams(_Params):

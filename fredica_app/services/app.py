@@ -11,12 +11,12 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fredica_app import jobs
+from fredica_app import endpoint_hosts, jobs
 from fredica_app.database import open_database, open_shared_database
 from fredica_app.desktop.awake import AwakeWhileBusy, KeepAwake, keep_awake_for_platform
 from fredica_app.endpoints import EndpointsProcess
@@ -30,6 +30,7 @@ from fredica_app.version import fredica_version
 from workers.db import redact_url
 from workers.engine import WorkerEngine
 from workers.events import Event, TaskChanged
+from workers.executors.remote import Router
 from workers.records import RestartLogEntry, TaskRecord, WorkerRecord
 from workers.retention import RetentionPolicy
 from workers.running import RESOURCE_NAMES, default_slots
@@ -57,7 +58,7 @@ class Fredica(Submission):
     registry: TaskTypeRegistry
     library: LibraryStore
     endpoints: EndpointsProcess = field(default_factory=EndpointsProcess)
-    _background: set[asyncio.Task[None]] = field(default_factory=set)
+    _background: set[asyncio.Future[Any]] = field(default_factory=set)
     #: The engine this process runs on the data directory (set by :meth:`engine_session`
     #: while it runs), None otherwise: :class:`Control` tells it directly when there is one.
     running_engine: WorkerEngine | None = field(default=None, init=False)
@@ -67,6 +68,8 @@ class Fredica(Submission):
     #: The shared queue's database (PostgreSQL), as it may be shown (no password); None:
     #: the data directory's own SQLite file.
     database_shown: str | None = field(default=None, init=False)
+    #: The settings' endpoint hosts, as the engine routes tasks to them (None: none set).
+    router: Router | None = field(default=None, init=False)
 
     @classmethod
     def open(
@@ -134,9 +137,13 @@ class Fredica(Submission):
             and event.kind == "completed"
             and event.task_type in (None, "PROBE")  # None: not said; read it back
         ):
-            job = asyncio.ensure_future(self._after_completion(event.task_id))
-            self._background.add(job)
-            job.add_done_callback(self._background.discard)
+            self._in_background(self._after_completion(event.task_id))
+
+    def _in_background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` beside the rest; :meth:`close` waits for it."""
+        job = asyncio.ensure_future(work)
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
 
     async def _after_completion(self, task_id: str) -> None:
         task = await self.store.get_task(task_id)
@@ -146,9 +153,10 @@ class Fredica(Submission):
     # --- running -------------------------------------------------------------------------
 
     def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
+        self.router = endpoint_hosts.router(self.settings.endpoint_hosts)
         engine = WorkerEngine(
             self.store,
-            jobs.executors(self.endpoints.address, self._job_values),
+            jobs.executors(self.endpoints.address, self._job_values, self.router),
             max_workers=max_workers or self.settings.max_workers,
             slots=self.settings.slots,
             registry=self.registry,
@@ -221,6 +229,8 @@ class Fredica(Submission):
                 backend = self.awake_backend or keep_awake_for_platform()
                 awake = AwakeWhileBusy(engine.bus, backend)
             await engine.start()
+            if self.router is not None:  # each host's shared folders, checked now
+                self._in_background(self.router.check_all())
             watcher = asyncio.create_task(self._watch_queue_flag(engine))
             self.running_engine = engine
             try:

@@ -101,8 +101,7 @@ def _engine(app: Fredica) -> Check:
 async def _endpoints(app: Fredica) -> Check:
     """The whole chain: start the endpoints server, run a zero-second sleep in a child
     process over an authenticated websocket, stop it."""
-    from fredica_app.endpoints import run_job
-    from workers.executors.websocket import EndpointsAddress
+    from workers.executors.websocket import EndpointsAddress, run_job
 
     try:
         address: EndpointsAddress = await app.endpoints.address()

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fredica_app.endpoints import JobError, run_job
 from fredica_app.library.records import MaterialRecord
+from workers.executors.websocket import JobError, run_job
 
 if TYPE_CHECKING:
     from fredica_app.services.app import Fredica

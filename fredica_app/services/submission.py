@@ -129,9 +129,15 @@ class Submission:
 
     def _before_transcribe(self, task: TaskSpec, spec: WorkflowSpec) -> list[TaskSpec]:
         """A TRANSCRIBE task (its params filled from the settings) gets the resource class
-        ``gpu`` when it will run on a GPU. A named model that is not installed yet is
-        downloaded first: the tasks to add before it (their params filled by the caller)."""
-        task.resource = "gpu" if uses_gpu(str(task.payload.get("device", "auto"))) else "cpu"
+        ``gpu`` when it will run on a GPU: this machine's, or an endpoint host's. A named
+        model that is not installed yet is downloaded first: the tasks to add before it (their
+        params filled by the caller)."""
+        device = str(task.payload.get("device", "auto"))
+        remote_gpu = device != "cpu" and any(
+            "gpu" in host.classes for host in self.settings.endpoint_hosts
+        )
+        # An endpoint host serving ``gpu`` runs it there, on the host's card.
+        task.resource = "gpu" if remote_gpu or uses_gpu(device) else "cpu"
         name = str(task.payload.get("model", self.settings.whisper_model))
         if models.is_model_name(name) and not models.installed(self.models_dir, name):
             if name != models.EMBEDDED:

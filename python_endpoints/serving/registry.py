@@ -1,5 +1,6 @@
 """The endpoints this server offers, by the name in ``/tasks/<name>``: one per row of the job
-catalogue (:mod:`python_endpoints.catalogue`), and the diagnostic ``sleep``.
+catalogue (:mod:`python_endpoints.catalogue`), the diagnostic ``sleep``, and ``path_probe``
+(an endpoint host's path map checked: :mod:`python_endpoints.serving.pathprobe`).
 
 Each row gets a class of its own, derived here from the row: its base is the row's
 ``endpoint`` class, or :class:`~python_endpoints.serving.jobendpoints.MediaEndpoint` for a
@@ -16,6 +17,7 @@ from python_endpoints.jobs.sleep import sleep_job
 from python_endpoints.params import SleepParams
 from python_endpoints.serving.endpoint import ProcessEndpoint, TaskEndpoint
 from python_endpoints.serving.jobendpoints import MediaEndpoint
+from python_endpoints.serving.pathprobe import PathProbeEndpoint
 
 
 class SleepEndpoint(ProcessEndpoint):
@@ -51,6 +53,7 @@ def endpoint_class(job: Job) -> type[TaskEndpoint]:
 
 ENDPOINTS: dict[str, type[TaskEndpoint]] = {
     SleepEndpoint.name: SleepEndpoint,
+    PathProbeEndpoint.name: PathProbeEndpoint,
     **{job.name: endpoint_class(job) for job in CATALOGUE},
 }
 

@@ -30,9 +30,10 @@ import contextlib
 import ipaddress
 import logging
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus, InvalidURI
@@ -61,6 +62,9 @@ from workers.executor import Cancelled as TaskCancelled
 from workers.records import TaskRecord
 from workers.states import ErrorType
 from workers.tasktypes import SCHEMA_VERSION_KEY, TaskType
+
+if TYPE_CHECKING:
+    from workers.executors.remote import EndpointHost, Router
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +130,13 @@ class WebSocketExecutor(BaseExecutor):
     #: How often the task's pause/cancel channels are looked at.
     control_interval: ClassVar[float] = 0.05
 
-    def __init__(self, address: AddressSource) -> None:
+    def __init__(self, address: AddressSource, router: Router | None = None) -> None:
         self.address = address
+        #: Endpoint hosts for the resource classes served on other machines (None: none).
+        self.router = router
+
+    #: The params that name files (mapped for an endpoint host: :mod:`.remote`).
+    path_keys: tuple[str, ...] = ()
 
     def params(self, task: TaskRecord, ctx: ExecutionContext) -> dict[str, Any]:
         """The endpoint's params: the payload without the queue's own keys. Subclasses add
@@ -140,31 +149,97 @@ class WebSocketExecutor(BaseExecutor):
         reason = skipped_upstream(ctx.upstream)
         if reason is not None:
             return ExecuteResult(result={"skipped": True, "reason": reason, "outputs": []})
-        opened = await self._open(ctx)
-        if isinstance(opened, ExecuteResult):
-            return opened
-        address, ws = opened
-        async with ws:
-            control: asyncio.Task[None] | None = None
+        host: EndpointHost | None = None
+        if self.router is not None and self.router.serves(task.resource):
+            remote = await self._open_remote(task, ctx, self.router)
+            if isinstance(remote, ExecuteResult):
+                return remote
+            address, ws, host, first = remote
+        else:
+            opened = await self._open(ctx)
+            if isinstance(opened, ExecuteResult):
+                return opened
+            address, ws = opened
+            first = self.init_frame(task, ctx)
+        if host is not None:
+            host.running += 1
+        try:
+            async with ws:
+                control: asyncio.Task[None] | None = None
+                try:
+                    await ws.send(first)
+                    control = asyncio.create_task(self._forward_control(ws, ctx))
+                    return await self._receive(ws, ctx, host)
+                except ConnectionClosed as exc:
+                    if host is None and exc.rcvd is None and not address.remote:
+                        # This machine's server went without a word (killed, crashed): it
+                        # ran the job, the job did not take it down (a job's own crash comes
+                        # as an error frame), so the task is interrupted, not failed.
+                        return ExecuteResult(
+                            error="the endpoints server stopped while the task ran",
+                            error_type=ErrorType.SERVER_STOPPED,
+                        )
+                    if host is not None and self.router is not None:
+                        host.went_down(f"lost the connection to {host.name}", self.router.down_for)
+                        return _lost(f"the connection to {host.name} was lost")
+                    return _lost("the connection to the endpoints server was lost")
+                finally:
+                    if control is not None:
+                        control.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                            await control
+        finally:
+            if host is not None:
+                host.running -= 1
+
+    async def _open_remote(
+        self, task: TaskRecord, ctx: ExecutionContext, router: Router
+    ) -> tuple[EndpointsAddress, ClientConnection, EndpointHost, str] | ExecuteResult:
+        """A connection to an endpoint host serving the task's resource class, and the
+        attempt's first frame in that host's terms — or why there is none: the task's files
+        are on no host's shared storage (``PAYLOAD_ERROR``, for good), or no host could be
+        reached or checked (``CONNECTION_LOST``, retried). Each host is tried in
+        :meth:`Router.candidates`' order; one that cannot be reached is passed over for a
+        while."""
+        from workers.executors.remote import NotShared
+
+        frames: list[tuple[EndpointHost, str]] = []
+        refusals: list[str] = []
+        for host in router.candidates(task.resource):
             try:
-                await ws.send(self.init_frame(task, ctx))
-                control = asyncio.create_task(self._forward_control(ws, ctx))
-                return await self._receive(ws, ctx)
-            except ConnectionClosed as exc:
-                if exc.rcvd is None and not address.remote:
-                    # This machine's server went without a word (killed, crashed): it ran
-                    # the job, the job did not take it down (a job's own crash comes as an
-                    # error frame), so the task is interrupted, not failed.
-                    return ExecuteResult(
-                        error="the endpoints server stopped while the task ran",
-                        error_type=ErrorType.SERVER_STOPPED,
-                    )
-                return _lost("the connection to the endpoints server was lost")
-            finally:
-                if control is not None:
-                    control.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
-                        await control
+                frames.append((host, self.init_frame(task, ctx, host)))
+            except NotShared as exc:
+                refusals.append(str(exc))
+        if refusals and not frames:
+            return ExecuteResult(
+                error=refusals[0], error_type=ErrorType.PAYLOAD_ERROR, retryable=False
+            )
+        if not frames:  # every host of the class has an entry that cannot be used
+            return ExecuteResult(
+                error=f"no endpoint host for {task.resource} work can be used: "
+                + "; ".join(router.broken(task.resource)),
+                error_type=ErrorType.EXECUTOR_ERROR,
+                retryable=False,
+            )
+        problems: list[str] = []
+        for host, frame in frames:
+            why = await router.ready(host)
+            if why is not None:
+                problems.append(why)
+                continue
+            opened = await self._connect(host.address)
+            if isinstance(opened, ExecuteResult):
+                assert opened.error is not None
+                if opened.error_type is ErrorType.CONNECTION_LOST:
+                    host.went_down(opened.error, router.down_for)
+                problems.append(f"{host.name}: {opened.error}")
+                if opened.error_type is not ErrorType.CONNECTION_LOST:
+                    return opened  # refused the token or the endpoint: the settings' to fix
+                continue
+            if problems:
+                log.info("task %s goes to %s: %s", task.id, host.name, "; ".join(problems))
+            return host.address, opened, host, frame
+        return _lost(f"no endpoint host for {task.resource} work answered: " + "; ".join(problems))
 
     async def _open(
         self, ctx: ExecutionContext
@@ -197,9 +272,14 @@ class WebSocketExecutor(BaseExecutor):
             return _lost(f"the endpoints server could not be started: {exc}")
         if address is None:
             return _lost("the endpoints server is not running")
+        opened = await self._connect(address)
+        return opened if isinstance(opened, ExecuteResult) else (address, opened)
+
+    async def _connect(self, address: EndpointsAddress) -> ClientConnection | ExecuteResult:
+        """The connection to :attr:`endpoint` at ``address``, or why there is none."""
         url = address.url(self.endpoint)
         try:
-            ws = await connect(
+            return await connect(
                 url,
                 additional_headers={"Authorization": f"Bearer {address.token}"},
                 ssl=address.ssl,
@@ -224,16 +304,20 @@ class WebSocketExecutor(BaseExecutor):
             )
         except (OSError, TimeoutError, InvalidMessage) as exc:
             # InvalidMessage: the connection ended before the server's answer (it died
-            # during the handshake).
+            # during the handshake). OSError: ssl.SSLError (a certificate refused) too.
             return _lost(f"cannot reach the endpoints server at {url}: {exc}")
-        return address, ws
 
-    def init_frame(self, task: TaskRecord, ctx: ExecutionContext) -> str:
-        """The attempt's ``init_param_and_run`` frame, as sent: :meth:`params`, the task's id
-        and its payload's ``check_skip``."""
-        return _init_frame(task, self.params(task, ctx))
+    def init_frame(
+        self, task: TaskRecord, ctx: ExecutionContext, host: EndpointHost | None = None
+    ) -> str:
+        """The attempt's ``init_param_and_run`` frame, as sent: :meth:`params` (in ``host``'s
+        terms for an endpoint host: raises :class:`NotShared`), the task's id and its
+        payload's ``check_skip``."""
+        return _init_frame(task, _on(host, self.params(task, ctx), self.path_keys))
 
-    async def _receive(self, ws: ClientConnection, ctx: ExecutionContext) -> ExecuteResult:
+    async def _receive(
+        self, ws: ClientConnection, ctx: ExecutionContext, host: EndpointHost | None = None
+    ) -> ExecuteResult:
         async for raw in ws:
             try:
                 frame = parse_server_frame(raw)
@@ -247,7 +331,7 @@ class WebSocketExecutor(BaseExecutor):
                     frame.percent,
                     frame.status_text,
                     is_pausable=pausable,
-                    checkpoint=_checkpoint(frame.extras),
+                    checkpoint=_back(host, _checkpoint(frame.extras)),
                     status_parts=_parts(frame),
                 )
             elif isinstance(frame, PauseRequest):
@@ -259,7 +343,7 @@ class WebSocketExecutor(BaseExecutor):
             elif isinstance(frame, Segment):
                 pass  # streamed output for a viewer; the checkpoint comes in progress extras
             elif isinstance(frame, Result):
-                return ExecuteResult(result=frame.result)
+                return ExecuteResult(result=_back(host, frame.result))
             elif isinstance(frame, Error):
                 return ExecuteResult(error=frame.error, error_type=frame.error_type)
             elif isinstance(frame, Cancelled):
@@ -286,6 +370,18 @@ def _init_frame(task: TaskRecord, params: dict[str, Any]) -> str:
     return dump(
         InitParamAndRun(data=InitData(params=params, task_id=task.id, check_skip=check_skip))
     )
+
+
+def _on(
+    host: EndpointHost | None, params: dict[str, Any], path_keys: tuple[str, ...]
+) -> dict[str, Any]:
+    """``params`` as ``host`` sees them (this machine's server: as they are)."""
+    return params if host is None else host.params_for(params, path_keys)
+
+
+def _back(host: EndpointHost | None, value: Any) -> Any:
+    """A result or checkpoint of ``host``'s in this machine's terms."""
+    return value if host is None else host.back(value)
 
 
 def _lost(message: str) -> ExecuteResult:
@@ -331,8 +427,11 @@ class EndpointExecutor(WebSocketExecutor):
         stall_timeout: float = 120.0,
         resumable: bool = True,
         run_time_params: Callable[[], Mapping[str, Any]] | None = None,
+        router: Router | None = None,
+        path_keys: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(address)
+        super().__init__(address, router)
+        self.path_keys = path_keys
         self.task_type = task_type
         self.endpoint = endpoint
         self.resumes = resumes
@@ -350,12 +449,14 @@ class EndpointExecutor(WebSocketExecutor):
             params["resume"] = ctx.checkpoint
         return params
 
-    def init_frame(self, task: TaskRecord, ctx: ExecutionContext) -> str:
+    def init_frame(
+        self, task: TaskRecord, ctx: ExecutionContext, host: EndpointHost | None = None
+    ) -> str:
         """The frame with the checkpoint as ``resume``, or without it when it would not fit:
         the endpoints server closes the connection on a frame too large, and it would at every
         retry, the checkpoint unchanged. Without it the attempt starts over, and its own
         checkpoints replace the one too large."""
-        params = self.params(task, ctx)
+        params = _on(host, self.params(task, ctx), self.path_keys)
         frame = _init_frame(task, params)
         size = len(frame.encode())
         if size <= MAX_FRAME_BYTES or not (self.resumes and ctx.checkpoint):
@@ -368,4 +469,48 @@ class EndpointExecutor(WebSocketExecutor):
             size,
             MAX_FRAME_BYTES,
         )
-        return _init_frame(task, super().params(task, ctx))  # the payload's own params
+        # The payload's own params:
+        return _init_frame(task, _on(host, super().params(task, ctx), self.path_keys))
+
+
+# --- one job, outside the queue (the doctor's check, the library's first look) ----------
+
+
+class JobError(Exception):
+    """A job answered with an error frame."""
+
+    def __init__(self, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+async def run_job(
+    address: EndpointsAddress, endpoint: str, params: dict[str, Any], within: float = 120.0
+) -> dict[str, Any]:
+    """Run one job on the endpoints server, outside the queue; its result. Raises
+    :class:`JobError` for an error frame, ``ConnectionError`` when the server goes without a
+    result, ``TimeoutError`` past ``within`` seconds, ``OSError`` when it cannot be reached."""
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(within):
+            async with connect(
+                address.url(endpoint),
+                additional_headers={"Authorization": f"Bearer {address.token}"},
+                ssl=address.ssl,
+                proxy=address.proxy,
+                max_size=MAX_FRAME_BYTES,
+            ) as ws:
+                await ws.send(dump(InitParamAndRun(data=InitData(params=params))))
+                async for raw in ws:
+                    frame = parse_server_frame(raw)
+                    if isinstance(frame, Result):
+                        return frame.result
+                    if isinstance(frame, Error):
+                        raise JobError(frame.error, frame.error_type)
+                    if isinstance(frame, Cancelled):
+                        raise ConnectionError(f"the {endpoint} job was cancelled")
+    except (ConnectionClosed, InvalidMessage, InvalidStatus, ProtocolError) as exc:
+        raise ConnectionError(f"the {endpoint} job lost its server: {exc}") from exc
+    finally:
+        log.debug("%s job: %.2f s", endpoint, time.monotonic() - started)
+    raise ConnectionError(f"the server closed the {endpoint} job without a result")

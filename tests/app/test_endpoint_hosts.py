@@ -1,0 +1,334 @@
+"""Endpoint hosts: tasks of a resource class run on another host's endpoints server.
+
+Each "host" here is a real endpoints server process (``python -m python_endpoints``) with TLS
+from a CA of the test's own, a token file and ``--allow-write``, on 127.0.0.1. Its view of the
+shared storage is another path — a symbolic link to the test's "NAS" folder, as a mount of the
+same share is on another machine — so that every path a task sends or gets back must go
+through the path map to work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from fredica_app.services import Fredica
+from python_endpoints.jobs.sample import make_sample
+from tests.support.apps import opened_app
+from workers.executors.remote import PROBE_PREFIX
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@dataclass
+class Host:
+    """An endpoints server standing for another host."""
+
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+    token_file: Path
+
+    def jobs_started(self, endpoint: str) -> int:
+        if not self.log.exists():
+            return 0
+        return self.log.read_text().count(f" {endpoint}: job started")
+
+
+@dataclass
+class Lab:
+    tmp: Path
+    authority: trustme.CA
+    ca_file: Path
+    cert: Path
+    key: Path
+    #: The shared folder as this machine sees it, and as the hosts do.
+    nas: Path
+    nas_there: Path
+    hosts: list[Host]
+
+    def start(self, name: str, allow_write: Path | None = None) -> Host:
+        token_file = self.tmp / f"{name}.token"
+        token_file.write_text(f"token-of-{name}\n")
+        token_file.chmod(0o600)
+        log = self.tmp / f"{name}.log"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "python_endpoints",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--certfile",
+                str(self.cert),
+                "--keyfile",
+                str(self.key),
+                "--token-file",
+                str(token_file),
+                "--allow-write",
+                str(allow_write or self.nas_there),
+                "--log-file",
+                str(log),
+            ],
+            stdout=subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        port = int(json.loads(process.stdout.readline())["port"])
+        host = Host(name, port, process, log, token_file)
+        self.hosts.append(host)
+        return host
+
+    def entry(self, host: Host, classes: list[str], **more: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": host.name,
+            "url": f"wss://127.0.0.1:{host.port}",
+            "classes": classes,
+            "token_file": str(host.token_file),
+            "ca_file": str(self.ca_file),
+            "path_map": [{"local": str(self.nas), "remote": str(self.nas_there)}],
+        }
+        entry.update(more)
+        return entry
+
+    def settings(self, data_dir: Path, entries: list[dict[str, Any]], **more: Any) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        values = {"endpoint_hosts": entries, "library_dir": str(self.nas / "library"), **more}
+        (data_dir / "settings.json").write_text(json.dumps(values))
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    authority = trustme.CA()
+    cert = authority.issue_cert("127.0.0.1", "localhost")
+    paths = {name: tmp_path / name for name in ("ca.pem", "cert.pem", "key.pem")}
+    authority.cert_pem.write_to_path(str(paths["ca.pem"]))
+    cert.cert_chain_pems[0].write_to_path(str(paths["cert.pem"]))
+    cert.private_key_pem.write_to_path(str(paths["key.pem"]))
+    nas = tmp_path / "nas"
+    nas.mkdir()
+    there = tmp_path / "gpu-host-mounts"
+    there.mkdir()
+    (there / "media").symlink_to(nas)  # the same share, mounted elsewhere on "the host"
+    built = Lab(
+        tmp_path,
+        authority,
+        paths["ca.pem"],
+        paths["cert.pem"],
+        paths["key.pem"],
+        nas,
+        there / "media",
+        [],
+    )
+    try:
+        yield built
+    finally:
+        for host in built.hosts:
+            host.process.kill()
+            host.process.wait(10)
+            assert host.process.stdout is not None
+            host.process.stdout.close()
+
+
+async def run_until_idle(app: Fredica) -> None:
+    async with app.engine_session() as engine:
+        await asyncio.wait_for(engine.run(until_idle=True), 150)
+
+
+async def sleeps(app: Fredica, n: int, seconds: float = 0.1, retries: int = 0) -> str:
+    spec = {
+        "tasks": [
+            {
+                "key": f"s{i}",
+                "type": "SLEEP_SUBPROCESS",
+                "resource": "gpu",
+                "payload": {"seconds": seconds},
+                "max_retries": retries,
+            }
+            for i in range(n)
+        ]
+    }
+    return (await app.submit(spec)).run_id
+
+
+def sizes(paths: list[str]) -> list[int]:
+    return [os.path.getsize(p) for p in paths]
+
+
+def leftover_probes(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.startswith(PROBE_PREFIX)]
+
+
+# --- real work on another host -------------------------------------------------------------
+
+
+async def test_a_file_on_shared_storage_is_processed_there_in_its_paths(lab: Lab) -> None:
+    gpu_box = lab.start("gpu-box")
+    data = lab.tmp / "data"
+    lab.settings(data, [lab.entry(gpu_box, ["cpu", "io"])])
+    clip = lab.nas / "media" / "Talk, part 1.mkv"
+    clip.parent.mkdir()
+    make_sample(clip, 2.0, kind="mkv")
+    async with opened_app(data) as app:
+        report = await app.import_items([str(clip)])
+        submitted = await app.submit_for_material(report.materials[0], "extract_audio")
+        await run_until_idle(app)
+        run = await app.store.get_run(submitted.run_id)
+        tasks = await app.store.list_tasks(submitted.run_id)
+        assert app.router is not None
+        state = app.router.states()[0]
+    assert run.status.value == "completed", [(t.type, t.error) for t in tasks]
+    extract = next(t for t in tasks if t.type == "EXTRACT_AUDIO")
+    # Sent in the host's terms, given back in this machine's.
+    assert extract.payload["input"] == str(clip)
+    assert extract.result is not None
+    outputs = extract.result["outputs"]
+    assert outputs and all(o.startswith(str(lab.nas) + os.sep) for o in outputs), outputs
+    assert min(sizes(outputs)) > 10_000
+    # The work ran there (its log says so), every task on the host, each once.
+    assert gpu_box.jobs_started("extract_audio") == 1
+    assert gpu_box.jobs_started("probe") == 1
+    assert gpu_box.jobs_started("path_probe") == 1  # the shared folder checked once
+    assert state["verified"] and state["problem"] is None and state["running"] == 0
+    local_log = data / "logs" / "endpoints.log"
+    assert not local_log.exists() or "extract_audio: job started" not in local_log.read_text()
+    assert leftover_probes(lab.nas) == []
+
+
+async def test_a_file_off_shared_storage_is_refused_with_what_the_host_sees(lab: Lab) -> None:
+    gpu_box = lab.start("gpu-box")
+    data = lab.tmp / "data"
+    lab.settings(data, [lab.entry(gpu_box, ["cpu", "io"])])
+    clip = lab.tmp / "desktop" / "holiday.mkv"  # on this machine's own disk
+    clip.parent.mkdir()
+    make_sample(clip, 1.0, kind="mkv")
+    async with opened_app(data) as app:
+        report = await app.import_items([str(clip)])
+        submitted = await app.submit_for_material(report.materials[0], "extract_audio")
+        await run_until_idle(app)
+        tasks = await app.store.list_tasks(submitted.run_id)
+    failed = [t for t in tasks if t.status.value == "failed"]
+    assert len(failed) == 1 and failed[0].error_type == "PAYLOAD_ERROR"
+    assert failed[0].attempt == 1  # never retried: it cannot help
+    error = failed[0].error or ""
+    assert "holiday.mkv" in error and "not on shared storage" in error
+    assert "gpu-box" in error and str(lab.nas) in error
+    assert gpu_box.jobs_started("probe") == 0
+
+
+# --- which host, and when one is down --------------------------------------------------------
+
+
+def _closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    sock.close()
+    return port
+
+
+async def test_tasks_fail_over_to_a_host_that_answers(lab: Lab) -> None:
+    alive = lab.start("alive")
+    down = {
+        **lab.entry(alive, ["gpu"]),
+        "name": "down",
+        "url": f"wss://127.0.0.1:{_closed_port()}",
+    }
+    data = lab.tmp / "data"
+    lab.settings(data, [down, lab.entry(alive, ["gpu"])])
+    async with opened_app(data) as app:
+        run_id = await sleeps(app, 3)
+        await run_until_idle(app)
+        tasks = await app.store.list_tasks(run_id)
+        assert app.router is not None
+        states = {s["name"]: s for s in app.router.states()}
+    assert {t.status.value for t in tasks} == {"completed"}
+    assert all(t.attempt == 1 for t in tasks)  # failing over within the attempt
+    assert alive.jobs_started("sleep") == 3
+    assert "down cannot be reached" in (states["down"]["problem"] or "")
+    assert states["alive"]["problem"] is None
+
+
+async def test_a_host_killed_mid_task_its_task_finishes_on_another(lab: Lab) -> None:
+    first, second = lab.start("first"), lab.start("second")
+    data = lab.tmp / "data"
+    lab.settings(data, [lab.entry(first, ["gpu"]), lab.entry(second, ["gpu"])])
+    async with opened_app(data) as app:
+        run_id = await sleeps(app, 1, seconds=3.0, retries=2)
+        async with app.engine_session() as engine:
+            runner = asyncio.create_task(engine.run(until_idle=True))
+            for _ in range(300):
+                if first.jobs_started("sleep"):
+                    break
+                await asyncio.sleep(0.05)
+            first.process.send_signal(signal.SIGKILL)  # the host's power goes
+            await asyncio.wait_for(runner, 60)
+        (task,) = await app.store.list_tasks(run_id)
+    assert task.status.value == "completed", task.error
+    assert task.attempt == 2  # a lost connection to a host: an attempt used
+    assert second.jobs_started("sleep") == 1
+
+
+# --- entries that cannot be used --------------------------------------------------------------
+
+
+async def test_a_path_map_that_leads_elsewhere_takes_the_host_out(lab: Lab) -> None:
+    elsewhere = lab.tmp / "another-share"
+    elsewhere.mkdir()
+    gpu_box = lab.start("gpu-box", allow_write=elsewhere)
+    entry = lab.entry(gpu_box, ["gpu"])
+    entry["path_map"] = [{"local": str(lab.nas), "remote": str(elsewhere)}]
+    data = lab.tmp / "data"
+    lab.settings(data, [entry])
+    async with opened_app(data) as app:
+        run_id = await sleeps(app, 1)
+        await run_until_idle(app)
+        (task,) = await app.store.list_tasks(run_id)
+    assert task.status.value == "failed"
+    assert task.error_type == "CONNECTION_LOST"
+    assert f"gpu-box does not see this machine's {lab.nas} at {elsewhere}" in (task.error or "")
+    assert gpu_box.jobs_started("sleep") == 0
+    assert leftover_probes(lab.nas) == [] and leftover_probes(elsewhere) == []
+
+
+async def test_a_token_file_others_can_read_is_refused_in_one_line(lab: Lab) -> None:
+    gpu_box = lab.start("gpu-box")
+    gpu_box.token_file.chmod(0o644)
+    data = lab.tmp / "data"
+    lab.settings(data, [lab.entry(gpu_box, ["gpu"])])
+    async with opened_app(data) as app:
+        run_id = await sleeps(app, 1, retries=3)
+        await run_until_idle(app)
+        (task,) = await app.store.list_tasks(run_id)
+    assert task.status.value == "failed" and task.attempt == 1, task.error  # the settings' to fix
+    assert f"chmod 600 {gpu_box.token_file}" in (task.error or "")
+    assert gpu_box.jobs_started("sleep") == 0
+
+
+async def test_a_certificate_from_another_authority_is_refused(lab: Lab) -> None:
+    gpu_box = lab.start("gpu-box")
+    stranger = lab.tmp / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(stranger))
+    data = lab.tmp / "data"
+    lab.settings(data, [lab.entry(gpu_box, ["gpu"], ca_file=str(stranger), path_map=[])])
+    async with opened_app(data) as app:
+        run_id = await sleeps(app, 1)
+        await run_until_idle(app)
+        (task,) = await app.store.list_tasks(run_id)
+    assert task.status.value == "failed"
+    assert "certificate verify failed" in (task.error or "")
+    assert gpu_box.jobs_started("sleep") == 0
