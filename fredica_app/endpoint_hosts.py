@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from fredica_app.settings import EndpointHostEntry
 from workers.executors.remote import EndpointHost, PathMap, Router
-from workers.executors.websocket import EndpointsAddress, run_job
+from workers.executors.websocket import EndpointsAddress, JobError, run_job
 
 log = logging.getLogger(__name__)
 
@@ -107,3 +107,28 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+async def check_hosts(entries: Sequence[EndpointHostEntry]) -> list[dict[str, Any]]:
+    """Each endpoint host checked now, as ``fredica hosts`` and ``doctor`` show it: a
+    zero-second job run on it (its address, TLS and token), then its path maps checked with a
+    probe file. ``problem`` says why it cannot be used (None: it can)."""
+    routed = router(entries)
+    if routed is None:
+        return []
+    states = []
+    for host in routed.hosts:
+        problem = host.problem if host.broken else None
+        if problem is None:
+            try:
+                await run_job(host.address, "sleep", {"seconds": 0}, within=15.0)
+            except (OSError, TimeoutError) as exc:
+                problem = f"cannot be reached at {host.address.host}:{host.address.port}: {exc}"
+            except JobError as exc:
+                problem = f"its sleep job failed: {exc}"
+        if problem is None:
+            problem = await routed.ready(host)
+        state = host.state()
+        state["problem"] = problem
+        states.append(state)
+    return states

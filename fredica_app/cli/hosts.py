@@ -8,13 +8,22 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from fredica_app.cli.shapes import print_json, worker_json
+from fredica_app.endpoint_hosts import check_hosts
 from fredica_app.services import Fredica
 from workers.records import WorkerRecord
 
 
 async def cmd_hosts(app: Fredica, args: argparse.Namespace) -> int:
+    if args.endpoints:
+        states = await check_hosts(app.settings.endpoint_hosts)
+        if args.json:
+            print_json(states)
+        else:
+            print("\n".join(endpoint_lines(states)))
+        return 1 if any(s["problem"] for s in states) else 0
     workers = await app.hosts(include_stopped=args.all)
     if args.json:
         print_json([worker_json(w) for w in workers])
@@ -24,8 +33,11 @@ async def cmd_hosts(app: Fredica, args: argparse.Namespace) -> int:
             "this data directory's own queue has one engine at most, and `fredica doctor` says "
             "whether it runs; engines list themselves here on a shared queue (--db-url)"
         )
-        return 0
-    print("\n".join(hosts_lines(workers, time.time())))
+    else:
+        print("\n".join(hosts_lines(workers, time.time())))
+    if app.settings.endpoint_hosts:
+        print()
+        print("\n".join(endpoint_lines(await check_hosts(app.settings.endpoint_hosts))))
     return 0
 
 
@@ -64,6 +76,21 @@ def hosts_lines(workers: Sequence[WorkerRecord], now: float) -> list[str]:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+
+
+def endpoint_lines(states: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per endpoint host of the settings: its name, address, classes and state."""
+    if not states:
+        return ["no endpoint host is set (settings: endpoint_hosts; docs/scale-out.md)"]
+    rows = [("ENDPOINT HOST", "URL", "CLASSES", "SHARED FOLDERS", "STATE")]
+    for s in states:
+        folders = " ".join(f"{p['local']}={p['remote']}" for p in s["paths"]) or "-"
+        rows.append((s["name"], s["url"], ",".join(s["classes"]), folders, s["problem"] or "ok"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join([*(c.ljust(widths[i]) for i, c in enumerate(r[:-1])), r[-1]]).rstrip()
+        for r in rows
+    ]
 
 
 def _age(seconds: float) -> str:

@@ -174,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
         "draining (several hosts on a shared queue: --db-url)",
     )
     ho.add_argument("--all", action="store_true", help="also the engines that stopped")
+    ho.add_argument(
+        "--endpoints",
+        action="store_true",
+        help="only the endpoint hosts of the settings, each checked now (reached, token, "
+        "shared folders)",
+    )
     ho.add_argument("--json", action="store_true", help=JSON_HELP)
     dr = sub.add_parser(
         "drain",

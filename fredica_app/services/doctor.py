@@ -31,6 +31,7 @@ async def diagnose(app: Fredica) -> list[Check]:
     if checks[-1].ok:
         checks.append(await asyncio.to_thread(_hardware_encoders, app))
     checks.append(await _endpoints(app))
+    checks += await _endpoint_hosts(app)
     checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
     checks.append(_speech_models(app))
     checks.append(_settings(app))
@@ -116,6 +117,28 @@ async def _endpoints(app: Fredica) -> Check:
     finally:
         await app.endpoints.stop()
     return Check("endpoints", True, f"server on 127.0.0.1:{address.port}; sleep job: {result}")
+
+
+async def _endpoint_hosts(app: Fredica) -> list[Check]:
+    """Each endpoint host of the settings, reached and its shared folders checked now."""
+    from fredica_app.endpoint_hosts import check_hosts
+
+    checks = []
+    for state in await check_hosts(app.settings.endpoint_hosts):
+        what = f"{state['url']} ({', '.join(state['classes'])})"
+        if state["problem"]:
+            checks.append(
+                Check(
+                    f"endpoint host {state['name']}",
+                    False,
+                    f"{what}: {state['problem']}",
+                    "fix its entry in endpoint_hosts, or start its server (docs/scale-out.md)",
+                )
+            )
+        else:
+            shared = ", ".join(p["local"] for p in state["paths"]) or "no shared folder"
+            checks.append(Check(f"endpoint host {state['name']}", True, f"{what}; {shared}"))
+    return checks
 
 
 def _ffmpeg(app: Fredica) -> Check:

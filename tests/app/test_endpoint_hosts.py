@@ -332,3 +332,38 @@ async def test_a_certificate_from_another_authority_is_refused(lab: Lab) -> None
     assert task.status.value == "failed"
     assert "certificate verify failed" in (task.error or "")
     assert gpu_box.jobs_started("sleep") == 0
+
+
+# --- what the user is told --------------------------------------------------------------------
+
+
+def test_hosts_and_doctor_check_each_endpoint_host_now(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fredica_app.cli import main
+
+    good = lab.start("gpu-box")
+    gone = {**lab.entry(good, ["gpu"]), "name": "old-box", "url": "wss://127.0.0.1:1"}
+    data = lab.tmp / "data"
+    lab.settings(data, [lab.entry(good, ["gpu", "cpu"]), gone])
+
+    code = main(["--data-dir", str(data), "hosts", "--endpoints", "--json"])
+    states = {s["name"]: s for s in json.loads(capsys.readouterr().out)}
+    assert code == 1  # one cannot be used
+    assert states["gpu-box"]["problem"] is None and states["gpu-box"]["verified"]
+    assert states["gpu-box"]["classes"] == ["cpu", "gpu"]
+    assert states["gpu-box"]["url"] == f"wss://127.0.0.1:{good.port}"
+    assert "cannot be reached at 127.0.0.1:1" in states["old-box"]["problem"]
+
+    main(["--data-dir", str(data), "hosts"])
+    table = capsys.readouterr().out
+    assert "ENDPOINT HOST" in table
+    assert any(line.startswith("gpu-box") and line.endswith("ok") for line in table.splitlines())
+
+    code = main(["--data-dir", str(data), "doctor", "--json"])
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+    assert checks["endpoint host gpu-box"]["ok"]
+    assert str(lab.nas) in checks["endpoint host gpu-box"]["detail"]
+    assert not checks["endpoint host old-box"]["ok"]
+    assert "endpoint_hosts" in checks["endpoint host old-box"]["fix"]
+    assert leftover_probes(lab.nas) == []
