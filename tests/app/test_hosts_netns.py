@@ -1,8 +1,9 @@
 """Hosts in network namespaces made by the test (tests/support/netns.py): the database on the
 machine (a private cluster, TLS and a password), two worker hosts of their own, each with its
-own data directory and its own endpoints server. A host's link is cut while it runs tasks,
-then restored; then a host dies whole (``kill -9`` of everything in its namespace). Every run
-finishes, nothing is lost, nothing is completed twice."""
+own data directory and its own endpoints server, and an endpoints host (``fredica endpoints``
+with TLS and a token) serving the ``gpu`` class to both. A host's link is cut while it runs
+tasks, then restored; then a host dies whole (``kill -9`` of everything in its namespace); the
+endpoints host too. Every run finishes, nothing is lost, nothing is completed twice."""
 
 from __future__ import annotations
 
@@ -32,27 +33,33 @@ HEARTBEAT = 0.5
 
 @pytest.fixture(scope="module")
 def network() -> Iterator[tuple[pgcluster.Cluster, list[netns.Host]]]:
+    """The database, and three hosts: two for workers, the third for an endpoints server."""
     for why in (netns.unavailable(), pgcluster.unavailable()):
         if why is not None:
             pytest.skip(why)
-    hosts = netns.hosts(2)
+    hosts = netns.hosts(3)
     root = Path(tempfile.mkdtemp(prefix="fredica-pg-"))
     try:
-        cluster = pgcluster.make_cluster(root, tuple(h.gateway for h in hosts))
-        try:
-            yield cluster, hosts
-        finally:
-            cluster.stop("immediate")
+        with netns.forwarding():
+            cluster = pgcluster.make_cluster(root, tuple(h.gateway for h in hosts))
+            try:
+                yield cluster, hosts
+            finally:
+                cluster.stop("immediate")
     finally:
         for h in hosts:
             h.down()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def start_worker(host: netns.Host, cluster: pgcluster.Cluster, data: Path) -> subprocess.Popen[str]:
+def start_worker(
+    host: netns.Host, cluster: pgcluster.Cluster, data: Path, **settings: object
+) -> subprocess.Popen[str]:
     data.mkdir(parents=True, exist_ok=True)
     (data / "settings.json").write_text(
-        json.dumps({"lease_seconds": LEASE, "heartbeat_seconds": HEARTBEAT, "max_workers": 2})
+        json.dumps(
+            {"lease_seconds": LEASE, "heartbeat_seconds": HEARTBEAT, "max_workers": 2, **settings}
+        )
     )
     url = cluster.url(host=host.gateway)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
@@ -67,9 +74,18 @@ def start_worker(host: netns.Host, cluster: pgcluster.Cluster, data: Path) -> su
     )
 
 
-def submit(raw: RawDB, cluster: pgcluster.Cluster, tmp: Path, n: int, seconds: float) -> str:
+def submit(
+    raw: RawDB,
+    cluster: pgcluster.Cluster,
+    tmp: Path,
+    n: int,
+    seconds: float,
+    **task: object,
+) -> str:
     spec = tmp / f"spec-{time.monotonic_ns()}.json"
-    tasks = [{"key": f"s{i}", "type": "SLEEP", "payload": {"seconds": seconds}} for i in range(n)]
+    tasks = [
+        {"key": f"s{i}", "type": "SLEEP", "payload": {"seconds": seconds}, **task} for i in range(n)
+    ]
     spec.write_text(json.dumps({"tasks": tasks}))
     env = {**os.environ, "PGPASSWORD": pgcluster.PASSWORD}
     done = subprocess.run(
@@ -140,7 +156,7 @@ def test_a_cut_link_then_a_dead_host_lose_nothing_and_double_nothing(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cluster, (h1, h2) = network
+    cluster, (h1, h2, _) = network
     monkeypatch.setenv("PGPASSWORD", pgcluster.PASSWORD)
     raw = RawDB(cluster.url())
     w1 = start_worker(h1, cluster, tmp_path / "h1")
@@ -216,3 +232,130 @@ def test_a_cut_link_then_a_dead_host_lose_nothing_and_double_nothing(
                 except subprocess.TimeoutExpired:
                     w.kill()
     assert w1.returncode == 0, w1.stderr.read() if w1.stderr else ""
+
+
+def start_endpoints_host(host: netns.Host, tmp: Path, share: Path) -> subprocess.Popen[str]:
+    """``fredica endpoints`` on ``host``: TLS for its address, a token file, writes on the
+    share only. Its certificate and token are those :func:`endpoint_entry` trusts."""
+    return subprocess.Popen(
+        host.command(
+            EXE,
+            "endpoints",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8765",
+            "--certfile",
+            str(tmp / "gpu.pem"),
+            "--keyfile",
+            str(tmp / "gpu.key"),
+            "--token-file",
+            str(tmp / "gpu.token"),
+            "--allow-write",
+            str(share),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_an_endpoints_host_cut_off_then_killed_loses_no_task(
+    network: tuple[pgcluster.Cluster, list[netns.Host]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import trustme
+
+    cluster, (h1, h2, gpu) = network
+    monkeypatch.setenv("PGPASSWORD", pgcluster.PASSWORD)
+    raw = RawDB(cluster.url())
+    authority = trustme.CA()
+    cert = authority.issue_cert(gpu.addr)
+    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "gpu.pem"))
+    cert.private_key_pem.write_to_path(str(tmp_path / "gpu.key"))
+    (tmp_path / "gpu.token").write_text("a-token-for-the-gpu-host")
+    (tmp_path / "gpu.token").chmod(0o600)
+    share = tmp_path / "share"  # as the workers see it
+    share.mkdir()
+    share_there = tmp_path / "gpu-mounts" / "share"  # as the GPU host does
+    share_there.parent.mkdir()
+    share_there.symlink_to(share)
+    entry = {
+        "name": "gpu-box",
+        "url": f"wss://{gpu.addr}:8765",
+        "classes": ["gpu"],
+        "token_file": str(tmp_path / "gpu.token"),
+        "ca_file": str(tmp_path / "ca.pem"),
+        "path_map": [{"local": str(share), "remote": str(share_there)}],
+    }
+    server = start_endpoints_host(gpu, tmp_path, share_there)
+    assert server.stdout is not None
+    assert json.loads(server.stdout.readline())["port"] == 8765
+    w1 = start_worker(h1, cluster, tmp_path / "h1", endpoint_hosts=[entry])
+    w2 = start_worker(h2, cluster, tmp_path / "h2", endpoint_hosts=[entry])
+    gpu_work = {"type": "SLEEP_SUBPROCESS", "resource": "gpu", "max_retries": 8}
+    try:
+        # --- the endpoints host's link cut while it runs tasks, then restored --------------
+        first = submit(raw, cluster, tmp_path, 6, 2.0, **gpu_work)
+        wait_for(
+            "the GPU host to run tasks",
+            lambda: raw.scalar("SELECT count(*) FROM task WHERE status = 'running'") >= 2,
+            60,
+        )
+        gpu.cut()
+        time.sleep(3)
+        gpu.restore()
+        wait_for("the first run", lambda: run_done(raw, first, 6), 180)
+        assert completed_once(raw, first) == [1] * 6
+        ran_on = {
+            r[0]
+            for r in raw.rows(
+                "SELECT DISTINCT w.pid FROM task_event e JOIN worker w ON "
+                "w.id = e.detail ->> 'worker_id' WHERE e.workflow_run_id = ? "
+                "AND e.kind = 'started'",
+                first,
+            )
+        }
+        assert ran_on == {w1.pid, w2.pid}  # both workers sent it work
+
+        # --- the endpoints host killed whole, then started again ---------------------------
+        second = submit(raw, cluster, tmp_path, 4, 2.0, **gpu_work)
+        wait_for(
+            "the GPU host to run the second run",
+            lambda: (
+                raw.scalar(
+                    "SELECT count(*) FROM task WHERE workflow_run_id = ? AND status = 'running'",
+                    second,
+                )
+                >= 1
+            ),
+            60,
+        )
+        for pid in gpu.pids():
+            os.kill(pid, signal.SIGKILL)
+        server.communicate(timeout=30)
+        time.sleep(2)
+        server = start_endpoints_host(gpu, tmp_path, share_there)
+        wait_for("the second run", lambda: run_done(raw, second, 4), 180)
+        assert completed_once(raw, second) == [1] * 4
+        lost = raw.rows(
+            "SELECT count(*) FROM task WHERE workflow_run_id = ? AND error_type IS NOT NULL "
+            "AND error_type <> 'CONNECTION_LOST'",
+            second,
+        )
+        assert lost == [(0,)]
+        # What ran when the host died ran again: a lost connection to a host uses an attempt.
+        assert raw.scalar("SELECT max(attempt) FROM task WHERE workflow_run_id = ?", second) >= 2
+        assert w1.poll() is None and w2.poll() is None
+        assert list(share.iterdir()) == []  # no probe file left
+    finally:
+        for w in (w1, w2, server):
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+                try:
+                    w.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    w.kill()

@@ -7,11 +7,14 @@ Needs root and ``ip`` (iproute2); :func:`unavailable` says what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 
 def unavailable() -> str | None:
@@ -63,6 +66,8 @@ class Host:
         _ip("link", "set", self.outside, "up")
         _ip("netns", "exec", self.name, "ip", "addr", "add", f"{self.addr}/24", "dev", self.inside)
         _ip("netns", "exec", self.name, "ip", "link", "set", self.inside, "up")
+        # The other hosts through the machine (with forwarding(): one host to another).
+        _ip("netns", "exec", self.name, "ip", "route", "add", "default", "via", self.gateway)
         return self
 
     def command(self, *argv: str) -> list[str]:
@@ -89,6 +94,19 @@ class Host:
                 pass
         subprocess.run(["ip", "link", "del", self.outside], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+
+@contextlib.contextmanager
+def forwarding() -> Iterator[None]:
+    """The machine forwards between the hosts' links (IPv4), as a router would; as it was
+    afterwards."""
+    knob = Path("/proc/sys/net/ipv4/ip_forward")
+    before = knob.read_text().strip()
+    knob.write_text("1")
+    try:
+        yield
+    finally:
+        knob.write_text(before)
 
 
 def hosts(n: int) -> list[Host]:
