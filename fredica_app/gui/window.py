@@ -14,6 +14,7 @@ only hides; File ▸ Quit (:meth:`MainWindow.quit`) always quits.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from fredica_app.gui.bridge import ChangeBridge
 from fredica_app.gui.details import RunDetailsPage
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost, HostState, Mode
+from fredica_app.gui.hosts import HostsPage
 from fredica_app.gui.library import LibraryPage
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.queue import QueuePage
@@ -54,6 +56,8 @@ from fredica_app.gui.when_done import WhenDoneController, queue_is_busy, when_do
 from fredica_app.views.queue_state import Badge
 from workers.changes import RunFilter, TaskFilter
 from workers.events import EngineHeld
+
+log = logging.getLogger(__name__)
 
 #: What the window's snapshot loads: the newest runs and their tasks, up to these many.
 SNAPSHOT_RUNS = 1000
@@ -86,7 +90,7 @@ class MainWindow(QMainWindow):
     #: Closing it hid it instead: the app goes on in the tray.
     hidden_to_tray = Signal()
 
-    LIBRARY, QUEUE, DETAILS, SETTINGS = range(4)
+    LIBRARY, QUEUE, DETAILS, SETTINGS, HOSTS = range(5)
 
     def __init__(self, host: AppHost, data_dir: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -110,6 +114,7 @@ class MainWindow(QMainWindow):
         self.queue = QueuePage(host, self.feed)
         self.details = RunDetailsPage(host, self.feed)
         self.settings = SettingsPage(host)
+        self.hosts = HostsPage(host)
         self.banner = RestartBanner(host)
         #: Says why nothing new starts while the engine cannot write its database.
         self.held_bar = QLabel()
@@ -120,7 +125,7 @@ class MainWindow(QMainWindow):
         self.held_bar.hide()
 
         self.pages = QStackedWidget()
-        for page in (self.library, self.queue, self.details, self.settings):
+        for page in (self.library, self.queue, self.details, self.settings, self.hosts):
             self.pages.addWidget(page)
         self.nav = QListWidget()
         self.nav.setObjectName("nav")
@@ -129,8 +134,12 @@ class MainWindow(QMainWindow):
             (self.tr("Queue"), symbol("list-video")),
             (self.tr("Run details"), symbol("workflow")),
             (self.tr("Settings"), symbol("settings")),
+            (self.tr("Hosts"), symbol("server")),
         ):
             QListWidgetItem(icon, text, self.nav)
+        # Hosts: only with a shared queue or endpoint hosts (the page says when it has those).
+        self.nav.setRowHidden(self.HOSTS, True)
+        self.hosts.relevance_changed.connect(self._show_hosts)
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
 
         right = QWidget()
@@ -225,6 +234,11 @@ class MainWindow(QMainWindow):
 
     # --- navigation --------------------------------------------------------------------------
 
+    def _show_hosts(self, relevant: bool) -> None:
+        self.nav.setRowHidden(self.HOSTS, not relevant)
+        if not relevant and self.nav.currentRow() == self.HOSTS:
+            self.nav.setCurrentRow(self.QUEUE)
+
     def show_run(self, run_id: str) -> None:
         self.details.show_run(run_id)
         self.nav.setCurrentRow(self.DETAILS)
@@ -300,7 +314,10 @@ class MainWindow(QMainWindow):
         async def read(app: Any) -> bool:
             return bool(app.control.queue_paused)
 
-        self.host.call(read, self.set_queue_paused)
+        def failed(exc: Exception) -> None:  # closing, or the database away for now:
+            log.debug("could not read the queue's pause flag: %s", exc)  # read again in 1 s
+
+        self.host.call(read, self.set_queue_paused, failed)
 
     def set_queue_paused(self, paused: bool) -> None:
         if paused != self._queue_paused:

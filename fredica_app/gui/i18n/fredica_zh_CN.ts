@@ -417,6 +417,142 @@
     </message>
 </context>
 <context>
+    <name>HostsPage</name>
+    <message>
+        <source>Worker</source>
+        <extracomment>What an empty cell shows (an en dash). How often the engines are read again while the page is in view. Whether the page has anything to show (the window shows or hides its entry). The worker id of this window&apos;s own engine (None: it runs none). Whether there is anything to show (a shared queue, or endpoint hosts set). What *Check now* found, kept while no engine of this window knows better.</extracomment>
+        <translation>工作进程</translation>
+    </message>
+    <message>
+        <source>Host</source>
+        <translation>主机</translation>
+    </message>
+    <message>
+        <source>Heartbeat</source>
+        <translation>心跳</translation>
+    </message>
+    <message>
+        <source>Running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>Slots</source>
+        <translation>槽位</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Version</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>Drain</source>
+        <translation>停止接活</translation>
+    </message>
+    <message>
+        <source>Let the selected engine finish what it runs, and take no new task</source>
+        <translation>让所选引擎完成正在运行的任务，不再领取新任务</translation>
+    </message>
+    <message>
+        <source>Claim again</source>
+        <translation>恢复接活</translation>
+    </message>
+    <message>
+        <source>Endpoint host</source>
+        <translation>端点主机</translation>
+    </message>
+    <message>
+        <source>Address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <source>Serves</source>
+        <translation>服务类别</translation>
+    </message>
+    <message>
+        <source>Shared folders</source>
+        <translation>共享文件夹</translation>
+    </message>
+    <message>
+        <source>Check now</source>
+        <translation>立即检查</translation>
+    </message>
+    <message>
+        <source>Reach each endpoint host and check its shared folders with a probe file</source>
+        <translation>连接每台端点主机，并用探测文件检查其共享文件夹</translation>
+    </message>
+    <message>
+        <source>Engines on the queue</source>
+        <translation>队列上的引擎</translation>
+    </message>
+    <message>
+        <source>Endpoint hosts</source>
+        <translation>端点主机</translation>
+    </message>
+    <message>
+        <source>A queue shared by several hosts: %1</source>
+        <translation>多台主机共享的队列：%1</translation>
+    </message>
+    <message>
+        <source>This computer&apos;s own queue: one engine at a time. Several hosts share a queue on PostgreSQL (see Scaling out in the documentation).</source>
+        <translation>本机自己的队列：同一时间只有一个引擎。多台主机可在 PostgreSQL 上共享队列（见文档中的“扩展到多台主机”）。</translation>
+    </message>
+    <message>
+        <source>Checking…</source>
+        <translation>正在检查…</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>draining</source>
+        <translation>停止接活中</translation>
+    </message>
+    <message>
+        <source>taking work</source>
+        <translation>接活中</translation>
+    </message>
+    <message>
+        <source>%1 (this window)</source>
+        <translation>%1（本窗口）</translation>
+    </message>
+    <message>
+        <source>No engine is running on this queue.</source>
+        <translation>此队列上没有正在运行的引擎。</translation>
+    </message>
+    <message>
+        <source>ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>not checked yet</source>
+        <translation>尚未检查</translation>
+    </message>
+    <message>
+        <source>None set. The settings&apos; endpoint_hosts send work to another host&apos;s GPU.</source>
+        <translation>未设置。设置中的 endpoint_hosts 可把工作发送到另一台主机的 GPU。</translation>
+    </message>
+    <message>
+        <source>%1 s ago</source>
+        <translation>%1 秒前</translation>
+    </message>
+    <message>
+        <source>%1 min ago</source>
+        <translation>%1 分钟前</translation>
+    </message>
+    <message>
+        <source>%1 h ago</source>
+        <translation>%1 小时前</translation>
+    </message>
+    <message>
+        <source>Could not read the hosts: %1</source>
+        <translation>无法读取主机：%1</translation>
+    </message>
+</context>
+<context>
     <name>LibraryModel</name>
     <message>
         <source>Title</source>
@@ -656,6 +792,10 @@
     <message>
         <source>Settings</source>
         <translation>设置</translation>
+    </message>
+    <message>
+        <source>Hosts</source>
+        <translation>主机</translation>
     </message>
     <message>
         <source>Opening the data directory…</source>
