@@ -89,6 +89,8 @@ class WorkflowRun(Base):
     completed_at: Mapped[float | None]
     #: Where the run's last visible change stands in the change stream (set by a trigger).
     change_seq: Mapped[int] = mapped_column(server_default="0", index=True)
+    #: The home (a host's data directory) it was submitted from; NULL: not said.
+    home_id: Mapped[str | None] = mapped_column(sa.String(64))
 
 
 class Task(Base):
@@ -293,6 +295,8 @@ class Notice(Base):
     created_at: Mapped[float]
     #: When a desktop app took it to show; NULL: not yet.
     shown_at: Mapped[float | None] = mapped_column(index=True)
+    #: The home its run was submitted from (its window tells it); NULL: any window may.
+    home_id: Mapped[str | None] = mapped_column(sa.String(64))
 
 
 # --- the change stream ----------------------------------------------------------------------

@@ -115,6 +115,8 @@ class Fredica(Submission):
         )
         if url is not None:
             app.database_shown = redact_url(url)
+        # Runs say the home they were submitted from: on a shared queue, its window tells them.
+        app.store.home_id = home_id(paths.data_dir)
         return app
 
     async def close(self) -> None:

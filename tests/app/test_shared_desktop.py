@@ -75,3 +75,44 @@ async def test_two_windows_tell_each_finished_run_once(pg: str, registry: TaskTy
     finally:
         await a.close()
         await b.close()
+
+
+async def test_each_window_tells_the_runs_its_own_host_submitted(
+    pg: str, registry: TaskTypeRegistry
+) -> None:
+    """Two hosts' windows on one queue: a run is told by the window of the host it was
+    submitted from, whichever engine ran it; a run that says no home (submitted before runs
+    said theirs) by either, once."""
+    from workers.db import create_postgres_engine
+
+    stores = {home: TaskStore(create_postgres_engine(pg)) for home in ("laptop", "studio")}
+    anonymous = TaskStore(create_postgres_engine(pg))
+    for home, store in stores.items():
+        store.home_id = home
+    try:
+        submitted: dict[str, list[str]] = {"laptop": [], "studio": [], "none": []}
+        for i in range(12):
+            home = ("laptop", "studio", "none")[i % 3]
+            store = anonymous if home == "none" else stores[home]
+            spec = {"tasks": [{"key": f"n{i}", "type": "NOOP"}]}
+            created = await store.create_run(prepare_run(parse_spec(spec), registry))
+            submitted[home].append(created.run_id)
+        # One engine (the studio's) runs them all.
+        for _ in range(12):
+            [claim] = await stores["studio"].claim("studio-worker")
+            await stores["studio"].complete(claim.id, claim.lease_token)
+        told = {
+            home: [n.workflow_run_id for n in await store.take_notices()]
+            for home, store in stores.items()
+        }
+        assert set(submitted["laptop"]) <= set(told["laptop"])
+        assert set(submitted["studio"]) <= set(told["studio"])
+        assert not set(submitted["laptop"]) & set(told["studio"])
+        assert not set(submitted["studio"]) & set(told["laptop"])
+        # The runs without a home: told once, by the first window that asked.
+        every = [run for runs in submitted.values() for run in runs]
+        assert sorted(told["laptop"] + told["studio"]) == sorted(every)
+        assert await stores["laptop"].take_notices() == []
+    finally:
+        for store in (*stores.values(), anonymous):
+            await store.close()

@@ -188,6 +188,9 @@ class StoreBase:
         #: the engine on this store can run: it claims nothing else, so that a task a host's
         #: build does not understand waits for one that does (set by the engine).
         self.claim_types: Mapping[str, int] | None = None
+        #: The home (a host's data directory, ``fredica_app.paths.home_id``) this store's runs
+        #: are submitted from and whose notices it takes; None: any (tests, tools).
+        self.home_id: str | None = None
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-write")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="fredica-db-read")
         self._watcher = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-watch")
@@ -589,7 +592,7 @@ class StoreBase:
                 cur.execute(_hot.DROP_UNSHOWN_NOTICE_SQL, {"run_id": run_id})
                 cur.execute(
                     _hot.ADD_NOTICE_SQL,
-                    {"kind": NOTICED[status], "run_id": run_id, "now": now},
+                    {"kind": NOTICED[status], "run_id": run_id, "of_run": run_id, "now": now},
                 )
         finally:
             cur.close()

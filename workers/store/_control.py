@@ -68,6 +68,7 @@ class ControlMixin(StoreBase):
                 "pending_tasks": n,
                 "created_at": now,
                 "completed_at": now if n == 0 else None,
+                "home_id": self.home_id,
             },
         )
         self._insert_tasks(conn, run_id, prepared.tasks, ids, completed=frozenset(), now=now)

@@ -132,7 +132,8 @@ SET_RUN_STATUS_SQL = (
 #: not yet shown of an earlier end of the same run, before a retry, is replaced).
 DROP_UNSHOWN_NOTICE_SQL = "DELETE FROM notice WHERE workflow_run_id = :run_id AND shown_at IS NULL"
 ADD_NOTICE_SQL = (
-    "INSERT INTO notice (kind, workflow_run_id, created_at) VALUES (:kind, :run_id, :now)"
+    "INSERT INTO notice (kind, workflow_run_id, created_at, home_id) VALUES "
+    "(:kind, :run_id, :now, (SELECT home_id FROM workflow_run WHERE id = :of_run))"
 )
 
 _JSON_COLUMNS = frozenset({"depends_on", "payload", "result", "checkpoint", "status_parts"})
