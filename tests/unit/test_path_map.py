@@ -70,3 +70,8 @@ def test_a_file_no_map_covers_is_refused_naming_what_the_host_sees() -> None:
         host().params_for({"input": "/home/u/Videos/a.mkv"}, ("input",))
     message = str(refused.value)
     assert "/home/u/Videos/a.mkv" in message and "gpu-box" in message and "/mnt/nas" in message
+
+
+def test_a_hosts_token_is_never_in_its_repr() -> None:
+    shown = repr(EndpointHost("gpu-box", EndpointsAddress("gpu.lan", 8765, "s3cret"), frozenset()))
+    assert "s3cret" not in shown and "gpu.lan" in shown

@@ -32,7 +32,7 @@ import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -75,7 +75,7 @@ class EndpointsAddress:
 
     host: str
     port: int
-    token: str
+    token: str = field(repr=False)  # never in a log line or an error
     ssl: ssl.SSLContext | None = None
 
     def url(self, endpoint: str) -> str:
