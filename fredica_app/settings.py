@@ -49,6 +49,9 @@ class WatchFolder(BaseModel):
     recursive: bool = True
     #: Which files: glob patterns on the name (``*.mkv``), none: every media file.
     patterns: list[str] = Field(default_factory=list)
+    #: The template's parameters for each file (``{"profile": "archive"}``): checked against
+    #: the template when the watching starts (``fredica templates NAME`` lists them).
+    params: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("folder")
     @classmethod

@@ -4,21 +4,46 @@ A template expands to a :class:`workers.spec.WorkflowSpec`. Payload strings may 
 placeholders that are filled for one material when it is submitted: ``{input}`` (the media
 file), ``{output_dir}`` (the material's folder under the library), ``{stem}`` (a file-name-safe
 title), ``{url}`` (a URL material's address). Nothing else is interpreted.
+
+A template declares its *parameters* (:class:`TemplateParam`): a name the user gives a value
+to for one submission (``--param profile=archive``), and the task params it sets. A value is
+validated as the job validates that param (its params model's field), and one not given is
+left to the settings (the job's catalogue row fills it) or the job's own default: the
+settings are the defaults of every submission, a parameter changes one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Sequence
+import typing
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from fredica_app.errors import TemplateError
 from fredica_app.library.fingerprint import is_url
 from workers.spec import TaskSpec, WorkflowSpec
 
 PLACEHOLDER = re.compile(r"\{(input|output_dir|stem|url)\}")
+
+
+class TemplateParam(BaseModel):
+    """A value a template takes for one submission, and where it goes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: The name the user gives it (``--param NAME=VALUE``).
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")
+    #: What it is, in a line.
+    description: str
+    #: The task params it sets: (task key, param name) pairs; the first says how its value is
+    #: validated (that task's job's params model).
+    targets: tuple[tuple[str, str], ...] = Field(min_length=1)
+    #: The setting whose value stands when it is not given (None: the job's default).
+    setting: str | None = None
 
 
 class Template(BaseModel):
@@ -30,6 +55,66 @@ class Template(BaseModel):
     #: What it runs on: nothing (diagnostic), a local media file, or a URL to download. Must
     #: agree with its payloads: a template whose payloads name a placeholder runs on a source.
     source: Literal["none", "file", "url"] = "none"
+    #: What it takes for one submission (see the module's doc).
+    params: tuple[TemplateParam, ...] = ()
+
+    @model_validator(mode="after")
+    def _params_name_its_tasks(self) -> Template:
+        keys = {t.key: t.type for t in self.tasks}
+        for param in self.params:
+            for key, name in param.targets:
+                if key not in keys:
+                    raise ValueError(f"template {self.name!r}: {param.name} sets unknown {key!r}")
+                _field(keys[key], name)  # the job takes it
+        return self
+
+    def param(self, name: str) -> TemplateParam:
+        for param in self.params:
+            if param.name == name:
+                return param
+        raise TemplateError(
+            f"template {self.name!r} has no parameter {name!r}: it {self._has_params()}"
+        )
+
+    def _has_params(self) -> str:
+        if not self.params:
+            return "takes no parameter"
+        return "takes " + ", ".join(f"{p.name} ({self.values_of(p)})" for p in self.params)
+
+    def values_of(self, param: TemplateParam) -> str:
+        """What ``param`` takes, in a few words: its choices, or its kind."""
+        key, name = param.targets[0]
+        field = _field(self._type_of(key), name)
+        choices = _choices(field.annotation)
+        if choices:
+            return "|".join(str(c) for c in choices)
+        if field.annotation in (int, float) or _choices_kind(field.annotation) in ("int", "float"):
+            return "a number"
+        return "text"
+
+    def _type_of(self, key: str) -> str:
+        return next(t.type for t in self.tasks if t.key == key)
+
+    def bind(self, given: Mapping[str, str]) -> dict[str, Any]:
+        """``given`` (``NAME=VALUE`` strings, as a user types them) checked: each a parameter
+        of the template, each value one its job takes. Raises :class:`TemplateError`, one line
+        naming the template's parameters. Returns the values as the jobs take them."""
+        bound: dict[str, Any] = {}
+        for name, text in given.items():
+            param = self.param(name)
+            key, target = param.targets[0]
+            field = _field(self._type_of(key), target)
+            try:
+                form: Any = typing.Annotated[field.annotation, field]
+                adapter: TypeAdapter[Any] = TypeAdapter(form)
+                bound[name] = adapter.validate_python(text, strict=False)
+            except ValidationError as exc:
+                why = exc.errors()[0]["msg"]
+                raise TemplateError(
+                    f"template {self.name!r}: {name}={text!r} is not a value it takes ({why}); "
+                    f"it {self._has_params()}"
+                ) from None
+        return bound
 
     @model_validator(mode="after")
     def _source_agrees_with_payloads(self) -> Template:
@@ -83,15 +168,27 @@ class Template(BaseModel):
         material_id: str | None = None,
         values: dict[str, str] | None = None,
         idempotent: bool = False,
+        params: Mapping[str, Any] | None = None,
     ) -> WorkflowSpec:
-        """The spec for one submission. ``values`` fill the placeholders; ``idempotent`` gives
-        every task the key ``<template>:<material>:<task key>``, so that submitting the same
-        template for the same material while a run of it is active returns that run."""
+        """The spec for one submission. ``values`` fill the placeholders; ``params`` (from
+        :meth:`bind`) set the task params of the template's parameters; ``idempotent`` gives
+        every task the key ``<template>:<material>:<task key>`` (and a digest of ``params``
+        when there are any), so that submitting the same template with the same parameters
+        for the same material while a run of it is active returns that run."""
+        params = dict(params or {})
+        sets: dict[str, dict[str, Any]] = {}
+        for name, value in params.items():
+            for task_key, target in self.param(name).targets:
+                sets.setdefault(task_key, {})[target] = value
+        digest = ""
+        if params:
+            text = json.dumps(params, sort_keys=True, default=str)
+            digest = ":" + hashlib.sha256(text.encode()).hexdigest()[:12]
         tasks = []
         for t in self.tasks:
-            payload = _fill(t.payload, values or {})
+            payload = {**_fill(t.payload, values or {}), **sets.get(t.key, {})}
             key = (
-                f"{self.name}:{material_id}:{t.key}"
+                f"{self.name}:{material_id}:{t.key}{digest}"
                 if idempotent and material_id
                 else t.idempotency_key
             )
@@ -106,6 +203,31 @@ class Template(BaseModel):
                 )
             )
         return WorkflowSpec(template=self.name, material_id=material_id, tasks=tasks)
+
+
+def _field(task_type: str, name: str) -> Any:
+    """The params model's field ``name`` of the job of ``task_type``."""
+    from fredica_app.jobs import JOBS
+
+    job = JOBS.get(task_type)
+    if job is None or name not in job.params.model_fields:
+        raise ValueError(f"{task_type} takes no param {name!r}")
+    return job.params.model_fields[name]
+
+
+def _choices(annotation: Any) -> tuple[Any, ...]:
+    """The values of a ``Literal`` (within an optional), else ()."""
+    if typing.get_origin(annotation) is Literal:
+        return typing.get_args(annotation)
+    for arg in typing.get_args(annotation):
+        if typing.get_origin(arg) is Literal:
+            return typing.get_args(arg)
+    return ()
+
+
+def _choices_kind(annotation: Any) -> str:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return args[0].__name__ if len(args) == 1 and isinstance(args[0], type) else ""
 
 
 def _names_placeholder(value: Any) -> bool:
@@ -220,6 +342,29 @@ def _analyze(*deps: str) -> TaskSpec:
     )
 
 
+#: The parameters of every template that re-encodes, and of every one that transcribes.
+_PROFILE = TemplateParam(
+    name="profile",
+    description="the MP4 profile: compatible (plays everywhere), modern (copies more), archive "
+    "(copies every stream, never re-encodes)",
+    targets=(("transcode", "profile"),),
+    setting="mp4_profile",
+)
+_SPEECH = (
+    TemplateParam(
+        name="language",
+        description="the language spoken: auto (detected), or a code such as en, fr, zh",
+        targets=(("transcribe", "language"),),
+        setting="language",
+    ),
+    TemplateParam(
+        name="model",
+        description="the Whisper model: tiny.en (embedded), base, small, medium, large-v3…",
+        targets=(("transcribe", "model"),),
+        setting="whisper_model",
+    ),
+)
+
 # Network hiccups are worth a few automatic retries; the download resumes from its .part file.
 _DOWNLOAD = TaskSpec(
     key="download",
@@ -239,12 +384,14 @@ BUILTIN: dict[str, Template] = {
                 "stream copy when the codecs already fit MP4, else H.264/AAC"
             ),
             tasks=[_probe(), _transcode("probe")],
+            params=(_PROFILE,),
         ),
         Template(
             name="download_transcode",
             source="url",
             description=("Download an http(s) URL (resumable), probe it, then make an MP4 of it"),
             tasks=[_DOWNLOAD, _probe("download"), _transcode("probe")],
+            params=(_PROFILE,),
         ),
         Template(
             name="extract_audio",
@@ -287,6 +434,7 @@ BUILTIN: dict[str, Template] = {
                 _extract_audio("probe", or_skip=True),
                 _extract_subtitles("probe"),
             ],
+            params=(_PROFILE,),
         ),
         Template(
             name="subtitles",
@@ -300,6 +448,7 @@ BUILTIN: dict[str, Template] = {
                 _transcribe("extract_audio"),
                 _export_subtitles("transcribe"),
             ],
+            params=_SPEECH,
         ),
         Template(
             name="full",
@@ -318,6 +467,7 @@ BUILTIN: dict[str, Template] = {
                 _export_subtitles("transcribe"),
                 _analyze("transcribe"),
             ],
+            params=(_PROFILE, *_SPEECH),
         ),
         Template(
             name="diagnostic",

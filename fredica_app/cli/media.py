@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 from fredica_app.cli.display import table
 from fredica_app.cli.output import print_run
@@ -16,29 +17,63 @@ from fredica_app.errors import FredicaError, MediaImportError, SpecError
 from fredica_app.jobs import JOBS
 from fredica_app.services import Fredica
 from fredica_app.services.removal import remove
-from fredica_app.templates import BUILTIN, get_template
+from fredica_app.templates import BUILTIN, Template, TemplateParam, get_template
 from fredica_app.views.records import duration, shown
 
 
 async def cmd_templates(app: Fredica, args: argparse.Namespace) -> int:
+    templates = [get_template(args.name)] if args.name else list(BUILTIN.values())
     if args.json:
-        print_json(
-            [
-                {
-                    "name": t.name,
-                    "description": t.description,
-                    "source": t.source,
-                    "tasks": [
-                        {"key": s.key, "type": s.type, "depends_on": s.depends_on} for s in t.tasks
-                    ],
-                }
-                for t in BUILTIN.values()
-            ]
-        )
+        shown_ = [template_json(t, app) for t in templates]
+        print_json(shown_[0] if args.name else shown_)
+    elif args.name:
+        print("\n".join(template_lines(templates[0], app)))
     else:
-        for t in BUILTIN.values():
+        for t in templates:
             print(f"{t.name:<19} {t.description}")
     return 0
+
+
+def template_json(t: Template, app: Fredica) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "description": t.description,
+        "source": t.source,
+        "tasks": [{"key": s.key, "type": s.type, "depends_on": s.depends_on} for s in t.tasks],
+        "params": [
+            {
+                "name": p.name,
+                "description": p.description,
+                "values": t.values_of(p),
+                "setting": p.setting,
+                "default": _param_default(p, app),
+            }
+            for p in t.params
+        ],
+    }
+
+
+def template_lines(t: Template, app: Fredica) -> list[str]:
+    """``fredica templates NAME``: what it does, what it takes, its tasks and parameters."""
+    lines = [f"{t.name}: {t.description}", f"takes: {t.takes}", "tasks:"]
+    for s in t.tasks:
+        after = f" (after {', '.join(s.depends_on)})" if s.depends_on else ""
+        lines.append(f"  {s.key:<18} {s.type}{after}")
+    if not t.params:
+        lines.append("parameters: none")
+        return lines
+    lines.append("parameters (--param NAME=VALUE):")
+    for p in t.params:
+        default = _param_default(p, app)
+        where = f"the setting {p.setting}" if p.setting else "the job's default"
+        lines.append(f"  {p.name:<10} {t.values_of(p)}: {p.description}")
+        lines.append(f"  {'':<10} default: {default!s} (from {where})")
+    return lines
+
+
+def _param_default(param: TemplateParam, app: Fredica) -> Any:
+    """The value a parameter has when not given: its setting's, now."""
+    return None if param.setting is None else getattr(app.settings, param.setting, None)
 
 
 async def cmd_types(app: Fredica, args: argparse.Namespace) -> int:
@@ -76,8 +111,12 @@ async def cmd_demo(app: Fredica, args: argparse.Namespace) -> int:
 
 
 async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
-    # An unknown name, or items the template cannot run on, fail before anything is imported.
-    get_template(args.template).check_sources(args.items)
+    # An unknown name, items the template cannot run on, or a parameter it does not take fail
+    # before anything is imported.
+    params = dict(args.param)
+    template = get_template(args.template)
+    template.check_sources(args.items)
+    template.bind(params)
     report = await app.import_items(args.items)
     empty = [_no_media_in(folder, report.skipped) for folder in report.empty_folders]
     if not report.materials:
@@ -86,7 +125,9 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
         print(f"fredica: warning: {line}", file=sys.stderr)
     out = []
     for material in report.materials:
-        created = await app.submit_for_material(material, args.template, priority=args.priority)
+        created = await app.submit_for_material(
+            material, args.template, priority=args.priority, params=params
+        )
         out.append((material, created))
     if args.json:
         print_json(
@@ -117,16 +158,19 @@ def _no_media_in(folder: Path, skipped: list[Path]) -> str:
 async def cmd_process(app: Fredica, args: argparse.Namespace) -> int:
     template = get_template(args.template)
     # Refused before anything is imported or made: sources for a template that takes none,
-    # none for one that needs one (the sample counts as one).
+    # none for one that needs one (the sample counts as one), a parameter it does not take.
     template.check_sources([*args.items, *(["--sample"] if args.sample else [])])
+    params = dict(args.param)
+    template.bind(params)
     if not template.needs_source:
-        created = await app.submit({"template": template.name}, priority=args.priority)
+        spec = {"template": template.name, "params": params}
+        created = await app.submit(spec, priority=args.priority)
         return await _end_of_runs(app, await run_or_follow(app, [created.run_id]), args.json)
     app.start_endpoints_early({task.type for task in template.tasks})
     items = list(args.items)
     if args.sample:
         items.append(str(await ensure_sample(app)))
-    outcome = await process(app, items, args.template, priority=args.priority)
+    outcome = await process(app, items, args.template, priority=args.priority, params=params)
     return await _end_of_runs(app, outcome, args.json)
 
 

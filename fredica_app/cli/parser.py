@@ -283,7 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
         "edit", help="edit the file in $VISUAL or $EDITOR; saved only if it is valid"
     )
 
-    t = sub.add_parser("templates", help="list the workflow templates")
+    t = sub.add_parser(
+        "templates", help="list the workflow templates; with NAME, its tasks and parameters"
+    )
+    t.add_argument("name", nargs="?", metavar="NAME", help="one template: what it takes")
     t.add_argument("--json", action="store_true", help=JSON_HELP)
 
     ty = sub.add_parser("types", help="list the task types a workflow spec may name")
@@ -303,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the template to run on each: {media_templates} (see `fredica templates`)",
     )
+    _param_argument(a)
     a.add_argument("--priority", type=int, default=0, metavar="N", help=PRIORITY_HELP)
     a.add_argument("--json", action="store_true", help=JSON_HELP)
 
@@ -323,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the template to run: {all_templates} (see `fredica templates`)",
     )
+    _param_argument(pr)
     pr.add_argument(
         "--sample", action="store_true", help="process a generated sample clip (see `sample`)"
     )
@@ -387,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with DIR: the template each file is submitted to: {file_templates} (default "
         "transcode_mp4)",
     )
+    _param_argument(wf, "with DIR: ")
     wf.add_argument(
         "--recursive",
         action=argparse.BooleanOptionalAction,
@@ -409,3 +415,22 @@ def build_parser() -> argparse.ArgumentParser:
         "taken in (default: the setting watch_settle_seconds, 5)",
     )
     return p
+
+
+def _param_argument(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help=f"{prefix}a parameter of the template, for this submission (repeatable; "
+        "`fredica templates NAME` lists them): --param profile=archive",
+    )
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. profile=archive)")
+    return key.strip(), value

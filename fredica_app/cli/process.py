@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,6 +146,7 @@ async def process(
     *,
     priority: int = 0,
     console: Console | None = None,
+    params: Mapping[str, str] | None = None,
 ) -> Outcome:
     console = console or Console(stderr=True)
     report = await app.import_items(items)
@@ -153,7 +154,9 @@ async def process(
         raise MediaImportError(f"no media found in {', '.join(items)}")
     run_ids: list[str] = []
     for material in report.materials:
-        created = await app.submit_for_material(material, template, priority=priority)
+        created = await app.submit_for_material(
+            material, template, priority=priority, params=params
+        )
         if created.deduplicated:
             console.print(
                 f"[yellow]{material.title}: a run of {template} is already active "

@@ -76,6 +76,7 @@ def _folders(app: Fredica, args: argparse.Namespace) -> list[WatchFolder]:
             for name, value in (
                 ("--template", args.template),
                 ("--pattern", args.pattern),
+                ("--param", args.param),
                 ("--recursive/--no-recursive", args.recursive is not None),
             )
             if value
@@ -100,6 +101,7 @@ def _folders(app: Fredica, args: argparse.Namespace) -> list[WatchFolder]:
             template=args.template or WatchFolder.model_fields["template"].default,
             recursive=args.recursive is not False,
             patterns=list(args.pattern),
+            params=dict(args.param),
         )
     ]
 

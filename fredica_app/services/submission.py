@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,10 +43,13 @@ class Submission:
     def spec_from_data(self, data: Any) -> WorkflowSpec:
         """A spec from ``{"template": NAME}`` or ``{"tasks": [...]}`` JSON data."""
         if isinstance(data, dict) and "template" in data and "tasks" not in data:
-            extra = set(data) - {"template", "material_id"}
+            extra = set(data) - {"template", "material_id", "params"}
             if extra:
                 raise SpecError(f"invalid workflow spec: unexpected fields {sorted(extra)}")
             template = get_template(str(data["template"]))
+            params = data.get("params") or {}
+            if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
+                raise SpecError('invalid workflow spec: "params" is an object of strings')
             if template.source != "none":
                 material_id = data.get("material_id")
                 if not isinstance(material_id, str):
@@ -53,8 +57,10 @@ class Submission:
                         f"template {template.name!r} runs on a material: give "
                         '"material_id", or use `fredica add PATH|URL --template NAME`'
                     )
-                return self.spec_for_material(self._material(material_id), template.name)
-            return template.expand(material_id=data.get("material_id"))
+                return self.spec_for_material(self._material(material_id), template.name, params)
+            return template.expand(
+                material_id=data.get("material_id"), params=template.bind(params)
+            )
         return parse_spec(data)
 
     async def submit(self, data: Any, *, priority: int = 0) -> CreatedRun:
@@ -81,12 +87,20 @@ class Submission:
             raise SpecError(f"no material with id {material_id!r}")
         return material
 
-    def spec_for_material(self, material: MaterialRecord, template_name: str) -> WorkflowSpec:
+    def spec_for_material(
+        self,
+        material: MaterialRecord,
+        template_name: str,
+        params: Mapping[str, str] | None = None,
+    ) -> WorkflowSpec:
         """A template expanded for one material: its file, its output folder (created here,
-        under the library directory), and the settings that jobs take (proxy, MP4 profile,
-        speech, LLM: each job's catalogue row names them, :mod:`fredica_app.jobs` fills them).
-        The ffmpeg is not among them: the endpoints server runs the one it was started with."""
+        under the library directory), the template's ``params`` given (``NAME=VALUE`` as
+        typed: checked here, :class:`TemplateError` naming the template's parameters), and
+        the settings that jobs take for the rest (proxy, MP4 profile, speech, LLM: each job's
+        catalogue row names them, :mod:`fredica_app.jobs` fills them). The ffmpeg is not
+        among them: the endpoints server runs the one it was started with."""
         template = get_template(template_name)
+        bound = template.bind(params or {})
         if not template.needs_source:
             raise TemplateError(
                 f"template {template.name!r} takes {template.takes}: it cannot run on "
@@ -108,7 +122,9 @@ class Submission:
         if template.source == "file" and material.is_url and not _downloaded(material):
             # A URL not downloaded yet: download it first, whatever the template does with it.
             template = with_download_first(template, get_template("download_transcode").tasks[0])
-        spec = template.expand(material_id=material.id, values=values, idempotent=True)
+        spec = template.expand(
+            material_id=material.id, values=values, idempotent=True, params=bound
+        )
         # What each job takes from the settings is its catalogue row's to say.
         settings_values = jobs.app_values(self.settings, self.models_dir)
         extra: list[TaskSpec] = []
@@ -155,9 +171,14 @@ class Submission:
         return []
 
     async def submit_for_material(
-        self, material: MaterialRecord, template_name: str, *, priority: int = 0
+        self,
+        material: MaterialRecord,
+        template_name: str,
+        *,
+        priority: int = 0,
+        params: Mapping[str, str] | None = None,
     ) -> CreatedRun:
-        spec = await asyncio.to_thread(self.spec_for_material, material, template_name)
+        spec = await asyncio.to_thread(self.spec_for_material, material, template_name, params)
         if priority:
             spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
         return await self.store.create_run(prepare_run(spec, self.registry))

@@ -37,7 +37,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -99,10 +99,11 @@ class WatchReport:
     template: str | None = None
 
 
-def check_template(name: str) -> None:
+def check_template(name: str, params: Mapping[str, str] | None = None) -> None:
     """:class:`TemplateError` unless ``name`` is a template a watch folder can submit a file
-    to (it exists, and runs on a local media file)."""
+    to (it exists, and runs on a local media file) and ``params`` are parameters it takes."""
     template = get_template(name)
+    template.bind(params or {})
     if template.source != "file":
         takers = ", ".join(n for n, t in BUILTIN.items() if t.source == "file")
         raise TemplateError(
@@ -177,7 +178,7 @@ class FolderWatcher:
             raise FredicaError(f"the settle time must be 0 or more seconds, not {settle}")
         unique: dict[tuple[Path, str], WatchFolder] = {}
         for folder in folders:
-            check_template(folder.template)
+            check_template(folder.template, folder.params)
             unique.setdefault((folder.folder, folder.template), folder)
         self.app = app
         self.settle = settle
@@ -484,7 +485,9 @@ class FolderWatcher:
             imported = await self.app.import_items([row.path])
             material = imported.materials[0]
             earlier = await self._submitted_since(material.id, row) if taken_over else None
-            run = earlier or await self.app.submit_for_material(material, row.template)
+            run = earlier or await self.app.submit_for_material(
+                material, row.template, params=folder.config.params
+            )
         except _IMPORT_ERRORS as exc:
             with contextlib.suppress(*_STORE_ERRORS):
                 await asyncio.to_thread(self._watched.release, row)
