@@ -372,10 +372,15 @@ class LibraryPage(QWidget):
         dialog = UrlDialog(prefill, self)
         return dialog.lines() if dialog.exec() == QDialog.DialogCode.Accepted else None
 
-    def ask_template(self, materials: Sequence[MaterialRecord]) -> str | None:
-        """The template to start on ``materials``, or None."""
+    def ask_template(
+        self, materials: Sequence[MaterialRecord]
+    ) -> str | tuple[str, dict[str, str]] | None:
+        """The template to start on ``materials`` and its parameters given, or None."""
         dialog = TemplateDialog(materials, current=self._last_template, parent=self)
-        return dialog.chosen() if dialog.exec() == QDialog.DialogCode.Accepted else None
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        name = dialog.chosen()
+        return None if name is None else (name, dialog.params())
 
     def ask_remove(self, materials: Sequence[MaterialRecord]) -> tuple[bool, bool]:
         """Whether to remove ``materials``, and whether their outputs go too."""
@@ -414,15 +419,16 @@ class LibraryPage(QWidget):
         materials = self.selected_materials()
         if not materials:
             return
-        name = self.ask_template(materials)
-        if not name:
+        choice = self.ask_template(materials)
+        if not choice:
             return
+        name, params = (choice, {}) if isinstance(choice, str) else choice
         self._last_template = name
         self.message.show_message(
             self.tr("Starting %1 on %n material(s)…", "", len(materials)).replace("%1", name),
             MessageLine.BUSY,
         )
-        self._call(lambda app: start_runs(app, materials, name), self._started)
+        self._call(lambda app: start_runs(app, materials, name, params), self._started)
 
     def remove_selected(self) -> None:
         """Ask, then remove the selected materials (their outputs only when ticked)."""

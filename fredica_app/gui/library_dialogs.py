@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFormLayout,
     QFrame,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
@@ -42,8 +45,11 @@ def media_templates() -> list[Template]:
 
 
 class TemplateDialog(QDialog):
-    """Which template to start on the selected materials. A template that downloads a URL is
-    listed but disabled when a local file is among them (it cannot run on one)."""
+    """Which template to start on the selected materials, and its parameters (a small form:
+    a list of choices, or a line of text; left as they are, the settings' values stand). A
+    template that downloads a URL is listed but disabled when a local file is among them (it
+    cannot run on one). *Start* checks the parameters as the template does and says what is
+    wrong under the form, rather than closing."""
 
     def __init__(
         self,
@@ -73,6 +79,17 @@ class TemplateDialog(QDialog):
         self.description.setMargin(6)
         self.description.setMinimumHeight(self.fontMetrics().lineSpacing() * 4 + 12)
         self.description.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.params_box = QWidget()
+        self.params_box.setObjectName("template-params")
+        self.params_form = QFormLayout(self.params_box)
+        self.params_form.setContentsMargins(0, 0, 0, 0)
+        #: The current template's parameter fields, by name.
+        self.param_fields: dict[str, QComboBox | QLineEdit] = {}
+        self.problem = QLabel()
+        self.problem.setObjectName("template-problem")
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #c62828;")
+        self.problem.hide()
         self.buttons = QDialogButtonBox(_OK | _CANCEL)
         start = self.buttons.button(_OK)
         start.setText(self.tr("Start"))
@@ -92,6 +109,7 @@ class TemplateDialog(QDialog):
             elif preselect is None or template.name == current:
                 preselect = item  # the last one used, else the first that can run
         self._descriptions = {t.name: t.description for t in shown}
+        self._templates = {t.name: t for t in shown}
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemDoubleClicked.connect(self._on_double_click)
         if preselect is not None:
@@ -102,8 +120,10 @@ class TemplateDialog(QDialog):
         layout.addWidget(self.heading)
         layout.addWidget(self.list, 1)
         layout.addWidget(self.description)
+        layout.addWidget(self.params_box)
+        layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        self.resize(480, 420)
+        self.resize(480, 480)
 
     def chosen(self) -> str | None:
         """The template chosen (whether the dialog was accepted is ``result()``'s to say)."""
@@ -130,6 +150,64 @@ class TemplateDialog(QDialog):
         name = self.chosen()
         self.description.setText(self._descriptions.get(name, "") if name else "")
         self.buttons.button(_OK).setEnabled(name is not None)
+        self._show_params(self._templates.get(name) if name else None)
+
+    def _show_params(self, template: Template | None) -> None:
+        """The form of ``template``'s parameters (none: hidden)."""
+        while self.params_form.rowCount():
+            self.params_form.removeRow(0)
+        self.param_fields = {}
+        self.problem.hide()
+        params = template.params if template is not None else ()
+        self.params_box.setVisible(bool(params))
+        for param in params:
+            assert template is not None
+            choices = template.values_of(param).split("|")
+            field: QComboBox | QLineEdit
+            if len(choices) > 1:
+                field = QComboBox()
+                field.addItem(self.tr("As in the settings"), "")
+                for choice in choices:
+                    field.addItem(choice, choice)
+            else:
+                field = QLineEdit()
+                field.setPlaceholderText(self.tr("As in the settings"))
+            field.setObjectName(f"param-{param.name}")
+            field.setToolTip(param.description)
+            self.param_fields[param.name] = field
+            self.params_form.addRow(param.name + ":", field)
+
+    def params(self) -> dict[str, str]:
+        """The parameters given (those left as in the settings are not among them)."""
+        given = {}
+        for name, field in self.param_fields.items():
+            value = field.currentData() if isinstance(field, QComboBox) else field.text().strip()
+            if value:
+                given[name] = str(value)
+        return given
+
+    def set_param(self, name: str, value: str) -> None:
+        """Give parameter ``name`` the value ``value`` (a test's way of typing it)."""
+        field = self.param_fields[name]
+        if isinstance(field, QComboBox):
+            field.setCurrentIndex(field.findData(value))
+        else:
+            field.setText(value)
+
+    def accept(self) -> None:
+        """Start, unless a parameter is not one the template takes: then say why, here."""
+        from fredica_app.errors import TemplateError
+
+        name = self.chosen()
+        template = self._templates.get(name) if name else None
+        if template is not None:
+            try:
+                template.bind(self.params())
+            except TemplateError as exc:
+                self.problem.setText(str(exc))
+                self.problem.show()
+                return
+        super().accept()
 
 
 class RemoveDialog(QDialog):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,14 +92,18 @@ class Started:
 
 
 async def start_runs(
-    app: Fredica, materials: Sequence[MaterialRecord], template: str
+    app: Fredica,
+    materials: Sequence[MaterialRecord],
+    template: str,
+    params: Mapping[str, str] | None = None,
 ) -> list[Started]:
-    """Start ``template`` on each material; an error (a template that cannot run on it) is
-    that material's, and the others go on."""
+    """Start ``template`` (with ``params``) on each material; an error (a template that
+    cannot run on it) is that material's, and the others go on."""
     out = []
     for material in materials:
         try:
-            out.append(Started(material, await app.submit_for_material(material, template)))
+            run = await app.submit_for_material(material, template, params=params)
+            out.append(Started(material, run))
         except FredicaError as exc:
             out.append(Started(material, None, str(exc)))
     return out

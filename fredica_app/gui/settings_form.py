@@ -54,7 +54,7 @@ def error_style() -> str:
 #: The templates a watch folder may submit its files to: those that take a media file.
 WATCH_TEMPLATES = tuple(name for name, t in BUILTIN.items() if t.source == "file")
 #: The watch folders table's columns.
-FOLDER, TEMPLATE, RECURSIVE, PATTERNS = range(4)
+FOLDER, TEMPLATE, RECURSIVE, PATTERNS, PARAMS = range(5)
 
 
 def _choices(key: str) -> tuple[str, ...]:
@@ -303,12 +303,20 @@ class SettingsForm(QWidget):
         )
         intro.setWordWrap(True)
         form.addRow(intro)
-        table = self.watch_table = QTableWidget(0, 4)
+        table = self.watch_table = QTableWidget(0, 5)
         table.setObjectName("watch-folders")
         table.setHorizontalHeaderLabels(
             [self.tr("Folder"), self.tr("Template"), self.tr("Subfolders"),
-             self.tr("Patterns")]
+             self.tr("Patterns"), self.tr("Parameters")]
         )  # fmt: skip
+        params = QTableWidgetItem(self.tr("Parameters"))
+        params.setToolTip(
+            self.tr(
+                "The template's parameters for each file, comma-separated (e.g. "
+                "profile=archive); none: as in the settings"
+            )
+        )
+        table.setHorizontalHeaderItem(PARAMS, params)
         patterns = QTableWidgetItem(self.tr("Patterns"))
         patterns.setToolTip(
             self.tr("Which files, comma-separated (e.g. *.mkv, *.mp4); none: every media file")
@@ -320,6 +328,8 @@ class SettingsForm(QWidget):
         header.setSectionResizeMode(RECURSIVE, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(PATTERNS, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(PATTERNS, 150)
+        header.setSectionResizeMode(PARAMS, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(PARAMS, 150)
         table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         # As tall as its rows (a few, usually), never a tall empty box.
         table.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
@@ -387,6 +397,8 @@ class SettingsForm(QWidget):
         line.addWidget(recursive, 0, Qt.AlignmentFlag.AlignCenter)
         table.setCellWidget(row, RECURSIVE, holder)
         table.setItem(row, PATTERNS, QTableWidgetItem(", ".join(folder.patterns)))
+        shown = ", ".join(f"{k}={v}" for k, v in folder.params.items())
+        table.setItem(row, PARAMS, QTableWidgetItem(shown))
 
     def watch_recursive(self, row: int) -> QCheckBox | None:
         """The "Subfolders" box of the table's ``row``."""
@@ -506,6 +518,7 @@ class SettingsForm(QWidget):
                 )  # fmt: skip
             recursive = self.watch_recursive(row)
             patterns = table.item(row, PATTERNS)
+            params = self._watch_params(row, n, str(template), problems)
             folders.append(
                 {
                     "folder": folder,
@@ -515,11 +528,38 @@ class SettingsForm(QWidget):
                         p.strip() for p in (patterns.text() if patterns else "").split(",")
                         if p.strip()
                     ],
+                    "params": params,
                 }
             )  # fmt: skip
         if problems:
             errors["watch_folders"] = "\n".join(problems)
         return folders
+
+    def _watch_params(self, row: int, n: str, template: str, problems: list[str]) -> dict[str, str]:
+        """The row's parameters (``key=value, …``), checked against its template."""
+        from fredica_app.errors import TemplateError
+        from fredica_app.templates import get_template
+
+        item = self.watch_table.item(row, PARAMS)
+        params: dict[str, str] = {}
+        for part in (item.text() if item is not None else "").split(","):
+            if not part.strip():
+                continue
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                problems.append(
+                    self.tr("Folder %1: write each parameter as name=value (e.g. %2)")
+                    .replace("%1", n)
+                    .replace("%2", "profile=archive")
+                )  # fmt: skip
+                return {}
+            params[key.strip()] = value.strip()
+        if params and template in WATCH_TEMPLATES:
+            try:
+                get_template(template).bind(params)
+            except TemplateError as exc:
+                problems.append(self.tr("Folder %1: %2").replace("%1", n).replace("%2", str(exc)))
+        return params
 
     def _path(self, key: str, edit: QLineEdit, errors: dict[str, str]) -> str | None:
         text = _text(edit)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
-from PySide6.QtWidgets import QDialog, QFileDialog
+from PySide6.QtWidgets import QComboBox, QDialog, QFileDialog
 
 from fredica_app.gui import library as library_module
 from fredica_app.gui.feed import Feed
@@ -548,6 +548,53 @@ def test_the_template_dialog_lists_what_runs_on_the_selection(qtbot: Any) -> Non
     assert one.chosen() == "download_transcode"
     one._on_double_click(one.list.currentItem())
     assert one.result() == QDialog.DialogCode.Accepted
+
+
+def test_the_template_dialog_asks_the_templates_parameters_and_checks_them(qtbot: Any) -> None:
+    dialog = TemplateDialog([material(1)], current="transcode_mp4")
+    qtbot.addWidget(dialog)
+    assert list(dialog.param_fields) == ["profile"]
+    profile = dialog.param_fields["profile"]
+    assert isinstance(profile, QComboBox)
+    assert [profile.itemText(i) for i in range(profile.count())] == [
+        "As in the settings", "compatible", "modern", "archive",
+    ]  # fmt: skip
+    assert dialog.params() == {}  # left as in the settings
+    dialog.set_param("profile", "archive")
+    assert dialog.params() == {"profile": "archive"}
+    dialog.select("thumbnail")  # takes none: no form
+    assert dialog.param_fields == {} and dialog.params_box.isHidden()
+    dialog.select("subtitles")
+    assert list(dialog.param_fields) == ["language", "model"]
+    dialog.set_param("language", "French")
+    dialog.accept()  # not a language code: said here, and the dialog stays
+    assert dialog.result() != QDialog.DialogCode.Accepted
+    assert not dialog.problem.isHidden() and "language='French'" in dialog.problem.text()
+    dialog.set_param("language", "fr")
+    dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert dialog.params() == {"language": "fr"}
+
+
+def test_a_template_started_with_a_parameter_runs_with_it(
+    qtbot: Any,
+    window: MainWindow,
+    app_host: AppHost,
+    clips: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = window.library
+    materials = add(qtbot, window, clips[:1])
+    page.select_materials([materials[0].id])
+    monkeypatch.setattr(
+        page, "ask_template", lambda chosen: ("transcode_mp4", {"profile": "archive"})
+    )
+    page.start_action.trigger()
+    assert wait_message(qtbot, page, "started") == "1 run(s) started"
+    [run] = call(app_host, lambda app: app.store.list_runs(None))
+    tasks = call(app_host, lambda app: app.store.list_tasks(run.id))
+    [transcode] = [t for t in tasks if t.type == "TRANSCODE_MP4"]
+    assert transcode.payload["profile"] == "archive"
 
 
 def test_the_remove_dialog_keeps_the_outputs_unless_ticked(qtbot: Any) -> None:

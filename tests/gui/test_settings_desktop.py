@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtWidgets import QComboBox
 
 from fredica_app.gui import settings_work as work
-from fredica_app.gui.settings_form import PATTERNS, TEMPLATE, WATCH_TEMPLATES
+from fredica_app.gui.settings_form import PARAMS, PATTERNS, TEMPLATE, WATCH_TEMPLATES
 from fredica_app.gui.settings_page import SettingsPage
 from fredica_app.settings import load_settings
 from tests.gui.hosting import call
@@ -118,7 +118,16 @@ def test_a_watch_folder_added_with_the_dialog_is_saved_and_read_back(
     assert recursive is not None and recursive.isChecked()
     recursive.setChecked(False)
     f.watch_table.item(0, PATTERNS).setText(" *.mkv,, *.MP4 ")
+    f.watch_table.item(0, PARAMS).setText("profile=archive")  # not a parameter of subtitles
     f.watch_settle_seconds.setValue(12.5)
+    assert save(qtbot, page).settings is None
+    assert "Folder 1: template 'subtitles' has no parameter 'profile'" in (
+        error_of(page, "watch_folders") or ""
+    )
+    f.watch_table.item(0, PARAMS).setText("language")
+    assert save(qtbot, page).settings is None
+    assert "Folder 1: write each parameter as name=value" in (error_of(page, "watch_folders") or "")
+    f.watch_table.item(0, PARAMS).setText(" language = fr , model=base")
     saved = save(qtbot, page)
     assert saved.errors == {}
     assert saved.changed == {"watch_folders", "watch_settle_seconds"}
@@ -129,6 +138,7 @@ def test_a_watch_folder_added_with_the_dialog_is_saved_and_read_back(
     assert (watched.template, watched.recursive, watched.patterns) == (
         "subtitles", False, ["*.mkv", "*.MP4"],
     )  # fmt: skip
+    assert watched.params == {"language": "fr", "model": "base"}
     assert s.watch_settle_seconds == 12.5
     assert "Watch folders" in page.status.text()
 
@@ -138,6 +148,7 @@ def test_a_watch_folder_added_with_the_dialog_is_saved_and_read_back(
     assert f.watch_table.rowCount() == 1
     assert template_combo(page, 0).currentData() == "subtitles"
     assert f.watch_table.item(0, PATTERNS).text() == "*.mkv, *.MP4"
+    assert f.watch_table.item(0, PARAMS).text() == "language=fr, model=base"
     assert not f.watch_recursive(0).isChecked()  # type: ignore[union-attr]
     assert not f.watch_remove.isEnabled()
     f.watch_table.selectRow(0)

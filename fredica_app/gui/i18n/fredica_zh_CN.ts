@@ -1865,6 +1865,14 @@
         <translation>匹配模式</translation>
     </message>
     <message>
+        <source>Parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>The template&apos;s parameters for each file, comma-separated (e.g. profile=archive); none: as in the settings</source>
+        <translation>每个文件使用的模板参数，以逗号分隔（例如 profile=archive）；留空：按设置</translation>
+    </message>
+    <message>
         <source>Which files, comma-separated (e.g. *.mkv, *.mp4); none: every media file</source>
         <translation>要包含的文件，以逗号分隔（例如 *.mkv, *.mp4）；留空：所有媒体文件</translation>
     </message>
@@ -1919,6 +1927,14 @@
     <message>
         <source>Folder %1: %2 does not take a media file; choose another template</source>
         <translation>第 %1 个文件夹：%2 不接受媒体文件；请选择其他模板</translation>
+    </message>
+    <message>
+        <source>Folder %1: write each parameter as name=value (e.g. %2)</source>
+        <translation>文件夹 %1：每个参数请写成 名称=值（例如 %2）</translation>
+    </message>
+    <message>
+        <source>Folder %1: %2</source>
+        <translation>文件夹 %1：%2</translation>
     </message>
     <message>
         <source>Give a full path (or choose it with Browse…)</source>
@@ -2587,11 +2603,16 @@
     </message>
     <message>
         <source>Start</source>
+        <extracomment>The current template&apos;s parameter fields, by name.</extracomment>
         <translation>启动</translation>
     </message>
     <message>
         <source>Downloads a web address: it cannot run on a local file.</source>
         <translation>用于下载网址：不能在本地文件上运行。</translation>
+    </message>
+    <message>
+        <source>As in the settings</source>
+        <translation>按设置</translation>
     </message>
 </context>
 <context>
