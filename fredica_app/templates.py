@@ -109,7 +109,9 @@ class Template(BaseModel):
                 adapter: TypeAdapter[Any] = TypeAdapter(form)
                 bound[name] = adapter.validate_python(text, strict=False)
             except ValidationError as exc:
-                why = exc.errors()[0]["msg"]
+                error = exc.errors()[0]
+                # A choice's message lists the choices; a pattern's is regex: say it in words.
+                why = error["msg"] if error["type"] == "literal_error" else param.description
                 raise TemplateError(
                     f"template {self.name!r}: {name}={text!r} is not a value it takes ({why}); "
                     f"it {self._has_params()}"

@@ -344,6 +344,16 @@ class TranscribeParams(_Params):
             _absolute(self.models_dir)
         if self.overlap_seconds >= self.chunk_seconds / 2:
             raise ValueError("overlap_seconds must be less than half of chunk_seconds")
+        # An English-only model (tiny.en, base.en…: its name says so) cannot transcribe
+        # another language: refused when the task is submitted, not when it runs (the job
+        # checks the model's files too, for a model given by its path).
+        name = self.model.replace("\\", "/").rsplit("/", 1)[-1]
+        if name.endswith(".en") and self.language.split("-")[0] not in ("auto", "en"):
+            raise ValueError(
+                f"the model {name} knows English only, and the language is {self.language}: "
+                "choose a multilingual model (small, medium, large-v3…) or the language auto "
+                "or en"
+            )
         return self
 
 
@@ -352,6 +362,7 @@ TranscriptFormat = Literal["srt", "vtt", "txt", "json"]
 
 def _all_transcript_formats() -> list[TranscriptFormat]:
     return ["srt", "vtt", "txt", "json"]
+
 
 
 class ExportSubtitlesParams(_Params):

@@ -71,6 +71,7 @@ class TemplateDialog(QDialog):
         self.list = QListWidget()
         self.list.setObjectName("templates")
         self.list.setSpacing(2)
+        self.list.setMinimumHeight(self.fontMetrics().lineSpacing() * 6)
         self.description = QLabel()
         self.description.setObjectName("template-description")
         self.description.setWordWrap(True)
@@ -176,6 +177,13 @@ class TemplateDialog(QDialog):
             field.setToolTip(param.description)
             self.param_fields[param.name] = field
             self.params_form.addRow(param.name + ":", field)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Tall enough for the list, the form and a problem said under it."""
+        wanted = self.sizeHint().height()
+        if wanted > self.height():
+            self.resize(self.width(), wanted)
 
     def params(self) -> dict[str, str]:
         """The parameters given (those left as in the settings are not among them)."""
@@ -206,6 +214,7 @@ class TemplateDialog(QDialog):
             except TemplateError as exc:
                 self.problem.setText(str(exc))
                 self.problem.show()
+                self._fit()
                 return
         super().accept()
 

@@ -149,3 +149,20 @@ async def test_a_watch_folder_refuses_a_parameter_its_template_does_not_take(
         with pytest.raises(TemplateError, match="has no parameter 'model'"):
             FolderWatcher(app, [folder], 1.0)
         FolderWatcher(app, [folder.model_copy(update={"params": {"profile": "modern"}})], 1.0)
+
+
+def test_a_language_the_model_cannot_hear_is_refused_at_submission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    clip = tmp_path / "clip.mkv"
+    make_sample(clip, 1.0, kind="mkv")
+    code, _, err = fredica(capsys, data, "add", str(clip), "--template", "subtitles",
+                           "--param", "language=fr")  # fmt: skip
+    assert code == 1
+    assert "the model tiny.en knows English only, and the language is fr" in err
+    code, out, _ = fredica(capsys, data, "runs", "--json")
+    assert json.loads(out) == []  # no run of it
+    code, _, err = fredica(capsys, data, "add", str(clip), "--template", "subtitles",
+                           "--param", "language=fr", "--param", "model=small")  # fmt: skip
+    assert code == 0, err
