@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import ssl
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from fredica_app.settings import EndpointHostEntry
+from python_endpoints.tokenfile import TokenFileError, read_token_file
 from workers.executors.remote import EndpointHost, PathMap, Router
 from workers.executors.websocket import EndpointsAddress, JobError, run_job
 
@@ -52,7 +52,7 @@ def endpoint_host(entry: EndpointHostEntry) -> EndpointHost:
     try:
         token = read_token(entry)
         context = tls_context(entry) if parts.scheme == "wss" else None
-        if context is None and not _loopback(host_name):
+        if context is None and EndpointsAddress(host_name, port, "").remote:
             raise EndpointHostError(
                 f"{entry.url} is not encrypted: use wss:// (the server's --certfile), as its "
                 "token and every task would cross the network in clear"
@@ -75,18 +75,9 @@ def endpoint_host(entry: EndpointHostEntry) -> EndpointHost:
 def read_token(entry: EndpointHostEntry) -> str:
     path = entry.token_file.expanduser()
     try:
-        mode = path.stat().st_mode
-        if os.name == "posix" and mode & 0o077:
-            raise EndpointHostError(
-                f"its token file {path} can be read by other users (mode {mode & 0o777:o}); "
-                f"run `chmod 600 {path}`"
-            )
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EndpointHostError(f"cannot read its token file {path}: {exc}") from None
-    if not token:
-        raise EndpointHostError(f"its token file {path} is empty")
-    return token
+        return read_token_file(path)
+    except TokenFileError as exc:
+        raise EndpointHostError(f"its token file {path} {exc}") from None
 
 
 def tls_context(entry: EndpointHostEntry) -> ssl.SSLContext:
@@ -96,17 +87,6 @@ def tls_context(entry: EndpointHostEntry) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=cafile)
     except (OSError, ssl.SSLError) as exc:
         raise EndpointHostError(f"cannot load its CA file {entry.ca_file}: {exc}") from None
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def check_hosts(entries: Sequence[EndpointHostEntry]) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from python_endpoints.serving import logfile, starting
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
+from python_endpoints.tokenfile import TokenFileError, read_token_file
 
 PROG = "python -m python_endpoints"
 
@@ -150,15 +151,9 @@ def read_token(args: argparse.Namespace) -> str:
 
 def _read_token_file(path: Path) -> str:
     try:
-        mode = path.stat().st_mode
-        if os.name == "posix" and mode & 0o077:
-            raise StartError(
-                f"the token file {path} can be read by other users (mode {mode & 0o777:o}); "
-                f"run `chmod 600 {path}`"
-            )
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StartError(f"cannot read the token file {path}: {exc}") from None
+        return read_token_file(path)
+    except TokenFileError as exc:
+        raise StartError(f"the token file {path} {exc}") from None
 
 
 def is_loopback(host: str) -> bool:

@@ -364,7 +364,6 @@ def _all_transcript_formats() -> list[TranscriptFormat]:
     return ["srt", "vtt", "txt", "json"]
 
 
-
 class ExportSubtitlesParams(_Params):
     #: TRANSCRIBE's transcript JSON.
     transcript: PathText
