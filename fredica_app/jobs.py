@@ -125,6 +125,10 @@ def app_values(settings: Settings, models_dir: Path) -> dict[str, Any]:
     return {
         "proxy": settings.proxy,
         "mp4_profile": settings.mp4_profile,
+        "burn_font": settings.burn_font,
+        "burn_font_size": settings.burn_font_size,
+        "burn_outline": settings.burn_outline,
+        "burn_position": settings.burn_position,
         "models_dir": str(models_dir),
         "model_base_url": settings.model_base_url,
         "whisper_model": settings.whisper_model,

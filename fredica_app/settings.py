@@ -22,7 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticSerializationError
 
 from fredica_app.errors import SettingsError
-from python_endpoints.params import ModelDownloadParams, TranscodeParams, TranscribeParams
+from python_endpoints.params import (
+    BurnSubtitlesParams,
+    ModelDownloadParams,
+    TranscodeParams,
+    TranscribeParams,
+)
 
 
 def _job_default(params: type[BaseModel], name: str) -> Any:
@@ -144,6 +149,15 @@ class Settings(BaseModel):
     mp4_profile: Literal["compatible", "modern", "archive"] = _job_default(
         TranscodeParams, "profile"
     )
+    #: Burned-in subtitles (BURN_SUBTITLES): the font family (a name the system's fonts
+    #: know), its size (libass units: the picture is 288 high), the outline, and the place.
+    burn_font: str = Field(
+        default=_job_default(BurnSubtitlesParams, "font"),
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$",
+    )
+    burn_font_size: int = Field(default=_job_default(BurnSubtitlesParams, "font_size"), ge=6, le=96)
+    burn_outline: float = Field(default=_job_default(BurnSubtitlesParams, "outline"), ge=0, le=10)
+    burn_position: Literal["bottom", "top"] = _job_default(BurnSubtitlesParams, "position")
     #: What start-up does with work that was running when Fredica stopped: ``resume`` it (from
     #: its checkpoint when it can, else from the start), or ``hold`` it (paused) for review.
     on_restart: Literal["resume", "hold"] = "resume"

@@ -29,6 +29,7 @@ from python_endpoints.downloads.model_download import ModelDownloadEndpoint
 from python_endpoints.jobs.analyze import analyze_job
 from python_endpoints.jobs.export import export_subtitles_job
 from python_endpoints.jobs.media import (
+    burn_subtitles_job,
     extract_audio_job,
     extract_subtitles_job,
     probe_job,
@@ -39,6 +40,7 @@ from python_endpoints.jobs.thumbnail import thumbnail_job
 from python_endpoints.jobs.transcribe import transcribe_job
 from python_endpoints.params import (
     AnalyzeParams,
+    BurnSubtitlesParams,
     DownloadParams,
     ExportSubtitlesParams,
     ExtractAudioParams,
@@ -126,6 +128,24 @@ CATALOGUE: tuple[Job, ...] = (
         skip="current",
         settings={"profile": "mp4_profile"},
         description="an MP4: stream copy when the codecs fit, else H.264/AAC; pausable",
+    ),
+    Job(
+        "burn_subtitles",
+        BurnSubtitlesParams,
+        burn_subtitles_job,
+        EncoderTestingEndpoint,
+        suspend_on_pause=True,
+        resumes=True,  # segments, as TRANSCODE_MP4's
+        skip="current",
+        # Not the MP4 profile of the settings: archive there would refuse every burn.
+        settings={
+            "font": "burn_font",
+            "font_size": "burn_font_size",
+            "outline": "burn_outline",
+            "position": "burn_position",
+        },
+        description="an MP4 with subtitles drawn into the picture (a subtitle file or a text "
+        "track); pausable, resumable",
     ),
     Job(
         "extract_audio",

@@ -167,6 +167,43 @@ class TranscodeParams(_MediaParams):
         return self
 
 
+class BurnSubtitlesParams(TranscodeParams):
+    """BURN_SUBTITLES: TRANSCODE_MP4's params, the video always re-encoded with the subtitles
+    drawn into the picture: from a subtitle file (SRT, WebVTT or ASS) or an embedded text
+    track of the input."""
+
+    #: The subtitle file; None: ``track``.
+    subtitles: PathText | None = None
+    #: The input's text subtitle track, counted from 0 among its subtitle tracks; None:
+    #: ``subtitles``.
+    track: int | None = Field(default=None, ge=0, le=99)
+    #: The style of SRT and WebVTT cues (an ASS file keeps its own): a font family the system
+    #: has (fontconfig's name), its size in the player's units (libass: 288 lines high), the
+    #: outline's width, and where the cues go.
+    font: str = Field(default="Sans", pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
+    font_size: int = Field(default=18, ge=6, le=96)
+    outline: float = Field(default=1.5, ge=0, le=10)
+    position: Literal["bottom", "top"] = "bottom"
+    mode: Literal["auto", "remux", "reencode"] = "reencode"
+
+    @model_validator(mode="after")
+    def _paths(self) -> BurnSubtitlesParams:  # TranscodeParams' check, for a burn
+        _absolute(self.input)
+        _absolute(self.output)
+        if (self.subtitles is None) == (self.track is None):
+            raise ValueError("give the subtitles to burn: a subtitle file or a track, not both")
+        if self.subtitles is not None:
+            _absolute(self.subtitles)
+        if self.profile == "archive":
+            raise ValueError(
+                "the archive profile never re-encodes, and burning subtitles re-encodes the "
+                "video: choose compatible or modern"
+            )
+        if self.mode != "reencode":
+            raise ValueError("burning subtitles re-encodes the video: mode must be reencode")
+        return self
+
+
 class ExtractAudioParams(_MediaParams):
     input: PathText
     #: The final .wav or .flac path.

@@ -504,7 +504,7 @@ def video_encoder_args(
     args = [f"-c:{k}", encoder]
     if compatible:
         args += [f"-profile:{k}", "high", f"-level:{k}", "4.1"]
-    graph = ",".join([*filters, EVEN_SIZE])
+    graph = ",".join([*at_offset(filters, 0.0), EVEN_SIZE])
     if encoder in (CPU_H264_ENCODER, "libx264rgb"):
         args += [f"-preset:{k}", preset, f"-crf:{k}", str(crf)]
     elif encoder == "h264_nvenc":
@@ -523,6 +523,45 @@ def video_encoder_args(
         # give a High 10 / High 4:4:4 stream that many cannot play).
         args += [f"-filter:{k}", graph, f"-pix_fmt:{k}", "yuv420p"]
     return args
+
+
+#: Where a burn filter's offset goes (:func:`burn_filter`): the time of the input the encode
+#: starts at — 0 for a whole encode, the segment's start for a segment.
+OFFSET = "@OFFSET@"
+
+
+def burn_filter(
+    name: str,
+    *,
+    font: str | None = None,
+    size: int = 18,
+    outline: float = 1.5,
+    top: bool = False,
+) -> str:
+    """The filters that draw the subtitles of file ``name`` (a plain file name: ffmpeg runs in
+    its folder, so no path has to be escaped for the filter graph) into the picture, with
+    libass. The frames' times are moved by :data:`OFFSET` first and back after, so that a
+    segment encoded from a later point of the input shows the cues of its own times. ``font``
+    (None: the file's own styles, an ASS file's) sets the style of every cue: family, size,
+    outline and place (bottom or top centre)."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise ValueError(f"not a plain file name: {name!r}")
+    subtitles = f"subtitles=filename={name}"
+    if font is not None:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9 ._-]*", font):
+            raise ValueError(f"not a font family name: {font!r}")
+        style = (
+            f"FontName={font},FontSize={size},Outline={outline:g},BorderStyle=1,"
+            # force_style takes SSA's (legacy) alignment numbers: 2 bottom centre, 6 top.
+            f"Alignment={6 if top else 2},MarginV=16"
+        )
+        subtitles += f":force_style='{style}'"
+    return f"setpts=PTS+{OFFSET}/TB,{subtitles},setpts=PTS-STARTPTS"
+
+
+def at_offset(filters: Sequence[str], seconds: float) -> list[str]:
+    """``filters`` with a burn filter's :data:`OFFSET` set to ``seconds``."""
+    return [f.replace(OFFSET, f"{seconds:.6f}") for f in filters]
 
 
 @dataclass(frozen=True)

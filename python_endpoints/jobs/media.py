@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
+import functools
+import hashlib
 import os
 import queue
 import shutil
@@ -52,6 +55,7 @@ __all__ = ["count_cues", "open_media", "probe", "verify_media"]
 
 PROBE = "PROBE"
 TRANSCODE_MP4 = "TRANSCODE_MP4"
+BURN_SUBTITLES = "BURN_SUBTITLES"
 EXTRACT_AUDIO = "EXTRACT_AUDIO"
 EXTRACT_SUBTITLES = "EXTRACT_SUBTITLES"
 
@@ -147,9 +151,9 @@ class FfmpegRun:
         return f"killed by {self.signal}" if self.signal else f"exit code {self.returncode}"
 
 
-def _start(args: list[str]) -> subprocess.Popen[bytes]:
+def _start(args: list[str], cwd: str | None = None) -> subprocess.Popen[bytes]:
     try:
-        return start_process(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return start_process(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     except OSError as exc:
         raise JobFailed(
             f"cannot run ffmpeg {args[0]!r}: {avread.reason(exc)}; fix the ffmpeg path in the "
@@ -183,11 +187,12 @@ def run_ffmpeg(
     duration: float | None,
     verb: str,
     span: tuple[float, float] = (0.0, 100.0),
+    cwd: str | None = None,
 ) -> FfmpegRun:
     """Run ffmpeg (with ``-progress pipe:1`` in ``args``), reporting progress at most 5 times
     a second — its percent mapped onto ``span`` of the job's —, and stop it if the job is
-    cancelled."""
-    process = _start(args)
+    cancelled. ``cwd``: the folder it runs in (where a filter's relative file name is)."""
+    process = _start(args, cwd)
     lines: queue.Queue[str | None] = queue.Queue()
     stderr = failures.StderrLog()
 
@@ -375,7 +380,94 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     :mod:`python_endpoints.jobs.ffmpeg` for the rules."""
     input, output = Path(params["input"]), Path(params["output"])
     distinct(input, output)
+    return _transcode(params, ctx, TRANSCODE_MP4, probe(params["input"]))
+
+
+def burn_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+    """BURN_SUBTITLES: TRANSCODE_MP4 with the video re-encoded and the subtitles drawn into
+    it (libass, through ffmpeg's ``subtitles`` filter): a subtitle file's, or an embedded text
+    track's. The subtitles are first copied (a file) or extracted (a track, as ASS) next to the
+    output under a plain name, and ffmpeg runs in that folder: no path of the user's goes into
+    the filter graph. Segmented and resumable as any long re-encode."""
+    input, output = Path(params["input"]), Path(params["output"])
+    distinct(input, output)
     info = probe(params["input"])
+    make_dir(output.parent)
+    digest = hashlib.sha256(output.name.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    source: str
+    if params["subtitles"] is not None:
+        given = Path(params["subtitles"])
+        suffix = given.suffix.lower()
+        if suffix not in (".srt", ".vtt", ".ass", ".ssa"):
+            raise JobFailed(
+                f"{given.name}: not a subtitle file Fredica can burn (SRT, WebVTT or ASS)",
+                ErrorType.UNSUPPORTED_MEDIA,
+            )
+        local = output.parent / f".fredica-burn-{digest}{suffix}"
+        try:
+            shutil.copyfile(given, local)
+        except FileNotFoundError:
+            raise JobFailed(
+                f"{given.name}: no such subtitle file", ErrorType.INPUT_MISSING
+            ) from None
+        except OSError as exc:
+            raise JobFailed(
+                f"cannot read {given.name}: {avread.reason(exc)}", ErrorType.IO_ERROR
+            ) from exc
+        styled = suffix in (".srt", ".vtt")
+        source = given.name
+    else:
+        tracks = [s for s in info.streams if s.type == "subtitle"]
+        number = int(params["track"])
+        if number >= len(tracks):
+            raise JobFailed(
+                f"{input.name} has {len(tracks)} subtitle track(s): there is no track {number} "
+                "(counted from 0)",
+                ErrorType.UNSUPPORTED_MEDIA,
+            )
+        if not tracks[number].text:
+            raise JobFailed(
+                f"{input.name}: subtitle track {number} is a bitmap one ({tracks[number].codec}); "
+                "only text subtitles can be burned",
+                ErrorType.UNSUPPORTED_MEDIA,
+            )
+        local = output.parent / f".fredica-burn-{digest}.ass"
+        styled = tracks[number].codec not in ("ass", "ssa")
+        args = [ffmpeg_binary(params), "-hide_banner", "-nostdin", "-y", "-loglevel", "error"]
+        args += ["-i", str(input), "-map", f"0:{tracks[number].index}", "-c:s", "ass", str(local)]
+        code, error = _run_quick(args)
+        if code:
+            outputs.remove_quietly(local)
+            raise JobFailed(
+                f"cannot read subtitle track {number} of {input.name}: {error}",
+                ErrorType.INPUT_DAMAGED,
+            )
+        source = f"track {number}"
+    burn = ff.burn_filter(
+        local.name,
+        font=params["font"] if styled else None,
+        size=params["font_size"],
+        outline=params["outline"],
+        top=params["position"] == "top",
+    )
+    try:
+        result = _transcode(params, ctx, BURN_SUBTITLES, info, burn=burn)
+    finally:
+        outputs.remove_quietly(local)
+    return None if result is None else {**result, "subtitles": source}
+
+
+def _transcode(
+    params: dict[str, Any],
+    ctx: ChildContext,
+    job: str,
+    info: ff.MediaInfo,
+    *,
+    burn: str | None = None,
+) -> dict[str, Any] | None:
+    """TRANSCODE_MP4's work (and BURN_SUBTITLES', with the ``burn`` filter after the video's
+    own: ffmpeg then runs in the output's folder, where the filter's subtitle file is)."""
+    input, output = Path(params["input"]), Path(params["output"])
     if params["if_no_video"] == "skip" and not any(s.is_main_video for s in info.streams):
         return _not_applicable(ctx, "no video", said("no_video_stream", name=input.name))
     profile: ff.Profile = params["profile"]
@@ -386,6 +478,15 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
         plan = ff.plan_transcode(info.streams, params["mode"], profile, limits)
     except ff.UnsupportedMedia as exc:
         raise JobFailed(f"{input.name}: {exc}", ErrorType.UNSUPPORTED_MEDIA) from None
+    if burn is not None:
+        plan = ff.TranscodePlan(
+            tuple(
+                dataclasses.replace(s, filters=(*s.filters, burn)) if s.type == "video" else s
+                for s in plan.streams
+            ),
+            plan.dropped,
+        )
+    runner = run_ffmpeg if burn is None else functools.partial(run_ffmpeg, cwd=str(output.parent))
     kept = {s.index for s in plan.streams}
     playing = [s for s in info.streams if s.index in kept and s.plays]
     declared = ff.longest(playing) or info.duration
@@ -423,7 +524,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             target=target,
             part=part,
             resume=params["resume"],
-            runner=run_ffmpeg,
+            runner=runner,
         )
 
     def attempt(with_encoder: str) -> FfmpegRun:
@@ -441,7 +542,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
             compatible=profile == "compatible",
             loudness=measured,
         )
-        return run_ffmpeg(args, ctx, duration=declared, verb=verb, span=(start, 100.0))
+        return runner(args, ctx, duration=declared, verb=verb, span=(start, 100.0))
 
     measured: dict[int, ff.Loudness] = {}
     start = 0.0
@@ -482,7 +583,7 @@ def transcode_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] |
     if segmented is not None:
         segmented.remove_pieces()
     with outputs.writing(output):
-        outputs.write_sidecar(output, input, TRANSCODE_MP4, params)
+        outputs.write_sidecar(output, input, job, params)
     ctx.progress(100.0, said("done"))
     result = {
         "outputs": [str(output)],

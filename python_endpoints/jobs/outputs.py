@@ -55,6 +55,22 @@ RELEVANT_PARAMS: dict[str, tuple[str, ...]] = {
         "max_fps",
         "loudness",
     ),
+    "BURN_SUBTITLES": (
+        "mode",
+        "hardware",
+        "crf",
+        "preset",
+        "profile",
+        "max_height",
+        "max_fps",
+        "loudness",
+        "subtitles",
+        "track",
+        "font",
+        "font_size",
+        "outline",
+        "position",
+    ),
     "EXTRACT_AUDIO": ("format", "sample_rate", "channels"),
     "EXTRACT_SUBTITLES": (),  # a file's name says its stream and its format
     "THUMBNAIL": ("frames", "columns", "width"),
@@ -192,7 +208,9 @@ def export_path(output_dir: Path, stem: str, fmt: str) -> Path:
 
 
 #: Jobs that write one file, ``params["output"]``, through :func:`temp_path`.
-_ONE_OUTPUT = frozenset({"TRANSCODE_MP4", "EXTRACT_AUDIO", "ANALYZE", "TRANSCRIBE", "THUMBNAIL"})
+_ONE_OUTPUT = frozenset(
+    {"TRANSCODE_MP4", "BURN_SUBTITLES", "EXTRACT_AUDIO", "ANALYZE", "TRANSCRIBE", "THUMBNAIL"}
+)
 #: Jobs that write ``params["output"]`` through temporary files of their own, named after the
 #: output on purpose so that a retry resumes them (a download's ``.part``, yt-dlp's files).
 _OWN_TEMPORARIES = frozenset({"DOWNLOAD", "DOWNLOAD_SITE"})
@@ -248,7 +266,7 @@ def _final_names(
         sheets: dict[Path, str] = {}
         for final in locked_paths(job, params):
             wanted.setdefault(final.parent, set()).update({final.name, sidecar_path(final).name})
-            if job == "TRANSCODE_MP4" and pieces:
+            if job in ("TRANSCODE_MP4", "BURN_SUBTITLES") and pieces:
                 stems[final.parent] = final.stem
             if job == "THUMBNAIL":
                 sheets[final.parent] = final.name

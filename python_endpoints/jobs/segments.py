@@ -223,9 +223,8 @@ def segment_args(
     if segment.start > 0:
         args += ["-ss", _seconds(segment.start, math.floor)]
     args += ["-i", input, "-map", f"0:{video.index}", "-an", "-sn", "-dn"]
-    args += ff.video_encoder_args(
-        encoder, 0, crf, preset, filters=video.filters, compatible=compatible
-    )
+    filters = ff.at_offset(video.filters, math.floor(segment.start * 1e6) / 1e6)
+    args += ff.video_encoder_args(encoder, 0, crf, preset, filters=filters, compatible=compatible)
     if segment.end is not None:
         args += ["-t", _seconds(segment.end - segment.start - frame / 2, round)]
     return [*args, "-f", "mp4", output]

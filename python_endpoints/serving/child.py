@@ -206,12 +206,14 @@ def start_process(
     *,
     stdout: int | None = None,
     stderr: int | None = None,
+    cwd: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a job's helper process (argv, never a shell) that cannot outlive this child:
     tracked, and on Linux killed by the kernel when the child dies. Untrack it once it is
-    reaped. Its stdin is closed."""
+    reaped. Its stdin is closed; ``cwd``: the folder it runs in."""
     process = subprocess.Popen(
         list(args),
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=stderr,
