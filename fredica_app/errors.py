@@ -75,5 +75,10 @@ class TemplateError(FredicaError):
     """An unknown workflow template, or one that cannot be expanded."""
 
 
+class NoSubtitlesFor(TemplateError):
+    """A material a template that burns subtitles finds no subtitle file beside (a batch
+    skips it, saying so)."""
+
+
 class MediaImportError(FredicaError):
     """A path or URL that cannot be brought into the library (missing, unreadable, bad URL)."""

@@ -27,7 +27,7 @@ from fredica_app.errors import TemplateError
 from fredica_app.library.fingerprint import is_url
 from workers.spec import TaskSpec, WorkflowSpec
 
-PLACEHOLDER = re.compile(r"\{(input|output_dir|stem|url)\}")
+PLACEHOLDER = re.compile(r"\{(input|output_dir|stem|url|subtitles)\}")
 
 
 class TemplateParam(BaseModel):
@@ -44,6 +44,9 @@ class TemplateParam(BaseModel):
     targets: tuple[tuple[str, str], ...] = Field(min_length=1)
     #: The setting whose value stands when it is not given (None: the job's default).
     setting: str | None = None
+    #: Task params it takes the place of when given: (task key, param name) pairs removed
+    #: (``track`` instead of a subtitle file).
+    clears: tuple[tuple[str, str], ...] = ()
 
 
 class Template(BaseModel):
@@ -127,6 +130,16 @@ class Template(BaseModel):
             )
         return self
 
+    def needs_subtitles(self, params: Mapping[str, Any] | None = None) -> bool:
+        """Whether expanding it with ``params`` needs a subtitle file (``{subtitles}``)."""
+        cleared = {c for name in (params or {}) for c in self.param(name).clears}
+        return any(
+            "{subtitles}" in json.dumps(v)
+            for t in self.tasks
+            for k, v in t.payload.items()
+            if (t.key, k) not in cleared
+        )
+
     @property
     def needs_source(self) -> bool:
         """Whether it runs on a material: its payloads name a placeholder (the material's
@@ -179,16 +192,19 @@ class Template(BaseModel):
         for the same material while a run of it is active returns that run."""
         params = dict(params or {})
         sets: dict[str, dict[str, Any]] = {}
+        cleared: set[tuple[str, str]] = set()
         for name, value in params.items():
             for task_key, target in self.param(name).targets:
                 sets.setdefault(task_key, {})[target] = value
+            cleared.update(self.param(name).clears)
         digest = ""
         if params:
             text = json.dumps(params, sort_keys=True, default=str)
             digest = ":" + hashlib.sha256(text.encode()).hexdigest()[:12]
         tasks = []
         for t in self.tasks:
-            payload = {**_fill(t.payload, values or {}), **sets.get(t.key, {})}
+            kept = {k: v for k, v in t.payload.items() if (t.key, k) not in cleared}
+            payload = {**_fill(kept, values or {}), **sets.get(t.key, {})}
             key = (
                 f"{self.name}:{material_id}:{t.key}{digest}"
                 if idempotent and material_id
@@ -470,6 +486,39 @@ BUILTIN: dict[str, Template] = {
                 _analyze("transcribe"),
             ],
             params=(_PROFILE, *_SPEECH),
+        ),
+        Template(
+            name="burn_subtitles",
+            source="file",
+            description=(
+                "An MP4 with subtitles drawn into the picture: the subtitle file beside the "
+                "video (talk.srt or talk.en.srt for talk.mkv), or an embedded track"
+            ),
+            tasks=[
+                _probe(),
+                _job(
+                    "burn",
+                    "BURN_SUBTITLES",
+                    "probe",
+                    input="{input}",
+                    output="{output_dir}/{stem}.subtitled.mp4",
+                    subtitles="{subtitles}",
+                    check_skip=True,
+                ),
+            ],
+            params=(
+                TemplateParam(
+                    name="track",
+                    description="burn the video's own subtitle track N (from 0) instead of a file",
+                    targets=(("burn", "track"),),
+                    clears=(("burn", "subtitles"),),
+                ),
+                TemplateParam(
+                    name="profile",
+                    description="the MP4 profile: compatible (plays everywhere) or modern",
+                    targets=(("burn", "profile"),),
+                ),
+            ),
         ),
         Template(
             name="diagnostic",

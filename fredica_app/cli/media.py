@@ -13,7 +13,13 @@ from fredica_app.cli.display import table
 from fredica_app.cli.output import print_run
 from fredica_app.cli.process import Outcome, ensure_sample, process, run_or_follow
 from fredica_app.cli.shapes import created_json, material_json, print_json, run_json
-from fredica_app.errors import FredicaError, MediaImportError, SpecError
+from fredica_app.errors import (
+    FredicaError,
+    MediaImportError,
+    NoSubtitlesFor,
+    SpecError,
+    TemplateError,
+)
 from fredica_app.jobs import JOBS
 from fredica_app.services import Fredica
 from fredica_app.services.removal import remove
@@ -124,11 +130,21 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
     for line in empty:  # other items had media: say which folder had none, and go on
         print(f"fredica: warning: {line}", file=sys.stderr)
     out = []
+    paired = template.needs_subtitles(params)
+    notes: dict[str, str] = {}
     for material in report.materials:
-        created = await app.submit_for_material(
-            material, args.template, priority=args.priority, params=params
-        )
+        try:
+            if paired:  # say which subtitle file goes with each video
+                notes[material.id] = f" (subtitles: {app.subtitles_for(material).name})"
+            created = await app.submit_for_material(
+                material, args.template, priority=args.priority, params=params
+            )
+        except NoSubtitlesFor as exc:  # a batch goes on without it, saying so
+            print(f"fredica: skipped {exc}", file=sys.stderr)
+            continue
         out.append((material, created))
+    if not out:
+        raise TemplateError("nothing submitted: no video had its subtitles beside it")
     if args.json:
         print_json(
             [
@@ -142,7 +158,7 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
         )
         return 0
     for m, c in out:
-        note = " (already active)" if c.deduplicated else ""
+        note = notes.get(m.id, "") + (" (already active)" if c.deduplicated else "")
         print(f"{c.run_id}  {args.template}  {shown(m.title)}{note}")
     if report.skipped:
         print(f"skipped {len(report.skipped)} file(s) that are not media", file=sys.stderr)

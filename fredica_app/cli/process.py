@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from fredica_app.cli.display import note_lines, task_columns, task_label
-from fredica_app.errors import DatabaseLocked, MediaImportError
+from fredica_app.errors import DatabaseLocked, MediaImportError, NoSubtitlesFor, TemplateError
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries
 from fredica_app.views.records import task_outputs, task_state
@@ -154,9 +154,13 @@ async def process(
         raise MediaImportError(f"no media found in {', '.join(items)}")
     run_ids: list[str] = []
     for material in report.materials:
-        created = await app.submit_for_material(
-            material, template, priority=priority, params=params
-        )
+        try:
+            created = await app.submit_for_material(
+                material, template, priority=priority, params=params
+            )
+        except NoSubtitlesFor as exc:  # a batch goes on without it, saying so
+            console.print(f"[yellow]skipped {exc}[/]")
+            continue
         if created.deduplicated:
             console.print(
                 f"[yellow]{material.title}: a run of {template} is already active "
@@ -164,6 +168,8 @@ async def process(
             )
             await app.control.resume(created.run_id)
         run_ids.append(created.run_id)
+    if not run_ids:
+        raise TemplateError("nothing submitted: no video had its subtitles beside it")
     return await run_or_follow(app, run_ids, console)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fredica_app import jobs, models
-from fredica_app.errors import SpecError, TemplateError
+from fredica_app.errors import NoSubtitlesFor, SpecError, TemplateError
 from fredica_app.library.fingerprint import is_media_name
 from fredica_app.library.importer import Importer, ImportReport, material_dir, material_stem
 from fredica_app.library.records import MaterialRecord
@@ -119,6 +119,8 @@ class Submission:
             "stem": material_stem(material),
             "url": material.source,
         }
+        if template.needs_subtitles(bound):
+            values["subtitles"] = str(self.subtitles_for(material))
         if template.source == "file" and material.is_url and not _downloaded(material):
             # A URL not downloaded yet: download it first, whatever the template does with it.
             template = with_download_first(template, get_template("download_transcode").tasks[0])
@@ -138,6 +140,22 @@ class Submission:
             jobs.fill_from_settings(task, settings_values)
         spec.tasks = extra + spec.tasks
         return spec
+
+    def subtitles_for(self, material: MaterialRecord) -> Path:
+        """The subtitle file that goes with a material's video (:func:`pick_subtitles`);
+        :class:`NoSubtitlesFor` when there is none."""
+        if material.local_path is None:
+            raise NoSubtitlesFor(f"{material.title}: not downloaded yet, no subtitles beside it")
+        video = Path(material.local_path)
+        preferred = None if self.settings.language == "auto" else self.settings.language
+        found = pick_subtitles(video, preferred)
+        if found is None:
+            raise NoSubtitlesFor(
+                f"{video.name}: no subtitle file beside it (looked for {video.stem}.srt, "
+                f"{video.stem}.LANG.srt, .vtt, .ass); add one, or burn its own track with "
+                "--param track=N"
+            )
+        return found
 
     @property
     def models_dir(self) -> Path:
@@ -182,6 +200,37 @@ class Submission:
         if priority:
             spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
         return await self.store.create_run(prepare_run(spec, self.registry))
+
+
+#: Subtitle files by their extension, in the order one is preferred to another.
+SUBTITLE_EXTENSIONS = (".srt", ".ass", ".ssa", ".vtt")
+
+
+def pick_subtitles(video: Path, language: str | None) -> Path | None:
+    """The subtitle file beside ``video`` that goes with it: named after its stem
+    (``talk.srt``) or after its stem and a language (``talk.en.srt``), in any case. Of
+    several: one in ``language`` first, then one without a language, then the others by
+    language; of one language, by extension (:data:`SUBTITLE_EXTENSIONS`'s order)."""
+    try:
+        names = [p for p in video.parent.iterdir() if p.is_file()]
+    except OSError:
+        return None
+    stem = video.stem.casefold()
+    ranked = []
+    for path in names:
+        suffix = path.suffix.casefold()
+        if suffix not in SUBTITLE_EXTENSIONS or path == video:
+            continue
+        base = path.name[: -len(suffix)]
+        if base.casefold() == stem:
+            lang = ""
+        elif base.casefold().startswith(stem + ".") and "." not in base[len(stem) + 1 :]:
+            lang = base[len(stem) + 1 :].casefold()
+        else:
+            continue
+        rank = 0 if language and lang == language.casefold() else (1 if not lang else 2)
+        ranked.append((rank, lang, SUBTITLE_EXTENSIONS.index(suffix), path.name, path))
+    return min(ranked)[-1] if ranked else None
 
 
 def uses_gpu(device: str) -> bool:

@@ -29,7 +29,8 @@ def test_every_re_encode_takes_a_profile_and_every_transcription_a_language_and_
     for template in BUILTIN.values():
         names = {p.name for p in template.params}
         types = {t.type for t in template.tasks}
-        assert ("profile" in names) == ("TRANSCODE_MP4" in types), template.name
+        encodes = bool({"TRANSCODE_MP4", "BURN_SUBTITLES"} & types)
+        assert ("profile" in names) == encodes, template.name
         assert ({"language", "model"} <= names) == ("TRANSCRIBE" in types), template.name
 
 
