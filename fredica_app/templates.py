@@ -521,6 +521,34 @@ BUILTIN: dict[str, Template] = {
             ),
         ),
         Template(
+            name="add_subtitles",
+            source="file",
+            description=(
+                "An MP4 of the video with the subtitle file beside it (talk.srt or talk.en.srt "
+                "for talk.mkv) as a track the viewer can turn on; nothing re-encoded"
+            ),
+            tasks=[
+                _probe(),
+                _job(
+                    "add_track",
+                    "ADD_SUBTITLE_TRACK",
+                    "probe",
+                    input="{input}",
+                    subtitles="{subtitles}",
+                    output="{output_dir}/{stem}.with-subtitles.mp4",
+                    check_skip=True,
+                ),
+            ],
+            params=(
+                TemplateParam(
+                    name="language",
+                    description="the track's language (eng, fra…); default: from the file's "
+                    "name (talk.en.srt), else undetermined",
+                    targets=(("add_track", "language"),),
+                ),
+            ),
+        ),
+        Template(
             name="diagnostic",
             description=(
                 "A small fan-out/fan-in DAG of diagnostic tasks: prepare, three sleeps side "

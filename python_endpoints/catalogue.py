@@ -29,6 +29,7 @@ from python_endpoints.downloads.model_download import ModelDownloadEndpoint
 from python_endpoints.jobs.analyze import analyze_job
 from python_endpoints.jobs.export import export_subtitles_job
 from python_endpoints.jobs.media import (
+    add_subtitle_track_job,
     burn_subtitles_job,
     extract_audio_job,
     extract_subtitles_job,
@@ -39,6 +40,7 @@ from python_endpoints.jobs.site import site_download_job
 from python_endpoints.jobs.thumbnail import thumbnail_job
 from python_endpoints.jobs.transcribe import transcribe_job
 from python_endpoints.params import (
+    AddSubtitleTrackParams,
     AnalyzeParams,
     BurnSubtitlesParams,
     DownloadParams,
@@ -146,6 +148,16 @@ CATALOGUE: tuple[Job, ...] = (
         },
         description="an MP4 with subtitles drawn into the picture (a subtitle file or a text "
         "track); pausable, resumable",
+    ),
+    Job(
+        "add_subtitle_track",
+        AddSubtitleTrackParams,
+        add_subtitle_track_job,
+        resource="io",
+        suspend_on_pause=True,
+        skip="current",
+        description="an MP4 with a subtitle file as one more track the viewer can turn on "
+        "(nothing re-encoded)",
     ),
     Job(
         "extract_audio",

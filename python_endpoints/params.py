@@ -204,6 +204,26 @@ class BurnSubtitlesParams(TranscodeParams):
         return self
 
 
+class AddSubtitleTrackParams(_MediaParams):
+    """ADD_SUBTITLE_TRACK: an MP4 of the input with a subtitle file as one more selectable
+    text track; nothing re-encoded."""
+
+    input: PathText
+    #: The subtitle file (SRT, WebVTT or ASS).
+    subtitles: PathText
+    #: The final .mp4 path.
+    output: PathText
+    #: The track's language (ISO 639-2, ``eng``; a two-letter code is taken from a file named
+    #: ``talk.en.srt``); None: from the file's name, else undetermined.
+    language: str | None = Field(default=None, pattern=r"^[a-z]{2,3}$")
+
+    @model_validator(mode="after")
+    def _paths(self) -> AddSubtitleTrackParams:
+        for path in (self.input, self.subtitles, self.output):
+            _absolute(path)
+        return self
+
+
 class ExtractAudioParams(_MediaParams):
     input: PathText
     #: The final .wav or .flac path.

@@ -43,6 +43,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from python_endpoints.languages import three_letter
 from python_endpoints.status import said
 
 MP4_VIDEO_CODECS = frozenset({"h264", "hevc", "av1", "mpeg4"})
@@ -523,6 +524,27 @@ def video_encoder_args(
         # give a High 10 / High 4:4:4 stream that many cannot play).
         args += [f"-filter:{k}", graph, f"-pix_fmt:{k}", "yuv420p"]
     return args
+
+
+def add_track_args(
+    ffmpeg: str,
+    input: str,
+    subtitles: str,
+    output: str,
+    *,
+    keep: Sequence[int],
+    language: str | None,
+) -> list[str]:
+    """ffmpeg's argv for an MP4 of ``input``'s streams ``keep``, copied, with the subtitle
+    file ``subtitles`` as one more text track (``mov_text``, MP4's: players let the viewer
+    turn it on and off), in ``language`` (None: undetermined)."""
+    args = [*_head(ffmpeg), *_progress(), "-i", input, "-i", subtitles]
+    for index in keep:
+        args += ["-map", f"0:{index}"]
+    args += ["-map", "1:0", "-c", "copy", "-c:s", "mov_text"]
+    track = sum(1 for _ in keep)  # the new track comes last
+    args += [f"-metadata:s:{track}", f"language={three_letter(language)}"]
+    return [*args, "-movflags", "+faststart", "-f", "mp4", output]
 
 
 #: Where a burn filter's offset goes (:func:`burn_filter`): the time of the input the encode

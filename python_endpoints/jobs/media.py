@@ -56,6 +56,7 @@ __all__ = ["count_cues", "open_media", "probe", "verify_media"]
 PROBE = "PROBE"
 TRANSCODE_MP4 = "TRANSCODE_MP4"
 BURN_SUBTITLES = "BURN_SUBTITLES"
+ADD_SUBTITLE_TRACK = "ADD_SUBTITLE_TRACK"
 EXTRACT_AUDIO = "EXTRACT_AUDIO"
 EXTRACT_SUBTITLES = "EXTRACT_SUBTITLES"
 
@@ -455,6 +456,84 @@ def burn_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, A
     finally:
         outputs.remove_quietly(local)
     return None if result is None else {**result, "subtitles": source}
+
+
+def add_subtitle_track_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
+    """ADD_SUBTITLE_TRACK: the input's streams copied into an MP4 with the subtitle file as one
+    more text track (``mov_text``) that players let the viewer turn on; nothing re-encoded,
+    so the input's codecs must fit MP4 (make an MP4 first otherwise). Its bitmap subtitle
+    tracks are left out (MP4 holds text ones only), and said."""
+    input, output = Path(params["input"]), Path(params["output"])
+    given = Path(params["subtitles"])
+    distinct(input, output)
+    if given.suffix.lower() not in (".srt", ".vtt", ".ass", ".ssa"):
+        raise JobFailed(
+            f"{given.name}: not a subtitle file Fredica can add (SRT, WebVTT or ASS)",
+            ErrorType.UNSUPPORTED_MEDIA,
+        )
+    if not given.is_file():
+        raise JobFailed(f"{given.name}: no such subtitle file", ErrorType.INPUT_MISSING)
+    info = probe(params["input"])
+    keep = [
+        s for s in info.streams if s.type in ("video", "audio") or (s.type == "subtitle" and s.text)
+    ]
+    dropped = [s.index for s in info.streams if s not in keep and s.type == "subtitle"]
+    language = params["language"] or _language_of(given, input)
+    binary = ffmpeg_binary(params)
+    make_dir(output.parent)
+    check_space(output.parent, info.size, params["keep_free_bytes"])
+    temp = outputs.temp_path(output, outputs.part_id(params))
+    verb = said("step.remuxing")
+    try:
+        args = ff.add_track_args(
+            binary, str(input), str(given), str(temp), keep=[s.index for s in keep],
+            language=language,
+        )  # fmt: skip
+        ctx.progress(0.0, verb)
+        run = run_ffmpeg(args, ctx, duration=info.duration, verb=verb)
+        if run.cancelled:
+            return None
+        if run.returncode:
+            raise ffmpeg_failed(run, f"adding {given.name} to {input.name} (its streams are "
+                                "copied as they are: if MP4 cannot hold one, make an MP4 "
+                                "first, with transcode_mp4)")  # fmt: skip
+        counts = {kind: sum(1 for s in keep if s.type == kind) for kind in ("video", "audio")}
+        counts["subtitle"] = sum(1 for s in keep if s.type == "subtitle") + 1
+        verified = verify_media(
+            temp,
+            "mp4",
+            name=output.name,
+            declared=ff.longest([s for s in keep if s.plays]) or info.duration,
+            input_holds=lambda: avread.holds(str(input), [s.index for s in keep if s.plays]),
+            streams=counts,
+        )
+        with outputs.writing(output):
+            outputs.commit(temp, output)
+    finally:
+        outputs.remove_quietly(temp)
+    with outputs.writing(output):
+        outputs.write_sidecar(output, input, ADD_SUBTITLE_TRACK, params)
+    ctx.progress(100.0, said("done"))
+    result = {
+        "outputs": [str(output)],
+        "subtitles": given.name,
+        "language": language,
+        "duration": verified.duration,
+        "bytes": _size(output),
+        "dropped": [{"index": i, "reason": "a bitmap subtitle track"} for i in dropped],
+    }
+    return _with_note(result, verified)
+
+
+def _language_of(subtitles: Path, video: Path) -> str | None:
+    """The language a subtitle file's name says: ``talk.en.srt`` beside ``talk.mkv``."""
+    base = subtitles.name[: -len(subtitles.suffix)]
+    lang = (
+        base[len(video.stem) + 1 :].lower()
+        if base.lower().startswith(video.stem.lower() + ".")
+        else ""
+    )
+    return lang if 2 <= len(lang) <= 3 and lang.isalpha() and lang.isascii() else None
 
 
 def _transcode(

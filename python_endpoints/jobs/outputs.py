@@ -71,6 +71,7 @@ RELEVANT_PARAMS: dict[str, tuple[str, ...]] = {
         "outline",
         "position",
     ),
+    "ADD_SUBTITLE_TRACK": ("subtitles", "language"),
     "EXTRACT_AUDIO": ("format", "sample_rate", "channels"),
     "EXTRACT_SUBTITLES": (),  # a file's name says its stream and its format
     "THUMBNAIL": ("frames", "columns", "width"),
@@ -209,7 +210,15 @@ def export_path(output_dir: Path, stem: str, fmt: str) -> Path:
 
 #: Jobs that write one file, ``params["output"]``, through :func:`temp_path`.
 _ONE_OUTPUT = frozenset(
-    {"TRANSCODE_MP4", "BURN_SUBTITLES", "EXTRACT_AUDIO", "ANALYZE", "TRANSCRIBE", "THUMBNAIL"}
+    {
+        "TRANSCODE_MP4",
+        "BURN_SUBTITLES",
+        "ADD_SUBTITLE_TRACK",
+        "EXTRACT_AUDIO",
+        "ANALYZE",
+        "TRANSCRIBE",
+        "THUMBNAIL",
+    }
 )
 #: Jobs that write ``params["output"]`` through temporary files of their own, named after the
 #: output on purpose so that a retry resumes them (a download's ``.part``, yt-dlp's files).

@@ -123,3 +123,32 @@ def test_what_cannot_be_burned_says_why(samples: SampleCache, tmp_path: Path) ->
     assert both.value.error_type == "PAYLOAD_ERROR"
     assert not (tmp_path / "a.mp4").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".fredica-burn")] == []
+
+
+def test_a_subtitle_file_becomes_a_track_the_viewer_turns_on(
+    samples: SampleCache, tmp_path: Path
+) -> None:
+    source = samples.get("mkv", 3.0)  # H.264, Opus, a text track
+    srt = tmp_path / "mkv-3s-320x240.fr.srt"
+    srt.write_text(srt_text(CUES[:1]), encoding="utf-8")
+    video = tmp_path / "clip.mkv"
+    video.write_bytes(source.read_bytes())
+    srt = srt.rename(tmp_path / "clip.fr.srt")
+    output = tmp_path / "out" / "clip.with-subtitles.mp4"
+    params = {"input": str(video), "subtitles": str(srt), "output": str(output)}
+    result = run_job(media.add_subtitle_track_job, params, Context())
+    assert result is not None and result["language"] == "fr"
+    with av.open(str(output)) as container:
+        subs = container.streams.subtitles
+        assert [s.codec_context.name for s in subs] == ["mov_text", "mov_text"]
+        assert subs[1].language == "fra"  # a track's language has three letters
+        assert container.streams.video[0].codec_context.name == "h264"  # copied
+        assert container.duration / 1e6 == pytest.approx(3.0, abs=0.1)
+    with pytest.raises(JobFailed) as missing:
+        params = {
+            **params,
+            "subtitles": str(tmp_path / "gone.srt"),
+            "output": str(tmp_path / "x.mp4"),
+        }
+        run_job(media.add_subtitle_track_job, params, Context())
+    assert missing.value.error_type == "INPUT_MISSING"
