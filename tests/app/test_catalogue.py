@@ -37,11 +37,15 @@ REQUIRED = {
     "transcript": "/m/in.transcript.json",
     "name": "small",
     "models_dir": "/m/models",
+    "subtitles": "/m/in.srt",
 }
+#: Params a model needs one of, none of them required alone (a subtitle file or a track).
+ONE_OF = {"BurnSubtitlesParams": {"track": 0}}
 
 
 def minimal_params(model: type[BaseModel]) -> dict[str, Any]:
-    return {name: REQUIRED[name] for name, f in model.model_fields.items() if f.is_required()}
+    required = {name: REQUIRED[name] for name, f in model.model_fields.items() if f.is_required()}
+    return {**required, **ONE_OF.get(model.__name__, {})}
 
 
 async def nowhere() -> EndpointsAddress | None:
@@ -103,7 +107,8 @@ def test_the_app_registry_is_the_queue_diagnostics_and_the_catalogue() -> None:
     names = {t.name for t in builtin_registry()} | {job.task_type for job in CATALOGUE}
     assert set(jobs.registry().names()) == names
     assert {e.task_type.name for e in jobs.executors(nowhere)} == names
-    assert set(ENDPOINTS) == {"sleep"} | {job.name for job in CATALOGUE}
+    # The diagnostic sleep, and the check of an endpoint host's shared folders: no task types.
+    assert set(ENDPOINTS) == {"sleep", "path_probe"} | {job.name for job in CATALOGUE}
 
 
 #: What the jobs run with, imported only where used (and by a warm spare ahead of its job).

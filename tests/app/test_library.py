@@ -165,7 +165,13 @@ def test_every_builtin_template_validates_against_the_task_types(tmp_path: Path)
     from fredica_app.jobs import registry
     from workers.spec import prepare_run
 
-    values = {"input": "/m/in.mkv", "output_dir": "/m/out", "stem": "in", "url": "http://h/a"}
+    values = {
+        "input": "/m/in.mkv",
+        "output_dir": "/m/out",
+        "stem": "in",
+        "url": "http://h/a",
+        "subtitles": "/m/in.srt",
+    }
     for template in BUILTIN.values():
         spec = template.expand(material_id="m1", values=values, idempotent=True)
         prepared = prepare_run(spec, registry())
