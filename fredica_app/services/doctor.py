@@ -30,6 +30,7 @@ async def diagnose(app: Fredica) -> list[Check]:
     checks = [_data_dir(app), await _database(app), _engine(app), _ffmpeg(app)]
     if checks[-1].ok:
         checks.append(await asyncio.to_thread(_hardware_encoders, app))
+        checks.append(await asyncio.to_thread(_subtitle_drawing, app))
     checks.append(await _endpoints(app))
     checks += await _endpoint_hosts(app)
     checks += [_module("av", "PyAV (media probing)"), _module("faster_whisper", "faster-whisper")]
@@ -183,6 +184,38 @@ def _hardware_encoders(app: Fredica) -> Check:
     else:
         detail = "none listed: libx264 on the CPU"
     return Check("hardware encoders", True, detail)
+
+
+def _subtitle_drawing(app: Fredica) -> Check:
+    """Whether BURN_SUBTITLES can draw Latin and CJK text here: libass in the ffmpeg, and
+    fonts (fontconfig, the system's) with the glyphs: a cue of each burned into a frame."""
+    from python_endpoints.jobs.media import ffmpeg_binary, renders_subtitles
+
+    binary = ffmpeg_binary({"ffmpeg": str(app.settings.ffmpeg_path or "") or None})
+    latin = renders_subtitles(binary, "Subtitles")
+    if latin is None:
+        return Check(
+            "burned-in subtitles",
+            False,
+            "this ffmpeg has no libass (no subtitles filter): subtitles cannot be burned in",
+            "remove ffmpeg_path from the settings to use the bundled ffmpeg, which has it",
+        )
+    if not latin:
+        return Check(
+            "burned-in subtitles",
+            False,
+            "libass draws no text: it finds no font",
+            "install a font (Debian: fonts-dejavu-core; fonts-noto-cjk for CJK)",
+        )
+    if not renders_subtitles(binary, "字幕"):
+        return Check(
+            "burned-in subtitles",
+            True,
+            "libass draws Latin text; no font here has CJK glyphs (Chinese, Japanese, Korean "
+            "cues would be blank)",
+            "install a CJK font (Debian: fonts-noto-cjk)",
+        )
+    return Check("burned-in subtitles", True, "libass draws Latin and CJK text")
 
 
 def _speech_models(app: Fredica) -> Check:

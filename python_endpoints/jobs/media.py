@@ -238,10 +238,10 @@ def run_ffmpeg(
     return FfmpegRun(process.returncode, stderr.lines, cancelled)
 
 
-def _run_quick(args: list[str]) -> tuple[int, str]:
+def _run_quick(args: list[str], cwd: str | None = None) -> tuple[int, str]:
     """A short ffmpeg run: its exit code and stdout (-1 when it could not run in time)."""
     try:
-        process = start_process(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        process = start_process(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
     except OSError:
         return -1, ""
     with process:
@@ -254,6 +254,28 @@ def _run_quick(args: list[str]) -> tuple[int, str]:
         finally:
             untrack_process(process)
     return process.returncode, out.decode("utf-8", "replace")
+
+
+def renders_subtitles(binary: str, text: str) -> bool | None:
+    """Whether ``binary`` draws ``text`` as subtitles — libass, and a font with its glyphs: a
+    cue burned into one black frame, read back (libass leaves out a glyph no font has).
+    None: this ffmpeg has no ``subtitles`` filter (no libass)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fredica-libass-") as tmp:
+        Path(tmp, "cue.srt").write_text(f"1\n00:00:00,000 --> 00:00:05,000\n{text}\n", "utf-8")
+        code, listing = _run_quick([binary, "-hide_banner", "-filters"])
+        if code or not any(line.split()[1:2] == ["subtitles"] for line in listing.splitlines()):
+            return None
+        args = [binary, "-hide_banner", "-nostdin", "-y", "-loglevel", "error", "-f", "lavfi"]
+        args += ["-i", "color=c=black:s=320x120:d=1", "-vf"]
+        args += ["subtitles=filename=cue.srt:force_style='FontSize=36'", "-frames:v", "1"]
+        code, _ = _run_quick([*args, "-f", "image2", "-c:v", "png", "frame.png"], cwd=tmp)
+        if code:
+            return False
+        with open_media(str(Path(tmp, "frame.png"))) as container:
+            frame = next(container.decode(video=0))
+            return bool(frame.to_ndarray(format="gray").max() > 128)
 
 
 def list_encoders(binary: str) -> dict[str, str]:
@@ -436,11 +458,11 @@ def burn_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, A
         styled = tracks[number].codec not in ("ass", "ssa")
         args = [ffmpeg_binary(params), "-hide_banner", "-nostdin", "-y", "-loglevel", "error"]
         args += ["-i", str(input), "-map", f"0:{tracks[number].index}", "-c:s", "ass", str(local)]
-        code, error = _run_quick(args)
+        code, _ = _run_quick(args)
         if code:
             outputs.remove_quietly(local)
             raise JobFailed(
-                f"cannot read subtitle track {number} of {input.name}: {error}",
+                f"cannot read subtitle track {number} of {input.name} (ffmpeg: exit code {code})",
                 ErrorType.INPUT_DAMAGED,
             )
         source = f"track {number}"

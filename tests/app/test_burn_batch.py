@@ -93,3 +93,29 @@ def test_a_batch_with_no_subtitles_at_all_submits_nothing(
                              "burn_subtitles", "--param", "track=0")  # fmt: skip
     assert code == 0, err
     assert "(subtitles:" not in out
+
+
+def test_doctor_says_whether_subtitles_can_be_burned_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = fredica(capsys, tmp_path / "data", "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)}
+    # The bundled ffmpeg has libass; this machine has DejaVu and Noto CJK (.ci/run installs
+    # them), which fontconfig finds.
+    assert checks["burned-in subtitles"] == {
+        "name": "burned-in subtitles",
+        "ok": True,
+        "detail": "libass draws Latin and CJK text",
+        "fix": "",
+    }
+    # An ffmpeg without libass (a stand-in that lists no subtitles filter and fails the rest).
+    fake = tmp_path / "ffmpeg"
+    fake.write_text("#!/bin/sh\necho ' .. null  V->V  Pass the source unchanged.'\nexit 0\n")
+    fake.chmod(0o755)
+    data = tmp_path / "other"
+    data.mkdir()
+    (data / "settings.json").write_text(json.dumps({"ffmpeg_path": str(fake)}))
+    code, out, _ = fredica(capsys, data, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)}
+    assert not checks["burned-in subtitles"]["ok"]
+    assert "no libass" in checks["burned-in subtitles"]["detail"]
