@@ -98,7 +98,7 @@ def test_a_batch_with_no_subtitles_at_all_submits_nothing(
 def test_doctor_says_whether_subtitles_can_be_burned_in(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = fredica(capsys, tmp_path / "data", "doctor", "--json")
+    _, out, _ = fredica(capsys, tmp_path / "data", "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(out)}
     # The bundled ffmpeg has libass; this machine has DejaVu and Noto CJK (.ci/run installs
     # them), which fontconfig finds.
@@ -115,7 +115,7 @@ def test_doctor_says_whether_subtitles_can_be_burned_in(
     data = tmp_path / "other"
     data.mkdir()
     (data / "settings.json").write_text(json.dumps({"ffmpeg_path": str(fake)}))
-    code, out, _ = fredica(capsys, data, "doctor", "--json")
+    _, out, _ = fredica(capsys, data, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(out)}
     assert not checks["burned-in subtitles"]["ok"]
     assert "no libass" in checks["burned-in subtitles"]["detail"]

@@ -217,3 +217,15 @@ async def test_the_proxy_reaches_the_job_when_it_runs_never_the_stored_payload(
         assert executor.params(own, ctx)["proxy"] == "http://mine:8080"
     finally:
         await app.close()
+
+
+def test_the_guide_lists_every_job_of_the_catalogue() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "adding-a-job.md").read_text()
+    rows = {
+        line.split("|")[1].strip().strip("`"): line.split("|")[3].strip()
+        for line in guide.split("## The catalogue today")[1].splitlines()
+        if line.startswith("| `")
+    }
+    assert rows == {
+        job.name: ("cpu or gpu" if job.name == "transcribe" else job.resource) for job in CATALOGUE
+    }
