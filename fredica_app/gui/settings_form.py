@@ -84,6 +84,7 @@ class SettingsForm(QWidget):
         column.addWidget(self._concurrency_group())
         column.addWidget(self._ffmpeg_group())
         column.addWidget(self._speech_group())
+        column.addWidget(self._burn_group())
         column.addWidget(self._llm_group())
         column.addWidget(self._network_group())
         column.addWidget(self._interface_group())
@@ -235,6 +236,28 @@ class SettingsForm(QWidget):
         self.language.setPlaceholderText(self.tr("auto: detected"))
         self.language.setToolTip(self.tr("auto, or a language code such as en, zh or pt-BR"))
         self._row(form, "language", self.tr("Spoken language:"), self.language)
+        return group
+
+    def _burn_group(self) -> QGroupBox:
+        group, form = self._group(self.tr("Burned-in subtitles"))
+        self.burn_font = QLineEdit()
+        self.burn_font.setToolTip(
+            self.tr("A font family your system has (letters, digits, spaces, . _ -)")
+        )
+        self._row(form, "burn_font", self.tr("Font:"), self.burn_font)
+        self.burn_font_size = QSpinBox()
+        self.burn_font_size.setRange(6, 96)
+        self.burn_font_size.setToolTip(self.tr("In the player's units: the picture is 288 high"))
+        self._row(form, "burn_font_size", self.tr("Size:"), self.burn_font_size, narrow=True)
+        self.burn_outline = QDoubleSpinBox()
+        self.burn_outline.setRange(0.0, 10.0)
+        self.burn_outline.setSingleStep(0.5)
+        self._row(form, "burn_outline", self.tr("Outline:"), self.burn_outline, narrow=True)
+        names = {"bottom": self.tr("Bottom"), "top": self.tr("Top")}
+        self.burn_position = QComboBox()
+        for value in _choices("burn_position"):
+            self.burn_position.addItem(names.get(value, value), value)
+        self._row(form, "burn_position", self.tr("Position:"), self.burn_position, narrow=True)
         return group
 
     def _llm_group(self) -> QGroupBox:
@@ -428,6 +451,10 @@ class SettingsForm(QWidget):
         _select(self.whisper_device, s.whisper_device)
         _select(self.whisper_compute_type, s.whisper_compute_type)
         self.language.setText("" if s.language == "auto" else s.language)
+        self.burn_font.setText(s.burn_font)
+        self.burn_font_size.setValue(s.burn_font_size)
+        self.burn_outline.setValue(s.burn_outline)
+        _select(self.burn_position, s.burn_position)
         self.llm_base_url.setText(s.llm_base_url or "")
         self.llm_model.setText(s.llm_model or "")
         self.llm_api_key_env.setText(s.llm_api_key_env or "")
@@ -478,6 +505,10 @@ class SettingsForm(QWidget):
             "whisper_device": self.whisper_device.currentData(),
             "whisper_compute_type": self.whisper_compute_type.currentData(),
             "language": _text(self.language),
+            "burn_font": self.burn_font.text().strip(),
+            "burn_font_size": self.burn_font_size.value(),
+            "burn_outline": self.burn_outline.value(),
+            "burn_position": self.burn_position.currentData(),
             "llm_base_url": _text(self.llm_base_url),
             "llm_model": _text(self.llm_model),
             "llm_api_key_env": _text(self.llm_api_key_env),

@@ -267,3 +267,25 @@ def test_a_login_entry_that_cannot_be_written_is_said_and_nothing_is_saved(
     assert settings_file.read_bytes() == before
     assert "Nothing was saved" in page.status.text()
     assert page.problem.isHidden()  # shown under its field, not above the form
+
+
+def test_the_burned_in_subtitles_style_is_saved_and_a_bad_font_name_refused(
+    qtbot: Any, page: SettingsPage, settings_file: Path
+) -> None:
+    f = page.form
+    assert (f.burn_font.text(), f.burn_font_size.value()) == ("Sans", 18)
+    f.burn_font.setText("Noto Sans CJK SC")
+    f.burn_font_size.setValue(24)
+    f.burn_outline.setValue(2.5)
+    f.burn_position.setCurrentIndex(f.burn_position.findData("top"))
+    saved = save(qtbot, page)
+    assert saved.errors == {}
+    s = load_settings(settings_file).settings
+    assert (s.burn_font, s.burn_font_size, s.burn_outline, s.burn_position) == (
+        "Noto Sans CJK SC", 24, 2.5, "top",
+    )  # fmt: skip
+    before = settings_file.read_bytes()
+    f.burn_font.setText("Sans'; rm")  # no quote may reach a filter's style
+    assert save(qtbot, page).settings is None
+    assert error_of(page, "burn_font")
+    assert settings_file.read_bytes() == before

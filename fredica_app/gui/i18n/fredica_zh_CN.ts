@@ -1753,6 +1753,42 @@
         <translation>音频语言：</translation>
     </message>
     <message>
+        <source>Burned-in subtitles</source>
+        <translation>烧录字幕</translation>
+    </message>
+    <message>
+        <source>A font family your system has (letters, digits, spaces, . _ -)</source>
+        <translation>系统中已有的字体名称（字母、数字、空格、. _ -）</translation>
+    </message>
+    <message>
+        <source>Font:</source>
+        <translation>字体：</translation>
+    </message>
+    <message>
+        <source>In the player&apos;s units: the picture is 288 high</source>
+        <translation>以播放器单位计：画面高 288</translation>
+    </message>
+    <message>
+        <source>Size:</source>
+        <translation>字号：</translation>
+    </message>
+    <message>
+        <source>Outline:</source>
+        <translation>描边：</translation>
+    </message>
+    <message>
+        <source>Bottom</source>
+        <translation>底部</translation>
+    </message>
+    <message>
+        <source>Top</source>
+        <translation>顶部</translation>
+    </message>
+    <message>
+        <source>Position:</source>
+        <translation>位置：</translation>
+    </message>
+    <message>
         <source>Language model (optional)</source>
         <translation>语言模型（可选）</translation>
     </message>
