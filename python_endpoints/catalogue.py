@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from python_endpoints.downloads.download import DownloadEndpoint
 from python_endpoints.downloads.model_download import ModelDownloadEndpoint
 from python_endpoints.jobs.analyze import analyze_job
+from python_endpoints.jobs.diarize import diarize_job
 from python_endpoints.jobs.export import export_subtitles_job
 from python_endpoints.jobs.media import (
     add_subtitle_track_job,
@@ -43,6 +44,7 @@ from python_endpoints.params import (
     AddSubtitleTrackParams,
     AnalyzeParams,
     BurnSubtitlesParams,
+    DiarizeParams,
     DownloadParams,
     ExportSubtitlesParams,
     ExtractAudioParams,
@@ -239,6 +241,15 @@ CATALOGUE: tuple[Job, ...] = (
             "speech to text with faster-whisper; segments stream out and are checkpointed, so "
             "it resumes where it stopped"
         ),
+    ),
+    Job(
+        "diarize",
+        DiarizeParams,
+        diarize_job,
+        # A few seconds for an hour of speech: a pause stops it between batches of windows.
+        suspend_on_pause=True,
+        description="who speaks when: speaker turns of an audio track (offline, an ONNX "
+        "voice encoder)",
     ),
     Job(
         "export_subtitles",

@@ -421,6 +421,23 @@ def _all_transcript_formats() -> list[TranscriptFormat]:
     return ["srt", "vtt", "txt", "json"]
 
 
+class DiarizeParams(_Params):
+    """DIARIZE: who speaks when in an audio track (docs/diarization.md)."""
+
+    #: The audio (EXTRACT_AUDIO's 16 kHz WAV, or any media with sound).
+    input: PathText
+    #: The turns, JSON (``<stem>.speakers.json``), written whole at the end.
+    output: PathText
+    #: How many people speak; None: estimated (up to 8).
+    speakers: int | None = Field(default=None, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _paths(self) -> DiarizeParams:
+        _absolute(self.input)
+        _absolute(self.output)
+        return self
+
+
 class ExportSubtitlesParams(_Params):
     #: TRANSCRIBE's transcript JSON.
     transcript: PathText

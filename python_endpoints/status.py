@@ -69,6 +69,7 @@ MESSAGES: Final[Mapping[str, str]] = {
     "step.joining": QT_TRANSLATE_NOOP("Status", "joining"),
     "step.laying_out": QT_TRANSLATE_NOOP("Status", "laying out the sheet"),
     "step.picking_frames": QT_TRANSLATE_NOOP("Status", "picking frames"),
+    "step.finding_speakers": QT_TRANSLATE_NOOP("Status", "finding who speaks"),
     "step.picking_frames_part": QT_TRANSLATE_NOOP(
         "Status", "picking frames (part {part} of {parts})"
     ),

@@ -214,6 +214,7 @@ _ONE_OUTPUT = frozenset(
         "TRANSCODE_MP4",
         "BURN_SUBTITLES",
         "ADD_SUBTITLE_TRACK",
+        "DIARIZE",
         "EXTRACT_AUDIO",
         "ANALYZE",
         "TRANSCRIBE",

@@ -39,10 +39,16 @@ SENTENCES = (
 )
 
 
-def _say(text: str, out: Path, words_per_minute: int) -> bytes:
+#: Two voices a listener tells apart: a low American man's and a high British woman's.
+VOICES = (("-v", "en-us", "-p", "35"), ("-v", "en-gb+f3", "-p", "70"))
+
+
+def _say(
+    text: str, out: Path, words_per_minute: int, voice: Sequence[str] = ("-v", "en-us")
+) -> bytes:
     assert ESPEAK is not None
     subprocess.run(
-        [ESPEAK, "-v", "en-us", "-s", str(words_per_minute), "-w", str(out), text],
+        [ESPEAK, *voice, "-s", str(words_per_minute), "-w", str(out), text],
         check=True,
         capture_output=True,
         timeout=60,
@@ -63,6 +69,7 @@ class SpeechCache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._made: dict[tuple[object, ...], Path] = {}
+        self._turns: dict[tuple[object, ...], list[tuple[float, float, int]]] = {}
 
     def speech(
         self,
@@ -90,6 +97,31 @@ class SpeechCache:
             self._made[key] = path
         return self._made[key]
 
+    def dialogue(
+        self, turns: int = 8, gaps: Sequence[float] = (0.4, 0.7, 0.5, 0.8)
+    ) -> tuple[Path, list[tuple[float, float, int]]]:
+        """Two voices taking turns (the first speaks first), a sentence each, ``gaps`` of
+        silence between them in turn: the WAV, and each turn's ``(start, end, speaker)``
+        with speakers 1 and 2 — where eSpeak NG's speech starts and ends, its own silence at
+        either end of a sentence cut off."""
+        key = ("dialogue", turns, tuple(gaps))
+        if key in self._made:
+            return self._made[key], self._turns[key]
+        if ESPEAK is None:
+            pytest.skip("espeak-ng is not installed (apt install espeak-ng)")
+        path = self.directory / f"dialogue-{len(self._made)}.wav"
+        parts, known, at = [_silence(0.5)], [], 0.5
+        for n in range(turns):
+            said = _trim(_say(SENTENCES[n % len(SENTENCES)], self.directory / "say.wav", 160,
+                              VOICES[n % 2]))  # fmt: skip
+            known.append((round(at, 3), round(at + len(said) / 2 / RATE, 3), n % 2 + 1))
+            gap = gaps[n % len(gaps)]
+            parts += [said, _silence(gap)]
+            at += len(said) / 2 / RATE + len(_silence(gap)) / 2 / RATE
+        self._write(path, b"".join(parts))
+        self._made[key], self._turns[key] = path, known
+        return path, known
+
     def silence(self, seconds: float) -> Path:
         key = ("silence", seconds)
         if key not in self._made:
@@ -105,6 +137,17 @@ class SpeechCache:
             w.setsampwidth(2)
             w.setframerate(RATE)
             w.writeframes(frames)
+
+
+def _trim(frames: bytes, threshold: int = 600) -> bytes:
+    """``frames`` (16-bit mono) without the quiet eSpeak NG leaves before and after speech."""
+    import array
+
+    samples = array.array("h", frames)
+    loud = [i for i, v in enumerate(samples) if abs(v) > threshold]
+    if not loud:
+        return frames
+    return samples[loud[0] : loud[-1] + 1].tobytes()
 
 
 def duration(path: Path) -> float:

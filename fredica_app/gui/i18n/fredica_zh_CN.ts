@@ -2309,6 +2309,10 @@
         <translation>正在截取画面</translation>
     </message>
     <message>
+        <source>finding who speaks</source>
+        <translation>正在识别说话人</translation>
+    </message>
+    <message>
         <source>picking frames (part {part} of {parts})</source>
         <translation>正在截取画面（第 {part} 部分，共 {parts} 部分）</translation>
     </message>

@@ -1,0 +1,80 @@
+"""DIARIZE on real speech: a dialogue of two eSpeak NG voices whose turns are known, run
+through the real voice encoder (ONNX Runtime) — every change of speaker found within 0.5 s,
+the speakers counted, or given; and what the job writes."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from python_endpoints.jobs import diarize, speakers, voice
+from python_endpoints.jobs.transcribe import load_audio
+from tests.support.clips import JobContext, run_job
+from tests.support.voices import SpeechCache
+
+pytestmark = pytest.mark.slow
+
+#: packaging/voice_encoder.py's output from Resemblyzer 0.1.4's wheel.
+MODEL_SHA256 = "9ca010ae1ed71515fa134c231f9f42b1092da977d284ca9747116a3840b67fe9"
+
+
+@pytest.fixture(scope="module")
+def voices(tmp_path_factory: pytest.TempPathFactory) -> SpeechCache:
+    return SpeechCache(tmp_path_factory.mktemp("voices"))
+
+
+def changes(turns: list[tuple[float, float, int]]) -> list[float]:
+    return [b[0] for a, b in itertools.pairwise(turns) if a[2] != b[2]]
+
+
+def test_the_model_is_the_one_made_from_resemblyzer_and_gives_unit_vectors() -> None:
+    assert hashlib.sha256(voice.MODEL.read_bytes()).hexdigest() == MODEL_SHA256
+    encoder = voice.Encoder(JobContext())  # type: ignore[arg-type]
+    mel = np.random.default_rng(0).random((300, speakers.MELS)).astype(np.float32)
+    out = encoder(mel, [(0, 150), (150, 300), (0, 100)])
+    assert out.shape == (3, 256)
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+def test_every_change_of_speaker_is_found_within_half_a_second(
+    voices: SpeechCache, tmp_path: Path
+) -> None:
+    audio_file, known = voices.dialogue(turns=8)
+    output = tmp_path / "dialogue.speakers.json"
+    ctx = JobContext()
+    result = run_job(diarize.diarize_job, {"input": str(audio_file), "output": str(output)}, ctx)
+    assert result is not None and result["speakers"] == 2  # estimated
+    document = json.loads(output.read_text())
+    found = [(t["start"], t["end"], t["speaker"]) for t in document["turns"]]
+    assert found[0][2] == 1  # numbered in the order they speak
+    expected, got = changes(known), changes(found)
+    assert len(got) == len(expected), (expected, got)
+    assert all(abs(a - b) <= 0.5 for a, b in zip(expected, got, strict=True)), (expected, got)
+    # Each known turn is mostly its speaker's.
+    for start, end, who in known:
+        mine = sum(max(0.0, min(end, e) - max(start, s)) for s, e, w in found if w == who)
+        assert mine >= 0.8 * (end - start), (start, end, who)
+    assert ctx.reports[-1] == (100.0, "done")
+    assert document["duration"] == pytest.approx(len(load_audio(audio_file)) / 16000, abs=0.01)
+
+
+def test_the_speakers_can_be_given(voices: SpeechCache, tmp_path: Path) -> None:
+    audio_file, _ = voices.dialogue(turns=8)
+    for given in (1, 3):
+        output = tmp_path / f"given-{given}.speakers.json"
+        params = {"input": str(audio_file), "output": str(output), "speakers": given}
+        result = run_job(diarize.diarize_job, params, JobContext())
+        assert result is not None and result["speakers"] == given
+
+
+def test_silence_has_no_turns(voices: SpeechCache, tmp_path: Path) -> None:
+    output = tmp_path / "quiet.speakers.json"
+    params = {"input": str(voices.silence(3.0)), "output": str(output)}
+    result = run_job(diarize.diarize_job, params, JobContext())
+    assert result is not None and result["turns"] == 0
+    assert json.loads(output.read_text())["turns"] == []
