@@ -469,6 +469,44 @@ BUILTIN: dict[str, Template] = {
             params=_SPEECH,
         ),
         Template(
+            name="transcript",
+            source="file",
+            description=(
+                "Who said what: the audio transcribed and its speakers found (offline), then a "
+                "speaker-labelled transcript as text, Markdown, SRT, WebVTT and JSON"
+            ),
+            tasks=[
+                _extract_audio(),
+                _transcribe("extract_audio"),
+                _job(
+                    "diarize",
+                    "DIARIZE",
+                    "extract_audio",
+                    input=_AUDIO,
+                    output="{output_dir}/{stem}.speakers.json",
+                ),
+                _job(
+                    "export_subtitles",
+                    "EXPORT_SUBTITLES",
+                    "transcribe",
+                    "diarize",
+                    transcript=_TRANSCRIPT,
+                    output_dir="{output_dir}",
+                    stem="{stem}",
+                    speakers="{output_dir}/{stem}.speakers.json",
+                    formats=["txt", "md", "srt", "vtt", "json"],
+                ),
+            ],
+            params=(
+                *_SPEECH,
+                TemplateParam(
+                    name="speakers",
+                    description="how many people speak (default: estimated, up to 8)",
+                    targets=(("diarize", "speakers"),),
+                ),
+            ),
+        ),
+        Template(
             name="full",
             source="file",
             description=(

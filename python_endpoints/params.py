@@ -414,7 +414,8 @@ class TranscribeParams(_Params):
         return self
 
 
-TranscriptFormat = Literal["srt", "vtt", "txt", "json"]
+#: ``md``: Markdown to paste into a document (who speaks in bold); not made unless asked for.
+TranscriptFormat = Literal["srt", "vtt", "txt", "json", "md"]
 
 
 def _all_transcript_formats() -> list[TranscriptFormat]:
@@ -452,11 +453,18 @@ class ExportSubtitlesParams(_Params):
     #: there is room before the next).
     max_cue_seconds: float = Field(default=7.0, gt=0, le=60)
     min_cue_seconds: float = Field(default=1.0, ge=0, le=10)
+    #: DIARIZE's turns (``<stem>.speakers.json``): each segment and word gets its speaker,
+    #: the subtitles say who speaks. None: no speakers.
+    speakers: PathText | None = None
+    #: What to call speakers (``{"1": "Ana"}``; ``Speaker N`` otherwise).
+    speaker_names: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> ExportSubtitlesParams:
         _absolute(self.transcript)
         _absolute(self.output_dir)
+        if self.speakers is not None:
+            _absolute(self.speakers)
         if self.min_cue_seconds > self.max_cue_seconds:
             raise ValueError("min_cue_seconds must not exceed max_cue_seconds")
         return self

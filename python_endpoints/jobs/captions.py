@@ -23,8 +23,8 @@ Times are integer milliseconds (what SRT and WebVTT can say), so that the rules 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 #: A line may break after these (a clause ends there); closing quotes and brackets after
 #: them are looked through. (Full-width punctuation included, on purpose.)
@@ -57,15 +57,18 @@ class Segment:
     end: float
     text: str
     words: tuple[Word, ...] = ()
+    #: Who says it (from 1), when the speakers were found (DIARIZE); None otherwise.
+    speaker: int | None = None
 
 
 @dataclass(frozen=True)
 class Cue:
-    """A caption: milliseconds, and its lines."""
+    """A caption: milliseconds, and its lines; who says it, when known."""
 
     start: int
     end: int
     lines: tuple[str, ...]
+    speaker: int | None = None
 
     @property
     def text(self) -> str:
@@ -264,22 +267,26 @@ def build_cues(
 ) -> list[Cue]:
     """Captions for ``segments`` by the rules of this module. ``duration`` (seconds, the
     media's) bounds how far the last cue may be extended."""
-    pieces: list[tuple[int, int, list[str]]] = []
+    pieces: list[tuple[int, int, list[str], int | None]] = []
     for segment in ordered(segments):
         start = to_ms(segment.start)
-        pieces += segment_cues(start, max(start, to_ms(segment.end)), segment.text.split(), rules)
-    placed: list[tuple[int, int, list[str]]] = []
-    for start, end, words in pieces:
+        end = max(start, to_ms(segment.end))
+        pieces += [
+            (a, b, words, segment.speaker)
+            for a, b, words in segment_cues(start, end, segment.text.split(), rules)
+        ]
+    placed: list[tuple[int, int, list[str], int | None]] = []
+    for start, end, words, speaker in pieces:
         if placed and start < placed[-1][1]:
             # Overlapping segments: end the earlier cue here (it lasts a millisecond at least).
-            p_start, _, p_words = placed[-1]
+            p_start, _, p_words, p_speaker = placed[-1]
             cut = max(start, p_start + 1)
-            placed[-1] = (p_start, cut, p_words)
+            placed[-1] = (p_start, cut, p_words, p_speaker)
             start = cut
-        placed.append((start, max(end, start + 1), words))
+        placed.append((start, max(end, start + 1), words, speaker))
     min_ms = to_ms(rules.min_cue_seconds)
     cues = []
-    for index, (start, end, words) in enumerate(placed):
+    for index, (start, end, words, speaker) in enumerate(placed):
         if end - start < min_ms:
             target = start + min_ms
             if index + 1 < len(placed):
@@ -287,27 +294,116 @@ def build_cues(
             elif duration is not None:
                 target = min(target, to_ms(duration))
             end = max(end, target)
-        cues.append(Cue(start, end, tuple(wrap(words, rules.max_line_chars))))
+        cues.append(Cue(start, end, tuple(wrap(words, rules.max_line_chars)), speaker))
     return cues
+
+
+# --- speakers ---------------------------------------------------------------------------------
+
+
+def _who(start: float, end: float, turns: Sequence[tuple[float, float, int]]) -> int | None:
+    """The speaker of the turn that overlaps ``[start, end]`` most; of the nearest turn when
+    none does (a word in a pause between turns); None when there are none."""
+    if not turns:
+        return None
+    overlap = [(min(end, b) - max(start, a), s) for a, b, s in turns]
+    best, speaker = max(overlap)
+    if best > 0:
+        return speaker
+    middle = (start + end) / 2
+    return min(turns, key=lambda t: min(abs(middle - t[0]), abs(middle - t[1])))[2]
+
+
+def with_speakers(
+    segments: Iterable[Segment], turns: Sequence[tuple[float, float, int]]
+) -> list[Segment]:
+    """``segments`` labelled with who speaks (``turns``: ``(start, end, speaker)``): a segment
+    with word times is split where its words change speaker, each word going to the turn it
+    overlaps most; one without, whole, to the turn it overlaps most."""
+    out: list[Segment] = []
+    for segment in ordered(segments):
+        if not segment.words:
+            out.append(replace(segment, speaker=_who(segment.start, segment.end, turns)))
+            continue
+        groups: list[list[Word]] = []
+        speakers: list[int | None] = []
+        for word in segment.words:
+            who = _who(word.start, word.end, turns)
+            if not groups or speakers[-1] != who:
+                groups.append([])
+                speakers.append(who)
+            groups[-1].append(word)
+        for words, who in zip(groups, speakers, strict=True):
+            text = "".join(w.text for w in words).strip()
+            start = segment.start if words[0] is segment.words[0] else words[0].start
+            end = segment.end if words[-1] is segment.words[-1] else words[-1].end
+            out.append(Segment(start, end, text, tuple(words), who))
+    return out
+
+
+def speaker_label(speaker: int, names: Mapping[str, str] | None = None) -> str:
+    """How a speaker is called: the name given to it, else ``Speaker N``."""
+    return (names or {}).get(str(speaker)) or f"Speaker {speaker}"
 
 
 # --- plain text -------------------------------------------------------------------------------
 
 
-def paragraphs(segments: Iterable[Segment], pause: float = PARAGRAPH_PAUSE) -> list[str]:
-    """The transcript as paragraphs: a new one where speech pauses longer than ``pause``."""
+def paragraphs(
+    segments: Iterable[Segment],
+    pause: float = PARAGRAPH_PAUSE,
+    names: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The transcript as paragraphs: a new one where speech pauses longer than ``pause``, and
+    where the speaker changes (then starting ``Speaker N: ``, or the name given)."""
     out: list[list[str]] = []
     last_end: float | None = None
+    last_speaker: int | None = None
     for segment in ordered(segments):
         text = " ".join(segment.text.split())
-        if last_end is None or segment.start - last_end > pause:
+        changed = segment.speaker is not None and segment.speaker != last_speaker
+        if last_end is None or segment.start - last_end > pause or changed:
             out.append([])
+            if segment.speaker is not None:
+                out[-1].append(speaker_label(segment.speaker, names) + ":")
         out[-1].append(text)
         last_end = segment.end if last_end is None else max(last_end, segment.end)
+        last_speaker = segment.speaker
     return [" ".join(texts) for texts in out]
 
 
-def plain_text(segments: Iterable[Segment], pause: float = PARAGRAPH_PAUSE) -> str:
+def plain_text(
+    segments: Iterable[Segment],
+    pause: float = PARAGRAPH_PAUSE,
+    names: Mapping[str, str] | None = None,
+) -> str:
     """Paragraphs separated by a blank line, ending with a newline ("" when there is none)."""
-    parts = paragraphs(segments, pause)
+    parts = paragraphs(segments, pause, names)
     return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def markdown(
+    title: str,
+    segments: Iterable[Segment],
+    pause: float = PARAGRAPH_PAUSE,
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """The transcript as Markdown to paste into a document: a heading, then its paragraphs
+    (:func:`paragraphs`), who speaks in bold."""
+    said = list(segments)
+    speakers = {speaker_label(s.speaker, names) for s in said if s.speaker is not None}
+    lines = [f"# {_markdown_text(title)}", ""]
+    for paragraph in paragraphs(said, pause, names):
+        head, sep, rest = paragraph.partition(": ")
+        if sep and head in speakers:
+            lines += [f"**{_markdown_text(head)}:** {_markdown_text(rest)}", ""]
+        else:
+            lines += [_markdown_text(paragraph), ""]
+    return "\n".join(lines)
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` with the characters Markdown would read as markup escaped."""
+    for mark in "\\`*_[]<>#|":
+        text = text.replace(mark, "\\" + mark)
+    return text

@@ -48,13 +48,27 @@ def _event_text(cue: captions.Cue, fmt: str) -> str:
     return text.replace("\n", r"\N")  # pysubs2's line break
 
 
-def render_subtitles(cues: list[captions.Cue], fmt: str) -> str:
-    """SRT or WebVTT text of ``cues`` (written by pysubs2, its override tags left alone)."""
+def render_subtitles(
+    cues: list[captions.Cue], fmt: str, names: dict[str, str] | None = None
+) -> str:
+    """SRT or WebVTT text of ``cues`` (written by pysubs2, its override tags left alone). Who
+    speaks, when known: SRT's cues say ``SPEAKER 1: `` where the speaker changes; WebVTT's
+    each carry a voice tag (``<v Speaker 1>``)."""
     import pysubs2
 
     subs = pysubs2.SSAFile()
+    last: int | None = None
     for cue in cues:
-        subs.append(pysubs2.SSAEvent(start=cue.start, end=cue.end, text=_event_text(cue, fmt)))
+        text = _event_text(cue, fmt)
+        if cue.speaker is not None:
+            label = captions.speaker_label(cue.speaker, names)
+            if fmt == "vtt":
+                tag = label.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                text = f"<v {tag}>{text}"
+            elif cue.speaker != last:
+                text = f"{_event_text(captions.Cue(0, 0, (label.upper(),)), fmt)}: {text}"
+            last = cue.speaker
+        subs.append(pysubs2.SSAEvent(start=cue.start, end=cue.end, text=text))
     return subs.to_string(fmt, keep_ssa_tags=True)
 
 
@@ -64,24 +78,37 @@ def _segment_json(segment: captions.Segment) -> dict[str, Any]:
         "end": round(segment.end, 3),
         "text": " ".join(segment.text.split()),
     }
+    said_by = [] if segment.speaker is None else [segment.speaker]
+    if segment.speaker is not None:
+        out["speaker"] = segment.speaker
     if segment.words:
         out["words"] = [
-            [round(w.start, 3), round(w.end, 3), w.text.strip()]
+            [round(w.start, 3), round(w.end, 3), w.text.strip(), *said_by]
             for w in segment.words
             if w.text.strip()
         ]
     return out
 
 
-def render_json(transcript: textio.Transcript) -> str:
-    segments = [_segment_json(s) for s in captions.ordered(transcript.segments)]
-    document = {
+def render_json(
+    transcript: textio.Transcript,
+    segments_shown: list[captions.Segment] | None = None,
+    names: dict[str, str] | None = None,
+) -> str:
+    """The JSON document; with speakers, each segment's ``speaker`` and each word's fourth
+    value, and ``speakers``: each one's name."""
+    shown = segments_shown if segments_shown is not None else transcript.segments
+    segments = [_segment_json(s) for s in captions.ordered(shown)]
+    document: dict[str, Any] = {
         "version": JSON_VERSION,
         "language": transcript.language,
         "duration": transcript.duration,
         "segments": segments,
         "unheard": [[a, b] for a, b in transcript.unheard],
     }
+    who = sorted({s.speaker for s in shown if s.speaker is not None})
+    if who:
+        document["speakers"] = {str(n): captions.speaker_label(n, names) for n in who}
     return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
 
 
@@ -111,6 +138,26 @@ def _verify(fmt: str, temp: Path, final: Path, content: str, cues: list[captions
         raise textio.verify_failed(final, "it does not hold what was written")
 
 
+def load_turns(path: Path) -> list[tuple[float, float, int]]:
+    """DIARIZE's turns in ``path``: ``(start, end, speaker)``. Raises ``INPUT_MISSING`` or
+    ``BAD_TRANSCRIPT`` (a file that is not DIARIZE's)."""
+    from python_endpoints.errorcodes import ErrorType
+    from python_endpoints.serving.child import JobFailed
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [(float(t["start"]), float(t["end"]), int(t["speaker"])) for t in data["turns"]]
+    except FileNotFoundError:
+        raise JobFailed(
+            f"the speakers file {path.name} does not exist: find the speakers first (DIARIZE)",
+            ErrorType.INPUT_MISSING,
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise JobFailed(
+            f"{path.name} is not a speakers file of DIARIZE ({exc})", ErrorType.BAD_TRANSCRIPT
+        ) from None
+
+
 def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | None:
     """EXPORT_SUBTITLES; result ``{"outputs", "cues", "language", "duration"}``."""
     source = Path(params["transcript"])
@@ -127,7 +174,11 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
         max_cue_seconds=params["max_cue_seconds"],
         min_cue_seconds=params["min_cue_seconds"],
     )
-    shown = captions.with_unheard(transcript.segments, transcript.unheard)
+    names = dict(params["speaker_names"])
+    spoken = list(transcript.segments)
+    if params["speakers"] is not None:
+        spoken = captions.with_speakers(spoken, load_turns(Path(params["speakers"])))
+    shown = captions.with_unheard(spoken, transcript.unheard)
     cues = captions.build_cues(shown, rules, transcript.duration)
     if ctx.cancelled:
         return None
@@ -139,11 +190,13 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
         for done, fmt in enumerate(formats):
             ctx.progress(10.0 + 80.0 * done / len(formats), said("writing", name=finals[fmt].name))
             if fmt in ("srt", "vtt"):
-                content = render_subtitles(cues, fmt)
+                content = render_subtitles(cues, fmt, names)
             elif fmt == "txt":
-                content = captions.plain_text(shown)
+                content = captions.plain_text(shown, names=names)
+            elif fmt == "md":
+                content = captions.markdown(stem, shown, names=names)
             else:
-                content = render_json(transcript)
+                content = render_json(transcript, spoken if params["speakers"] else None, names)
             textio.write_text(temps[fmt], content)
             _verify(fmt, temps[fmt], finals[fmt], content, cues)
             if ctx.cancel_event.is_set():

@@ -200,6 +200,7 @@ EXPORT_NAMES = {
     "vtt": "{stem}.vtt",
     "txt": "{stem}.transcript.txt",
     "json": "{stem}.segments.json",
+    "md": "{stem}.transcript.md",
 }
 
 

@@ -78,3 +78,40 @@ def test_silence_has_no_turns(voices: SpeechCache, tmp_path: Path) -> None:
     result = run_job(diarize.diarize_job, params, JobContext())
     assert result is not None and result["turns"] == 0
     assert json.loads(output.read_text())["turns"] == []
+
+
+def test_the_transcript_template_labels_who_said_what(
+    voices: SpeechCache, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Real Whisper, real speakers: each format says who speaks, at the right turns."""
+    from fredica_app.cli import main
+
+    audio_file, known = voices.dialogue(turns=8)
+    talk = tmp_path / "talk.wav"
+    talk.write_bytes(audio_file.read_bytes())
+    code = main(["--data-dir", str(tmp_path / "data"), "process", str(talk), "--template",
+                 "transcript", "--param", "speakers=2", "--json"])  # fmt: skip
+    run = json.loads(capsys.readouterr().out)
+    assert code == 0 and run["status"] == "completed"
+    [export] = [t for t in run["tasks"] if t["type"] == "EXPORT_SUBTITLES"]
+    files = {Path(p).name: Path(p) for p in export["result"]["outputs"]}
+    assert set(files) == {
+        "talk.transcript.txt", "talk.transcript.md", "talk.srt", "talk.vtt", "talk.segments.json",
+    }  # fmt: skip
+    document = json.loads(files["talk.segments.json"].read_text())
+    assert document["speakers"] == {"1": "Speaker 1", "2": "Speaker 2"}
+    for segment in document["segments"]:
+        middle = (segment["start"] + segment["end"]) / 2
+        [(_, _, who)] = [k for k in known if k[0] - 0.5 <= middle <= k[1] + 0.5]
+        assert segment["speaker"] == who, segment
+        assert all(word[3] == who for word in segment["words"])
+    srt = files["talk.srt"].read_text()
+    assert srt.count("SPEAKER 1: ") == 4 and srt.count("SPEAKER 2: ") == 4  # at each change
+    vtt = files["talk.vtt"].read_text()
+    assert vtt.count("<v Speaker 1>") >= 4 and vtt.count("<v Speaker 2>") >= 4
+    md = files["talk.transcript.md"].read_text().splitlines()
+    assert md[0] == "# talk"
+    turns_md = [line.split(":**")[0] for line in md if line.startswith("**")]
+    assert turns_md == ["**Speaker 1", "**Speaker 2"] * 4
+    txt = files["talk.transcript.txt"].read_text().split("\n\n")
+    assert [p.split(":")[0] for p in txt] == ["Speaker 1", "Speaker 2"] * 4

@@ -230,3 +230,37 @@ def test_unheard_speech_takes_its_place_among_the_segments() -> None:
     shown = captions.with_unheard(said, [(2.5, 8.0)])
     assert shown == [said[0], Segment(2.5, 8.0, captions.INAUDIBLE), said[1]]
     assert captions.with_unheard(said, []) == said
+
+
+def test_a_segment_is_split_where_its_words_change_speaker() -> None:
+    words = (
+        captions.Word(0.0, 0.5, " Hello"),
+        captions.Word(0.5, 1.0, " there."),
+        captions.Word(1.2, 1.6, " Hi"),
+        captions.Word(1.6, 2.0, " back."),
+    )
+    segment = captions.Segment(0.0, 2.0, " Hello there. Hi back.", words)
+    turns = [(0.0, 1.1, 1), (1.1, 2.5, 2)]
+    one, two = captions.with_speakers([segment], turns)
+    assert (one.text, one.speaker, one.start, one.end) == ("Hello there.", 1, 0.0, 1.0)
+    assert (two.text, two.speaker, two.start, two.end) == ("Hi back.", 2, 1.2, 2.0)
+    # Without word times: the segment whole, to the turn it overlaps most; a pause between
+    # turns goes to the nearest.
+    plain = captions.Segment(0.9, 2.0, "Mostly the second.")
+    assert [s.speaker for s in captions.with_speakers([plain], turns)] == [2]
+    gap = captions.Segment(3.0, 3.2, "After.")
+    assert [s.speaker for s in captions.with_speakers([gap], turns)] == [2]
+    assert [s.speaker for s in captions.with_speakers([gap], [])] == [None]
+
+
+def test_text_and_markdown_say_who_speaks_at_each_change() -> None:
+    said = [
+        captions.Segment(0.0, 1.0, "One.", speaker=1),
+        captions.Segment(1.1, 2.0, "Two.", speaker=1),
+        captions.Segment(2.1, 3.0, "*Three*", speaker=2),
+    ]
+    assert captions.plain_text(said) == "Speaker 1: One. Two.\n\nSpeaker 2: *Three*\n"
+    names = {"2": "Ben"}
+    assert captions.markdown("talk_1", said, names=names) == (
+        "# talk\\_1\n\n**Speaker 1:** One. Two.\n\n**Ben:** \\*Three\\*\n"
+    )
