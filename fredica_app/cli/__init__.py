@@ -66,6 +66,7 @@ COMMANDS: dict[str, Handler | str] = {
     "remove": "media:cmd_remove",
     "doctor": "worker:cmd_doctor",
     "templates": "media:cmd_templates",
+    "speakers": "speakers:cmd_speakers",
     "types": "media:cmd_types",
     "demo": "media:cmd_demo",
     "add": "media:cmd_add",

@@ -289,6 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("name", nargs="?", metavar="NAME", help="one template: what it takes")
     t.add_argument("--json", action="store_true", help=JSON_HELP)
 
+    sp = sub.add_parser(
+        "speakers",
+        help="a run's speakers (the transcript template): list them, name them (1=Ana) or "
+        "merge two that are one person (3=2); the exports are written again",
+    )
+    sp.add_argument("run_id", metavar="RUN_ID")
+    sp.add_argument("changes", nargs="*", metavar="N=NAME|N=M")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP)
+
     ty = sub.add_parser("types", help="list the task types a workflow spec may name")
     ty.add_argument("--json", action="store_true", help=JSON_HELP)
 

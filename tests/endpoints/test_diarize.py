@@ -115,3 +115,20 @@ def test_the_transcript_template_labels_who_said_what(
     assert turns_md == ["**Speaker 1", "**Speaker 2"] * 4
     txt = files["talk.transcript.txt"].read_text().split("\n\n")
     assert [p.split(":")[0] for p in txt] == ["Speaker 1", "Speaker 2"] * 4
+    # Named after the run, then two merged: the files say so.
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert main([*data, "speakers", run["id"], "1=Ana", "2=Ben Okafor", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(s["number"], s["name"]) for s in listed["speakers"]] == [(1, "Ana"), (2, "Ben Okafor")]
+    srt = files["talk.srt"].read_text()
+    assert srt.count("ANA: ") == 4 and srt.count("BEN OKAFOR: ") == 4 and "SPEAKER" not in srt
+    assert "**Ben Okafor:**" in files["talk.transcript.md"].read_text()
+    assert json.loads(files["talk.segments.json"].read_text())["speakers"]["2"] == "Ben Okafor"
+    assert main([*data, "speakers", run["id"], "2=1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("1  Ana  ") and "rewrote 5 file(s)" in out
+    assert files["talk.srt"].read_text().count("ANA: ") == 1  # one speaker now: said once
+    assert main([*data, "speakers", run["id"], "7=Zoe"]) == 1
+    assert "has no speaker 7 (its speakers: 1)" in capsys.readouterr().err
+    assert main([*data, "speakers", run["id"], "Ana"]) == 1
+    assert "write N=NAME" in capsys.readouterr().err
