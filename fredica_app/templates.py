@@ -47,6 +47,12 @@ class TemplateParam(BaseModel):
     #: Task params it takes the place of when given: (task key, param name) pairs removed
     #: (``track`` instead of a subtitle file).
     clears: tuple[tuple[str, str], ...] = ()
+    #: Tasks that run only when it is given (``speakers``: the diarization); without it they
+    #: are left out, and so are the dependencies on them and ``with_it``.
+    adds: tuple[str, ...] = ()
+    #: Task params set only when it is given: (task key, param name, value), placeholders
+    #: filled (the export's ``speakers`` file).
+    with_it: tuple[tuple[str, str, Any], ...] = ()
 
 
 class Template(BaseModel):
@@ -194,15 +200,20 @@ class Template(BaseModel):
         sets: dict[str, dict[str, Any]] = {}
         cleared: set[tuple[str, str]] = set()
         for name, value in params.items():
+            for task_key, added, fixed in self.param(name).with_it:
+                sets.setdefault(task_key, {})[added] = _fill(fixed, values or {})
             for task_key, target in self.param(name).targets:
                 sets.setdefault(task_key, {})[target] = value
             cleared.update(self.param(name).clears)
+        left_out = {key for p in self.params if p.name not in params for key in p.adds}
         digest = ""
         if params:
             text = json.dumps(params, sort_keys=True, default=str)
             digest = ":" + hashlib.sha256(text.encode()).hexdigest()[:12]
         tasks = []
         for t in self.tasks:
+            if t.key in left_out:
+                continue
             kept = {k: v for k, v in t.payload.items() if (t.key, k) not in cleared}
             payload = {**_fill(kept, values or {}), **sets.get(t.key, {})}
             key = (
@@ -216,7 +227,7 @@ class Template(BaseModel):
                     update={
                         "payload": payload,
                         "idempotency_key": key,
-                        "depends_on": list(t.depends_on),
+                        "depends_on": [d for d in t.depends_on if d not in left_out],
                     }
                 )
             )
@@ -350,6 +361,13 @@ def _export_subtitles(*deps: str) -> TaskSpec:
     )
 
 
+_TURNS = "{output_dir}/{stem}.speakers.json"
+
+
+def _diarize(*deps: str) -> TaskSpec:
+    return _job("diarize", "DIARIZE", *deps, input=_AUDIO, output=_TURNS)
+
+
 def _analyze(*deps: str) -> TaskSpec:
     return _job(
         "analyze",
@@ -381,6 +399,15 @@ _SPEECH = (
         targets=(("transcribe", "model"),),
         setting="whisper_model",
     ),
+)
+
+#: The subtitles say who speaks, when asked: the diarization runs then (subtitles).
+_SPEAKERS = TemplateParam(
+    name="speakers",
+    description="say who speaks: how many people (0: estimated); without it, no speakers",
+    targets=(("diarize", "speakers"),),
+    adds=("diarize",),
+    with_it=(("export_subtitles", "speakers", _TURNS),),
 )
 
 # Network hiccups are worth a few automatic retries; the download resumes from its .part file.
@@ -464,9 +491,10 @@ BUILTIN: dict[str, Template] = {
             tasks=[
                 _extract_audio(),
                 _transcribe("extract_audio"),
-                _export_subtitles("transcribe"),
+                _diarize("extract_audio"),
+                _export_subtitles("transcribe", "diarize"),
             ],
-            params=_SPEECH,
+            params=(*_SPEECH, _SPEAKERS),
         ),
         Template(
             name="transcript",
@@ -478,13 +506,7 @@ BUILTIN: dict[str, Template] = {
             tasks=[
                 _extract_audio(),
                 _transcribe("extract_audio"),
-                _job(
-                    "diarize",
-                    "DIARIZE",
-                    "extract_audio",
-                    input=_AUDIO,
-                    output="{output_dir}/{stem}.speakers.json",
-                ),
+                _diarize("extract_audio"),
                 _job(
                     "export_subtitles",
                     "EXPORT_SUBTITLES",
@@ -493,7 +515,7 @@ BUILTIN: dict[str, Template] = {
                     transcript=_TRANSCRIPT,
                     output_dir="{output_dir}",
                     stem="{stem}",
-                    speakers="{output_dir}/{stem}.speakers.json",
+                    speakers=_TURNS,
                     formats=["txt", "md", "srt", "vtt", "json"],
                 ),
             ],

@@ -429,8 +429,8 @@ class DiarizeParams(_Params):
     input: PathText
     #: The turns, JSON (``<stem>.speakers.json``), written whole at the end.
     output: PathText
-    #: How many people speak; None: estimated (up to 8).
-    speakers: int | None = Field(default=None, ge=1, le=20)
+    #: How many people speak; None or 0: estimated (up to 8).
+    speakers: int | None = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _paths(self) -> DiarizeParams:

@@ -29,7 +29,7 @@ def diarize_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | N
     audio = load_audio(input)
     duration = round(len(audio) / speakers.SAMPLE_RATE, 3)
     try:
-        found = speakers.diarize(audio, Encoder(ctx), params["speakers"])
+        found = speakers.diarize(audio, Encoder(ctx), params["speakers"] or None)
     except Cancelled:
         return None
     document = {

@@ -114,7 +114,7 @@ def test_the_cli_refuses_a_parameter_before_importing_anything(
     code, _, err = fredica(capsys, data, "add", str(clip), "--template", "subtitles",
                            "--param", "profile=archive")  # fmt: skip
     assert code == 1
-    assert err.strip().endswith("it takes language (text), model (text)")
+    assert err.strip().endswith("it takes language (text), model (text), speakers (a number)")
     code, out, _ = fredica(capsys, data, "materials", "--json")
     assert json.loads(out) == []  # nothing imported
     with pytest.raises(SystemExit) as usage:
@@ -167,3 +167,22 @@ def test_a_language_the_model_cannot_hear_is_refused_at_submission(
     code, _, err = fredica(capsys, data, "add", str(clip), "--template", "subtitles",
                            "--param", "language=fr", "--param", "model=small")  # fmt: skip
     assert code == 0, err
+
+
+def test_subtitles_find_the_speakers_only_when_asked() -> None:
+    subtitles = get_template("subtitles")
+    values = {"input": "/m/a.mkv", "output_dir": "/m/o", "stem": "a", "url": ""}
+    plain = {t.key: t for t in subtitles.expand(values=values).tasks}
+    assert "diarize" not in plain
+    assert plain["export_subtitles"].depends_on == ["transcribe"]
+    assert "speakers" not in plain["export_subtitles"].payload
+    for given, count in (("0", 0), ("3", 3)):
+        bound = subtitles.bind({"speakers": given})
+        tasks = {t.key: t for t in subtitles.expand(values=values, params=bound).tasks}
+        assert tasks["diarize"].payload == {
+            "input": "/m/o/a.16k.wav", "output": "/m/o/a.speakers.json", "speakers": count,
+        }  # fmt: skip
+        assert tasks["export_subtitles"].depends_on == ["transcribe", "diarize"]
+        assert tasks["export_subtitles"].payload["speakers"] == "/m/o/a.speakers.json"
+    with pytest.raises(TemplateError, match="speakers='two'"):
+        subtitles.bind({"speakers": "two"})

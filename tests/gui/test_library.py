@@ -565,7 +565,7 @@ def test_the_template_dialog_asks_the_templates_parameters_and_checks_them(qtbot
     dialog.select("thumbnail")  # takes none: no form
     assert dialog.param_fields == {} and dialog.params_box.isHidden()
     dialog.select("subtitles")
-    assert list(dialog.param_fields) == ["language", "model"]
+    assert list(dialog.param_fields) == ["language", "model", "speakers"]
     dialog.set_param("language", "French")
     dialog.accept()  # not a language code: said here, and the dialog stays
     assert dialog.result() != QDialog.DialogCode.Accepted
