@@ -44,32 +44,12 @@ SIDECAR_VERSION = 1
 #: from validated params, every field there and defaults filled (the server validates a
 #: payload before the job or a skip check sees it): a payload that leaves a param to its
 #: default and one that gives the default compare equal.
+_TRANSCODE = ("mode", "hardware", "crf", "preset", "profile", "max_height", "max_fps", "loudness")
 RELEVANT_PARAMS: dict[str, tuple[str, ...]] = {
-    "TRANSCODE_MP4": (
-        "mode",
-        "hardware",
-        "crf",
-        "preset",
-        "profile",
-        "max_height",
-        "max_fps",
-        "loudness",
-    ),
+    "TRANSCODE_MP4": _TRANSCODE,
     "BURN_SUBTITLES": (
-        "mode",
-        "hardware",
-        "crf",
-        "preset",
-        "profile",
-        "max_height",
-        "max_fps",
-        "loudness",
-        "subtitles",
-        "track",
-        "font",
-        "font_size",
-        "outline",
-        "position",
+        *_TRANSCODE,
+        *("subtitles", "track", "font", "font_size", "outline", "position"),
     ),
     "ADD_SUBTITLE_TRACK": ("subtitles", "language"),
     "EXTRACT_AUDIO": ("format", "sample_rate", "channels"),
