@@ -125,6 +125,7 @@ def app_values(settings: Settings, models_dir: Path) -> dict[str, Any]:
     return {
         "proxy": settings.proxy,
         "mp4_profile": settings.mp4_profile,
+        "diarize_speakers": settings.diarize_speakers,
         "burn_font": settings.burn_font,
         "burn_font_size": settings.burn_font_size,
         "burn_outline": settings.burn_outline,

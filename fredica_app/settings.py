@@ -149,6 +149,9 @@ class Settings(BaseModel):
     mp4_profile: Literal["compatible", "modern", "archive"] = _job_default(
         TranscodeParams, "profile"
     )
+    #: How many people speak in what the transcript template labels (DIARIZE); None:
+    #: estimated. A template's ``--param speakers=N`` overrides it for one submission.
+    diarize_speakers: int | None = Field(default=None, ge=1, le=20)
     #: Burned-in subtitles (BURN_SUBTITLES): the font family (a name the system's fonts
     #: know), its size (libass units: the picture is 288 high), the outline, and the place.
     burn_font: str = Field(

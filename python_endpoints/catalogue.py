@@ -248,6 +248,7 @@ CATALOGUE: tuple[Job, ...] = (
         diarize_job,
         # A few seconds for an hour of speech: a pause stops it between batches of windows.
         suspend_on_pause=True,
+        settings={"speakers": "diarize_speakers"},
         description="who speaks when: speaker turns of an audio track (offline, an ONNX "
         "voice encoder)",
     ),
