@@ -3,10 +3,13 @@ machine (a private cluster, TLS and a password), two worker hosts of their own, 
 own data directory and its own endpoints server, and an endpoints host (``fredica endpoints``
 with TLS and a token) serving the ``gpu`` class to both. A host's link is cut while it runs
 tasks, then restored; then a host dies whole (``kill -9`` of everything in its namespace); the
-endpoints host too. Every run finishes, nothing is lost, nothing is completed twice."""
+endpoints host too; a worker is SIGSTOPped past its lease and continued; PostgreSQL is
+restarted while both hosts run tasks. Every run finishes, nothing is lost, nothing is
+completed twice."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -138,6 +141,10 @@ def run_done(raw: RawDB, run_id: str, n: int) -> bool:
         )
         == n
     )
+
+
+def attempt(raw: RawDB, task_id: str) -> int:
+    return int(raw.scalar("SELECT attempt FROM task WHERE id = ?", task_id))
 
 
 def completed_once(raw: RawDB, run_id: str) -> list[int]:
@@ -359,3 +366,66 @@ def test_an_endpoints_host_cut_off_then_killed_loses_no_task(
                     w.communicate(timeout=60)
                 except subprocess.TimeoutExpired:
                     w.kill()
+
+
+def test_a_stopped_worker_and_a_restarted_database_lose_nothing(
+    network: tuple[pgcluster.Cluster, list[netns.Host]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cluster, (h1, h2, _) = network
+    monkeypatch.setenv("PGPASSWORD", pgcluster.PASSWORD)
+    raw = RawDB(cluster.url())
+    w1 = start_worker(h1, cluster, tmp_path / "h1")
+    w2 = start_worker(h2, cluster, tmp_path / "h2")
+    try:
+        # --- a worker SIGSTOPped past its lease, then SIGCONTed ------------------------------
+        first = submit(raw, cluster, tmp_path, 6, 3.0)
+        wait_for("host 1 to run tasks", lambda: len(held_by(raw, w1.pid)) >= 1, 60)
+        frozen = held_by(raw, w1.pid)
+        os.killpg(w1.pid, signal.SIGSTOP)
+        wait_for(
+            "host 2 to take the frozen host's tasks over",
+            lambda: all(
+                raw.scalar("SELECT attempt FROM task WHERE id = ?", t) >= 2 for t in frozen
+            ),
+            LEASE + 20,
+        )
+        os.killpg(w1.pid, signal.SIGCONT)  # its late writes must change nothing
+        wait_for("the first run", lambda: run_done(raw, first, 6), 120)
+        time.sleep(2 * HEARTBEAT)  # what the continued worker writes late, written
+        assert completed_once(raw, first) == [1] * 6
+        assert (
+            raw.scalar(
+                "SELECT count(*) FROM task WHERE workflow_run_id = ? AND status <> 'completed'",
+                first,
+            )
+            == 0
+        )
+        assert w1.poll() is None and w2.poll() is None
+
+        # --- PostgreSQL restarted while both run tasks ---------------------------------------
+        second = submit(raw, cluster, tmp_path, 8, 1.5)
+        wait_for(
+            "tasks to run on both hosts",
+            lambda: raw.scalar("SELECT count(*) FROM task WHERE status = 'running'") >= 2,
+            60,
+        )
+        cluster.restart()  # every connection cut, the server away for a moment
+        pgcluster.wait_until_up(cluster)
+        raw = RawDB(cluster.url())
+        wait_for("the second run", lambda: run_done(raw, second, 8), 180)
+        assert completed_once(raw, second) == [1] * 8
+        assert raw.scalar("SELECT max(attempt) FROM task WHERE workflow_run_id = ?", second) <= 2
+        assert w1.poll() is None and w2.poll() is None  # both held, reconnected, went on
+    finally:
+        for w in (w1, w2):
+            if w.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(w.pid, signal.SIGCONT)
+                w.send_signal(signal.SIGTERM)
+                try:
+                    w.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+    assert w1.returncode == 0 and w2.returncode == 0
