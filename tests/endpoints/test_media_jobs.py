@@ -887,12 +887,14 @@ def test_two_endpoints_at_one_output_clean_up_only_their_own(tmp_path: Path) -> 
 
 def test_what_each_job_locks(tmp_path: Path) -> None:
     out = str(tmp_path / "m.mp4")
-    for job in ("TRANSCODE_MP4", "extract_audio", "ANALYZE", "TRANSCRIBE", "DOWNLOAD"):
+    one_output = ("TRANSCODE_MP4", "extract_audio", "ANALYZE", "TRANSCRIBE", "DOWNLOAD")
+    for job in (*one_output, "BURN_SUBTITLES", "ADD_SUBTITLE_TRACK", "DIARIZE"):
         assert outputs.locked_paths(job, {"output": out}) == [Path(out)], job
     assert outputs.locked_paths("DOWNLOAD_SITE", {"url": "https://x", "output": out}) == [Path(out)]
     folder = {"output_dir": str(tmp_path), "stem": "m"}
     assert outputs.locked_paths("EXPORT_SUBTITLES", folder) == [
-        tmp_path / n for n in ("m.srt", "m.vtt", "m.transcript.txt", "m.segments.json")
+        tmp_path / n
+        for n in ("m.srt", "m.vtt", "m.transcript.txt", "m.segments.json", "m.transcript.md")
     ]
     assert outputs.locked_paths("EXTRACT_SUBTITLES", folder) == [tmp_path / "m.*"]
     model = {"name": "small", "models_dir": str(tmp_path)}
