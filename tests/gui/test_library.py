@@ -636,7 +636,7 @@ def test_the_page_asks_through_its_dialogs(
     results = {"exec": QDialog.DialogCode.Accepted}
     monkeypatch.setattr(QDialog, "exec", lambda self: results["exec"])
     assert page.ask_urls(["https://a.example/x"]) == ["https://a.example/x"]
-    assert page.ask_template([material(1)]) == "transcode_mp4"
+    assert page.ask_template([material(1)]) == ("transcode_mp4", {})  # its parameters: none
     assert page.ask_remove([material(1)]) == (True, False)
     results["exec"] = QDialog.DialogCode.Rejected
     assert page.ask_urls([]) is None
