@@ -11,8 +11,8 @@ a linear layer to 256, ReLU, and an L2 norm. Input ``mels`` ``[batch, frames, 40
 Run once, when the model changes (``onnx`` is needed to write the graph; the app only reads
 it, with ONNX Runtime):
 
-    pip download --no-deps Resemblyzer==0.1.4 -d /tmp/w
-    uv run --with onnx python packaging/voice_encoder.py /tmp/w/Resemblyzer-0.1.4-py3-none-any.whl
+    pip download --no-deps Resemblyzer==0.1.4 -d wheels
+    uv run --with onnx python packaging/voice_encoder.py wheels/Resemblyzer-0.1.4-py3-none-any.whl
 """
 
 from __future__ import annotations
