@@ -11,6 +11,7 @@ import pytest
 
 from fredica_app.cli import main
 from fredica_app.services.submission import pick_subtitles
+from python_endpoints.jobs import media
 from python_endpoints.jobs.sample import make_sample, srt_text
 
 CUES = [(0.2, 0.9, "A CUE")]
@@ -100,14 +101,20 @@ def test_doctor_says_whether_subtitles_can_be_burned_in(
 ) -> None:
     _, out, _ = fredica(capsys, tmp_path / "data", "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(out)}
-    # The bundled ffmpeg has libass; this machine has DejaVu and Noto CJK (.ci/run installs
-    # them), which fontconfig finds.
-    assert checks["burned-in subtitles"] == {
-        "name": "burned-in subtitles",
-        "ok": True,
-        "detail": "libass draws Latin and CJK text",
-        "fix": "",
-    }
+    # The bundled ffmpeg has libass; what it can draw depends on this machine's fonts
+    # (.ci/run installs DejaVu and Noto CJK): the check must say what a real burn finds.
+    binary = media.ffmpeg_binary({"ffmpeg": None})
+    latin, cjk = (
+        media.renders_subtitles(binary, "Subtitles"),
+        media.renders_subtitles(binary, "字幕"),
+    )
+    burned = checks["burned-in subtitles"]
+    if latin and cjk:
+        assert (burned["ok"], burned["detail"]) == (True, "libass draws Latin and CJK text")
+    elif latin:
+        assert burned["ok"] and "no font here has CJK glyphs" in burned["detail"]
+    else:
+        assert not burned["ok"] and "finds no font" in burned["detail"]
     # An ffmpeg without libass (a stand-in that lists no subtitles filter and fails the rest).
     fake = tmp_path / "ffmpeg"
     fake.write_text("#!/bin/sh\necho ' .. null  V->V  Pass the source unchanged.'\nexit 0\n")

@@ -19,6 +19,14 @@ from tests.support.clips import SampleCache, run_job
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(scope="module", autouse=True)
+def a_font() -> None:
+    """libass draws with the system's fonts (none is shipped): without one, nothing is drawn."""
+    if not media.renders_subtitles(media.ffmpeg_binary({"ffmpeg": None}), "Subtitles"):
+        pytest.skip("libass finds no font here (Debian: apt install fonts-dejavu-core)")
+
+
 CUES = [(1.0, 1.9, "FIRST CUE HERE"), (7.0, 7.9, "SECOND CUE HERE")]
 
 
