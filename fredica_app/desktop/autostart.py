@@ -28,7 +28,6 @@ import os
 import plistlib
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -36,6 +35,7 @@ from typing import Any, Protocol, cast
 import platformdirs
 
 from fredica_app.errors import FredicaError
+from fredica_app.files import write_atomically
 from fredica_app.paths import APP_NAME
 
 __all__ = [
@@ -177,7 +177,7 @@ def set_start_at_login(
         if text is None:
             path.unlink(missing_ok=True)
         else:
-            _write_atomically(path, text)
+            write_atomically(path, text)
     except OSError as exc:
         what = "write" if enabled else "remove"
         raise FredicaError(
@@ -259,22 +259,6 @@ def _plist(argv: Sequence[str]) -> dict[str, Any]:
         # A program the user interacts with: not throttled as a background daemon.
         "ProcessType": "Interactive",
     }
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """A crash mid-write leaves the old entry or none, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _winreg() -> Registry:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fredica_app.errors import FredicaError, InvalidState
+from fredica_app.files import write_atomically
 from workers.executors.websocket import JobError, run_job
 
 if TYPE_CHECKING:
@@ -140,14 +139,4 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, document: dict[str, Any]) -> None:
-    """Replace ``path`` whole (a temporary file beside it, flushed, renamed)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(name, path)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
+    write_atomically(path, (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode())
