@@ -246,8 +246,9 @@ CATALOGUE: tuple[Job, ...] = (
         "diarize",
         DiarizeParams,
         diarize_job,
-        # A few seconds for an hour of speech: a pause stops it between batches of windows.
+        # A few seconds for an hour of speech: a pause suspends it.
         suspend_on_pause=True,
+        resumes=True,  # the windows embedded so far, a lot at a time
         settings={"speakers": "diarize_speakers"},
         description="who speaks when: speaker turns of an audio track (offline, an ONNX "
         "voice encoder)",

@@ -431,6 +431,12 @@ class DiarizeParams(_Params):
     output: PathText
     #: How many people speak; None or 0: estimated (up to 8).
     speakers: int | None = Field(default=None, ge=0, le=20)
+    #: Windows embedded between two checkpoints (400: five minutes of speech), each lot a
+    #: piece next to the output that a next attempt reuses.
+    checkpoint_windows: int = Field(default=400, ge=8, le=100_000)
+    #: The checkpoint of an earlier attempt (the queue hands it back): the lots it lists are
+    #: reused when they are of the same audio.
+    resume: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _paths(self) -> DiarizeParams:

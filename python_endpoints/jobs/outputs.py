@@ -91,10 +91,11 @@ def parse_temp(name: str) -> tuple[str, str] | None:
     return match["stem"] + (match["suffix"] or ""), match["part"]
 
 
-#: The pieces of a segmented re-encode of ``<stem>.mp4`` (see
-#: :mod:`python_endpoints.jobs.segments`), by the final-like name :func:`piece_path` gives them:
-#: ``<stem>.seg00003.mp4``, ``<stem>.rest.mp4``, ``<stem>.concat.txt``.
-_PIECE = r"\.(seg\d{5}\.mp4|rest\.mp4|concat\.txt)"
+#: The pieces a run leaves for the next attempt to resume from, by the final-like name
+#: :func:`piece_path` gives them: a segmented re-encode's (:mod:`python_endpoints.jobs.segments`)
+#: ``<stem>.seg00003.mp4``, ``<stem>.rest.mp4``, ``<stem>.concat.txt`` for ``<stem>.mp4``;
+#: DIARIZE's embeddings ``<stem>.emb00003.npy`` for ``<stem>.json``.
+_PIECE = r"\.(seg\d{5}\.mp4|rest\.mp4|concat\.txt|emb\d{5}\.npy)"
 
 
 def piece_path(output: Path, part: str, piece: str) -> Path:
@@ -133,8 +134,8 @@ def _is_sheet_piece(name: str, final: str) -> bool:
 
 
 def resumed_pieces(resume: object) -> set[str]:
-    """The file names a segmented re-encode's checkpoint (``params["resume"]``) lists: the
-    pieces a resumed attempt reuses, which no sweep may remove."""
+    """The file names a checkpoint with pieces (``params["resume"]``: a segmented re-encode's,
+    DIARIZE's) lists: the pieces a resumed attempt reuses, which no sweep may remove."""
     if not isinstance(resume, Mapping):
         return set()
     entries = resume.get("segments")
@@ -257,7 +258,7 @@ def _final_names(
         sheets: dict[Path, str] = {}
         for final in locked_paths(job, params):
             wanted.setdefault(final.parent, set()).update({final.name, sidecar_path(final).name})
-            if job in ("TRANSCODE_MP4", "BURN_SUBTITLES") and pieces:
+            if job in ("TRANSCODE_MP4", "BURN_SUBTITLES", "DIARIZE") and pieces:
                 stems[final.parent] = final.stem
             if job == "THUMBNAIL":
                 sheets[final.parent] = final.name
@@ -307,10 +308,11 @@ def _temporaries(
 def partial_outputs(job: str, params: Mapping[str, Any], *, keep_pieces: bool = True) -> list[Path]:
     """The temporary files this run of ``job`` left — those of its part id
     (``params["part_id"]``) only, never another attempt's: for the endpoint to remove after a
-    cancel or a crash (the child that knew them is dead by then). The pieces of a segmented
-    re-encode stay unless ``keep_pieces`` is False (the user cancelled: nothing will resume
-    from them; then the pieces this run took over from its checkpoint go too): a next attempt
-    resumes from them (and the sweep before it removes those its checkpoint does not list)."""
+    cancel or a crash (the child that knew them is dead by then). The pieces (a segmented
+    re-encode's, DIARIZE's) stay unless ``keep_pieces`` is False (the user cancelled: nothing
+    will resume from them; then the pieces this run took over from its checkpoint go too): a
+    next attempt resumes from them (and the sweep before it removes those its checkpoint does
+    not list)."""
     part = params.get(PART_ID)
     if not isinstance(part, str) or not _PART_ID.match(part):
         return []
@@ -325,7 +327,7 @@ def leftover_parts(job: str, params: Mapping[str, Any]) -> list[Path]:
     """The temporary files of ``job``'s outputs made by any other run than this one (of
     another part id). Only for a caller that holds the outputs' lock, before the job starts:
     then no other run is writing them, and these are what a crashed attempt left. The pieces a
-    segmented re-encode's checkpoint lists (``params["resume"]``) are spared: the job resumes
+    checkpoint lists (``params["resume"]``) are spared: the job resumes
     from them."""
     own = params.get(PART_ID)
     kept = resumed_pieces(params.get("resume"))

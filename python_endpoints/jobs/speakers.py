@@ -12,6 +12,7 @@ NumPy only, no I/O: the job reads the audio and runs the encoder.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -267,6 +268,40 @@ def _absorb_short(runs: list[list[int]]) -> list[list[int]]:
     return runs
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the voice encoder is run on: the mel frames, the spans of speech, the windows
+    (frame spans) embedded. The same audio always gives the same plan, so a resumed run can
+    tell whether the embeddings it kept are of it (:func:`plan_digest`)."""
+
+    mel: np.ndarray
+    spans: list[tuple[int, int]]
+    windows: list[tuple[int, int]]
+
+
+def plan(audio: np.ndarray) -> Plan:
+    """The plan of ``audio`` (16 kHz mono)."""
+    mel = mel_power(levelled(audio))
+    spans = speech_spans(mel)
+    return Plan(mel, spans, windows(spans))
+
+
+def plan_digest(planned: Plan) -> str:
+    """A digest of the windows and of the mel frames under them: two plans with one digest
+    embed to the same vectors."""
+    digest = hashlib.sha256(np.asarray(planned.windows, np.int64).tobytes())
+    digest.update(np.ascontiguousarray(planned.mel[::FRAMES_PER_SECOND]).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def finish(planned: Plan, embeddings: np.ndarray, speakers: int | None = None) -> list[Turn]:
+    """The turns, from the plan and each window's unit vector."""
+    if not planned.windows:
+        return []
+    labels = cluster(embeddings, speakers)
+    return turns(planned.spans, planned.windows, embeddings, labels)
+
+
 def diarize(
     audio: np.ndarray,
     embed: Callable[[np.ndarray, Sequence[tuple[int, int]]], np.ndarray],
@@ -274,10 +309,7 @@ def diarize(
 ) -> list[Turn]:
     """The turns of ``audio`` (16 kHz mono), ``embed(mel, windows)`` giving each window's unit
     vector (the voice encoder)."""
-    mel = mel_power(levelled(audio))
-    spans = speech_spans(mel)
-    cut = windows(spans)
-    if not cut:
+    planned = plan(audio)
+    if not planned.windows:
         return []
-    embeddings = embed(mel, cut)
-    return turns(spans, cut, embeddings, cluster(embeddings, speakers))
+    return finish(planned, embed(planned.mel, planned.windows), speakers)

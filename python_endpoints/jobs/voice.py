@@ -34,12 +34,22 @@ class Encoder:
         )
         self.ctx = ctx
 
-    def __call__(self, mel: np.ndarray, windows: Sequence[tuple[int, int]]) -> np.ndarray:
+    def __call__(
+        self,
+        mel: np.ndarray,
+        windows: Sequence[tuple[int, int]],
+        *,
+        before: int = 0,
+        total: int = 0,
+    ) -> np.ndarray:
+        """Each window's vector; progress said as ``before`` windows of ``total`` were done
+        before these (from 10 % to 90 %)."""
+        total = total or len(windows)
         out = np.zeros((len(windows), 256), np.float32)
         by_length: dict[int, list[int]] = {}
         for i, (a, b) in enumerate(windows):
             by_length.setdefault(b - a, []).append(i)
-        done = 0
+        done = before
         for indices in by_length.values():
             for start in range(0, len(indices), BATCH):
                 if self.ctx.cancelled:
@@ -48,7 +58,7 @@ class Encoder:
                 mels = np.stack([mel[windows[i][0] : windows[i][1]] for i in batch])
                 out[batch] = self.session.run(None, {"mels": mels})[0]
                 done += len(batch)
-                self.ctx.progress(10.0 + 80.0 * done / len(windows), said("step.finding_speakers"))
+                self.ctx.progress(10.0 + 80.0 * done / total, said("step.finding_speakers"))
         return out
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from python_endpoints.jobs import diarize, speakers, voice
 from python_endpoints.jobs.transcribe import load_audio
+from python_endpoints.serving import outputlocks
+from python_endpoints.status import said
 from tests.support.clips import JobContext, run_job
 from tests.support.voices import SpeechCache
 
@@ -78,6 +80,84 @@ def test_silence_has_no_turns(voices: SpeechCache, tmp_path: Path) -> None:
     result = run_job(diarize.diarize_job, params, JobContext())
     assert result is not None and result["turns"] == 0
     assert json.loads(output.read_text())["turns"] == []
+
+
+class CancelAfter(JobContext):
+    """Cancelled once ``lots`` lots of windows are checkpointed (a kill, to the pieces on
+    disk: nothing cleans up after a job run in this process)."""
+
+    def __init__(self, lots: int) -> None:
+        super().__init__()
+        self.lots = lots
+
+    @property  # type: ignore[override]
+    def cancelled(self) -> bool:
+        return bool(self.checkpoints) and len(self.checkpoints[-1]["segments"]) >= self.lots
+
+
+def pieces(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".emb" in p.name)
+
+
+def test_a_stopped_diarization_resumes_with_only_the_windows_left(
+    voices: SpeechCache, tmp_path: Path
+) -> None:
+    audio_file, _ = voices.dialogue(turns=8)
+    whole = tmp_path / "whole.speakers.json"
+    run_job(diarize.diarize_job, {"input": str(audio_file), "output": str(whole)})
+    output = tmp_path / "out" / "talk.speakers.json"
+    params = {"input": str(audio_file), "output": str(output), "checkpoint_windows": 8}
+    first = CancelAfter(lots=2)
+    assert run_job(diarize.diarize_job, {**params, "part_id": "0000aaaa"}, first) is None
+    checkpoint = first.checkpoints[-1]
+    assert [e["index"] for e in checkpoint["segments"]] == [0, 1]
+    assert pieces(output.parent) == [
+        ".talk.speakers.emb00000.0000aaaa.fredica-part.npy",
+        ".talk.speakers.emb00001.0000aaaa.fredica-part.npy",
+    ]
+    # The next attempt: the server's sweep first (it spares what the checkpoint lists).
+    again = {**params, "part_id": "0000bbbb", "resume": checkpoint}
+    outputlocks.remove_leftovers("DIARIZE", again)
+    second = JobContext()
+    result = run_job(diarize.diarize_job, again, second)
+    assert result is not None and result["windows_reused"] == 16
+    assert result["windows"] > 24  # four lots at least: two were left to embed
+    assert [len(c["segments"]) for c in second.checkpoints] == list(
+        range(3, -(-result["windows"] // 8) + 1)
+    )
+    # The same vectors as in one pass, so the same turns; the pieces are gone.
+    assert json.loads(output.read_text()) == json.loads(whole.read_text())
+    assert sorted(p.name for p in output.parent.iterdir()) == ["talk.speakers.json"]
+    # Progress goes on from where the lots kept got, never back to the start.
+    found = [p for p, text in second.reports if text == said("step.finding_speakers")]
+    assert found[0] >= 10.0 + 80.0 * 16 / result["windows"] - 1e-6
+    assert found == sorted(found)
+
+
+def test_a_checkpoint_of_other_audio_or_a_damaged_piece_is_not_trusted(
+    voices: SpeechCache, tmp_path: Path
+) -> None:
+    audio_file, _ = voices.dialogue(turns=8)
+    output = tmp_path / "talk.speakers.json"
+    params = {"input": str(audio_file), "output": str(output), "checkpoint_windows": 8}
+    first = CancelAfter(lots=3)
+    assert run_job(diarize.diarize_job, params, first) is None
+    checkpoint = first.checkpoints[-1]
+    damaged = output.parent / checkpoint["segments"][1]["file"]
+    damaged.write_bytes(damaged.read_bytes()[:100])  # cut short: not this lot
+    result = run_job(diarize.diarize_job, {**params, "resume": checkpoint})
+    assert result is not None and result["windows_reused"] == 16
+    assert pieces(tmp_path) == []
+    # The same audio cut in lots of another size, or other audio: nothing reused, all removed.
+    for other in ({**params, "checkpoint_windows": 16}, {**params, "input": str(
+        voices.dialogue(turns=6)[0])}):  # fmt: skip
+        first = CancelAfter(lots=2)
+        assert run_job(diarize.diarize_job, {**params}, first) is None
+        listed = [e["file"] for e in first.checkpoints[-1]["segments"]]
+        result = run_job(diarize.diarize_job, {**other, "resume": first.checkpoints[-1]})
+        assert result is not None and result["windows_reused"] == 0
+        assert not any((tmp_path / name).exists() for name in listed)
+        assert pieces(tmp_path) == []
 
 
 def test_the_transcript_template_labels_who_said_what(

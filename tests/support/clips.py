@@ -3,6 +3,7 @@ look at the ffmpeg processes."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -19,17 +20,25 @@ from python_endpoints.serving.endpoint import validated_params
 
 class JobContext:
     """What a media job run in this process needs of its
-    :class:`~python_endpoints.serving.child.ChildContext`: the progress it reports is kept."""
+    :class:`~python_endpoints.serving.child.ChildContext`: the progress it reports is kept,
+    and each checkpoint as the queue would hand it back (through JSON)."""
 
     cancelled = False
 
     def __init__(self) -> None:
         self.reports: list[tuple[float, str | None]] = []
+        self.checkpoints: list[dict[str, Any]] = []
 
     def progress(
-        self, percent: float, status_text: str | None = None, pausable: Any = None
+        self,
+        percent: float,
+        status_text: str | None = None,
+        pausable: Any = None,
+        extras: dict[str, Any] | None = None,
     ) -> None:
         self.reports.append((percent, status_text))
+        if extras and "checkpoint" in extras:
+            self.checkpoints.append(json.loads(json.dumps(extras["checkpoint"])))
 
 
 def job_params(target: Callable[..., Any], params: Mapping[str, Any]) -> dict[str, Any]:
