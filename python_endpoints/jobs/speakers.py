@@ -34,6 +34,9 @@ MIN_SILENCE = 0.25
 MIN_SPEECH = 0.1
 #: At most this many speakers when their number is estimated.
 MAX_SPEAKERS = 8
+#: At most this many windows (12 minutes of speech) are clustered: the eigenvectors cost the
+#: cube of their number (1,000: about a second; 2,000: seven), their affinities its square.
+MAX_CLUSTERED = 1000
 #: The voice encoder's level: audio quieter than this (dBFS) is raised to it.
 LEVEL_DBFS = -30.0
 
@@ -179,8 +182,18 @@ def _kmeans(points: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, float]:
 def cluster(embeddings: np.ndarray, speakers: int | None = None) -> np.ndarray:
     """A speaker label (from 0) per embedding: spectral clustering of the cosine affinities,
     each row's nearest 30 % kept; ``speakers`` of them, or as many as the largest gap of the
-    eigenvalues says (at most :data:`MAX_SPEAKERS`)."""
+    eigenvalues says (at most :data:`MAX_SPEAKERS`). Of more than :data:`MAX_CLUSTERED`
+    embeddings, that many spread evenly over the recording are clustered, and every one
+    takes the label of the mean voice it is most like."""
     n = len(embeddings)
+    if n > MAX_CLUSTERED:
+        picked = np.unique(np.linspace(0, n - 1, MAX_CLUSTERED).round().astype(int))
+        some = embeddings[picked]
+        labels = cluster(some, speakers)
+        centres = np.stack([some[labels == c].mean(axis=0) for c in range(labels.max() + 1)])
+        nearest = np.argmax(embeddings @ centres.T, axis=1)
+        compact: np.ndarray = np.unique(nearest, return_inverse=True)[1]
+        return compact
     if n < 2 or speakers == 1:
         return np.zeros(n, int)
     affinity = np.clip(embeddings @ embeddings.T, 0.0, None)
