@@ -36,11 +36,17 @@ ffmpeg.
    spawn child), sampled with psutil every 50 ms in a thread of this process while the task
    runs; the direct child is sampled the same way (info).
 
+4. With ``--speakers``, instead: the speakers lane (``bench/_speakers.py``) — DIARIZE's
+   diarization error rate on a real recording with a published reference (fetched from PyPI
+   when the bench runs) and on an eSpeak NG dialogue, and its time against the default
+   transcription (tiny.en) of the same file.
+
 The target is printed as a PASS/FAIL line; a miss does not change the exit status. Every
 process started here is stopped; at the end no child process of the bench may be left, nor
 any process seen under the endpoints server.
 
     .venv/bin/python bench/speech.py [--quick] [--json] [--rounds 3] [--seconds 120]
+    .venv/bin/python bench/speech.py --speakers [--rounds 3] [--cache DIR] [--json]
 """
 
 from __future__ import annotations
@@ -716,6 +722,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compute-type", default="int8", help="on both sides (default int8)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tmpdir", help="where to make the temporary directory")
+    p.add_argument("--speakers", action="store_true", help="the speakers lane instead")
+    p.add_argument("--cache", help="--speakers: where to keep the reference wheel")
+    p.add_argument(
+        "--dialogue-turns", type=int, default=40, help="--speakers: turns of the dialogue"
+    )
     args = p.parse_args(argv)
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.seconds = args.seconds or (40.0 if args.quick else 120.0)
@@ -754,6 +765,10 @@ def version(name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.speakers:
+        from bench import _speakers
+
+        return _speakers.main(args, table)
     # Before the endpoints server starts: it and its children inherit them (the job's child
     # sets OMP_WAIT_POLICY=PASSIVE itself unless set; the direct child gets both too).
     os.environ["HF_HUB_OFFLINE"] = "1"
