@@ -33,6 +33,7 @@ from fredica_app.gui.details_panel import TaskPanel
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
 from fredica_app.gui.persist import ViewState
+from fredica_app.gui.speakers import SpeakersDialog, has_speakers
 from fredica_app.views.queue_state import Badge
 from fredica_app.views.records import clock
 from workers.changes import Change, Tombstone
@@ -75,10 +76,18 @@ class RunDetailsPage(QWidget):
         self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.back_button = QPushButton(self.tr("Back to the queue"))
         self.back_button.clicked.connect(self.back)
+        self.speakers_button = QPushButton(self.tr("Speakers…"))
+        self.speakers_button.setObjectName("speakers-button")
+        self.speakers_button.setToolTip(
+            self.tr("Name the speakers this run found, merge two who are one person")
+        )
+        self.speakers_button.clicked.connect(self.edit_speakers)
+        self.speakers_button.hide()
         header = QHBoxLayout()
         header.addWidget(self.title)
         header.addSpacing(12)
         header.addWidget(self.meta, 1)
+        header.addWidget(self.speakers_button)
         header.addWidget(self.back_button)
 
         self.scene = DagScene(self)
@@ -138,6 +147,7 @@ class RunDetailsPage(QWidget):
             self.run_id, self.run, self._run_gone = run_id, None, False
             self.scene.set_tasks(())
             self.panel.show_task(None)
+            self.speakers_button.hide()
             self.title.setText(self.tr("Run"))
             self.meta.setText(self.tr("Loading…"))
             self._fit_pending = True
@@ -170,6 +180,7 @@ class RunDetailsPage(QWidget):
         self.scene.set_tasks(tasks)
         self._apply(pending)
         self._show_header()
+        self._offer_speakers()
         self._fit_if_due()
 
     def _on_load_failed(self, request: int, exc: Exception) -> None:
@@ -223,6 +234,7 @@ class RunDetailsPage(QWidget):
             selected = self.scene.selected_id
             if selected is not None:
                 self.panel.show_task(self.scene.tasks[selected], self._badge_of(selected))
+            self._offer_speakers()
         if run_changed:
             self._show_header()
 
@@ -247,6 +259,19 @@ class RunDetailsPage(QWidget):
         done = self.tr("%1 of %2 tasks done")
         done = done.replace("%1", str(run.done_tasks)).replace("%2", str(run.total_tasks))
         self.meta.setText(" · ".join((run.id, status, created, done)))
+
+    def _offer_speakers(self) -> None:
+        """*Speakers…* once the run has written its speaker-labelled exports."""
+        self.speakers_button.setVisible(has_speakers(list(self.scene.tasks.values())))
+
+    def edit_speakers(self) -> SpeakersDialog | None:
+        """Open the speakers of the run (the dialog, shown; None without a run)."""
+        if self.run_id is None:
+            return None
+        dialog = SpeakersDialog(self.host, self.run_id, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     def _badge_of(self, task_id: str) -> Badge:
         return self.scene.nodes[task_id].look.badge

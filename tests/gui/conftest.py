@@ -50,3 +50,28 @@ def app_host(qtbot: Any, data_dir: Path) -> Iterator[Any]:
     yield host
     host.shutdown()
     assert host.join(60), "the host's thread did not end"
+
+
+@pytest.fixture
+def live(qtbot: Any, app_host: Any) -> Iterator[Any]:
+    """The run details page over the real host, fed by a change bridge as the window's."""
+    from fredica_app.gui.bridge import ChangeBridge
+    from fredica_app.gui.details import RunDetailsPage
+    from fredica_app.gui.feed import Feed
+    from fredica_app.services.queries import Queries
+    from workers.changes import RunFilter, TaskFilter
+
+    feed = Feed()
+    bridge = ChangeBridge(
+        Queries(app_host.app.store), runs=RunFilter(limit=50), tasks=TaskFilter(limit=500)
+    )
+    bridge.snapshot.connect(feed.snapshot)
+    bridge.changes.connect(feed.changes)
+    page = RunDetailsPage(app_host, feed)
+    qtbot.addWidget(page)
+    page.resize(1000, 700)
+    page.show()
+    with qtbot.waitSignal(bridge.snapshot, timeout=20_000):
+        bridge.start()
+    yield page
+    bridge.stop()

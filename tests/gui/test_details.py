@@ -17,18 +17,16 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from fredica_app.gui.bridge import ChangeBridge
 from fredica_app.gui.details import RunDetailsPage
 from fredica_app.gui.details_paint import colours_for
 from fredica_app.gui.details_panel import TaskPanel, event_detail
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.persist import ViewState
-from fredica_app.services.queries import Queries
 from fredica_app.views import error_hints
 from fredica_app.views.queue_state import Badge
 from tests.gui.factory import make_run, make_task, running
 from tests.gui.hosting import call
-from workers.changes import Change, RunFilter, Snapshot, TaskFilter, Tombstone
+from workers.changes import Change, Snapshot, Tombstone
 from workers.records import EventRecord, RunRecord, TaskRecord
 from workers.states import ErrorType, RunStatus, TaskStatus
 
@@ -453,25 +451,6 @@ def test_the_back_button_goes_back(qtbot: Any, page: RunDetailsPage) -> None:
 
 
 # --- through the real host and engine --------------------------------------------------------
-
-
-@pytest.fixture
-def live(qtbot: Any, app_host: Any) -> Iterator[RunDetailsPage]:
-    """The page over the real host, fed by a change bridge as the window's."""
-    feed = Feed()
-    bridge = ChangeBridge(
-        Queries(app_host.app.store), runs=RunFilter(limit=50), tasks=TaskFilter(limit=500)
-    )
-    bridge.snapshot.connect(feed.snapshot)
-    bridge.changes.connect(feed.changes)
-    page = RunDetailsPage(app_host, feed)
-    qtbot.addWidget(page)
-    page.resize(1000, 700)
-    page.show()
-    with qtbot.waitSignal(bridge.snapshot, timeout=20_000):
-        bridge.start()
-    yield page
-    bridge.stop()
 
 
 def badges(page: RunDetailsPage) -> dict[str, Badge]:

@@ -1499,6 +1499,14 @@
         <translation>返回队列</translation>
     </message>
     <message>
+        <source>Speakers…</source>
+        <translation>说话人…</translation>
+    </message>
+    <message>
+        <source>Name the speakers this run found, merge two who are one person</source>
+        <translation>为本次运行找到的说话人命名，或将同一人的两个说话人合并</translation>
+    </message>
+    <message>
         <source>Fit to view</source>
         <translation>适应视图</translation>
     </message>
@@ -2163,6 +2171,87 @@
     <message>
         <source>The download of %1 did not finish: %2</source>
         <translation>%1 的下载未完成：%2</translation>
+    </message>
+</context>
+<context>
+    <name>SpeakersDialog</name>
+    <message>
+        <source>Speakers</source>
+        <translation>说话人</translation>
+    </message>
+    <message>
+        <source>Reading the speakers…</source>
+        <translation>正在读取说话人…</translation>
+    </message>
+    <message>
+        <source>Speaker</source>
+        <translation>说话人</translation>
+    </message>
+    <message>
+        <source>Speech</source>
+        <translation>发言时长</translation>
+    </message>
+    <message>
+        <source>Turns</source>
+        <translation>发言次数</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名字</translation>
+    </message>
+    <message>
+        <source>Same person as</source>
+        <translation>与谁是同一人</translation>
+    </message>
+    <message>
+        <source>The subtitles and transcripts of this run are written again with these names. A speaker who is the same person as another is merged into them.</source>
+        <translation>本次运行的字幕和文字稿将用这些名字重新写出。与另一人是同一人的说话人会并入其中。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n speaker(s) found in this run.</source>
+        <translation>
+            <numerusform>本次运行找到 %n 位说话人。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Speaker %1</source>
+        <translation>说话人 %1</translation>
+    </message>
+    <message>
+        <source>Name of speaker %1</source>
+        <translation>说话人 %1 的名字</translation>
+    </message>
+    <message>
+        <source>nobody else</source>
+        <translation>不与他人相同</translation>
+    </message>
+    <message>
+        <source>Speaker %1 is the same person as</source>
+        <translation>说话人 %1 与谁是同一人</translation>
+    </message>
+    <message>
+        <source>The speakers could not be read.</source>
+        <translation>无法读取说话人。</translation>
+    </message>
+    <message>
+        <source>Nothing to save: type a name, or choose a person.</source>
+        <translation>没有要保存的内容：请输入名字，或选择一个人。</translation>
+    </message>
+    <message>
+        <source>Writing the subtitles and transcripts again…</source>
+        <translation>正在重新写出字幕和文字稿…</translation>
+    </message>
+    <message numerus="yes">
+        <source>Saved: %n file(s) written again.</source>
+        <translation>
+            <numerusform>已保存：重新写出了 %n 个文件。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n speaker(s).</source>
+        <translation>
+            <numerusform>%n 位说话人。</numerusform>
+        </translation>
     </message>
 </context>
 <context>
