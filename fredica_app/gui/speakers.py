@@ -115,7 +115,7 @@ class SpeakersDialog(QDialog):
         layout.addWidget(self.note)
         layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        self.resize(620, 320)
+        self.setMinimumWidth(560)
         self._busy = False
         self.host.call(lambda app: run_speakers(app, run_id), self._show, self._failed)
 
@@ -133,6 +133,15 @@ class SpeakersDialog(QDialog):
             self._fill(row, speaker, found.speakers)
         self.buttons.button(_SAVE).setEnabled(bool(count))
         self.table.setEnabled(True)
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """The table as tall as its rows (up to eight; it scrolls beyond)."""
+        self.table.resizeRowsToContents()
+        rows = sum(self.table.rowHeight(r) for r in range(min(8, self.table.rowCount())))
+        frame = 2 * self.table.frameWidth()
+        self.table.setFixedHeight(self.table.horizontalHeader().height() + rows + frame)
+        self.adjustSize()
 
     def _default(self, speaker: Speaker) -> str:
         return self.tr("Speaker %1").replace("%1", str(speaker.number))
