@@ -40,6 +40,7 @@ from python_endpoints.jobs.media import (
 from python_endpoints.jobs.site import site_download_job
 from python_endpoints.jobs.thumbnail import thumbnail_job
 from python_endpoints.jobs.transcribe import transcribe_job
+from python_endpoints.jobs.translate import translate_subtitles_job
 from python_endpoints.params import (
     AddSubtitleTrackParams,
     AnalyzeParams,
@@ -55,6 +56,7 @@ from python_endpoints.params import (
     ThumbnailParams,
     TranscodeParams,
     TranscribeParams,
+    TranslateSubtitlesParams,
 )
 from python_endpoints.protocol import Pausable
 from python_endpoints.serving.endpoint import TaskEndpoint
@@ -274,6 +276,22 @@ CATALOGUE: tuple[Job, ...] = (
         description=(
             "key phrases with their times (offline), and a summary with chapters when an "
             "OpenAI-compatible endpoint is configured"
+        ),
+    ),
+    Job(
+        "translate_subtitles",
+        TranslateSubtitlesParams,
+        translate_subtitles_job,
+        resource="net",
+        # A pause waits for the chunk under way (a model's answer cannot be paused), then
+        # holds before the next.
+        pausable="always",
+        resumes=True,  # the chunks translated and the glossary
+        stall_timeout=1800.0,  # a language model on a small machine can take minutes
+        settings={"llm": "llm"},
+        description=(
+            "subtitles in another language through the settings' language model: chunks with "
+            "their context and a glossary, cue times and numbering kept, resumable"
         ),
     ),
     Job(

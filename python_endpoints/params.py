@@ -512,6 +512,52 @@ class AnalyzeParams(_Params):
         return self
 
 
+#: What TRANSLATE_SUBTITLES writes: ``<stem>.<lang>.srt`` and ``.vtt``.
+TranslationFormat = Literal["srt", "vtt"]
+
+
+def _both_subtitle_formats() -> list[TranslationFormat]:
+    return ["srt", "vtt"]
+
+
+class TranslateSubtitlesParams(_Params):
+    """TRANSLATE_SUBTITLES: subtitles in another language, through a chat endpoint."""
+
+    #: SRT, WebVTT or ASS subtitles, or a Fredica transcript (JSON).
+    input: PathText
+    #: Files are written as ``<output_dir>/<stem>.<lang>.<format>``.
+    output_dir: PathText
+    stem: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$")
+    #: The language to translate into (``fr``, ``zh``, ``pt-BR``).
+    lang: str = Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+    #: The subtitles' language (``auto``: the model tells; a transcript says its own).
+    source_language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$")
+    formats: list[TranslationFormat] = Field(default_factory=_both_subtitle_formats, min_length=1)
+    #: Both lines in each cue: the original above, the translation below.
+    bilingual: bool = False
+    #: Cues per request, and cues before and after it sent as context.
+    chunk_cues: int = Field(default=40, ge=1, le=500)
+    context_cues: int = Field(default=5, ge=0, le=50)
+    #: Build a glossary of names and terms from the whole file first.
+    glossary: bool = True
+    #: A chunk whose answer cannot be used (another cue count, numbering, not JSON) is asked
+    #: again this many times, then the task fails.
+    chunk_retries: int = Field(default=2, ge=0, le=10)
+    #: A translated line longer than this (in characters) is wrapped into two.
+    max_line_chars: int = Field(default=42, ge=10, le=200)
+    #: The settings' language model; None (none set) fails the task at once, saying which
+    #: setting to set.
+    llm: LLMParams | None = None
+    #: The checkpoint of an earlier attempt (the chunks translated, the glossary).
+    resume: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> TranslateSubtitlesParams:
+        _absolute(self.input)
+        _absolute(self.output_dir)
+        return self
+
+
 class ModelDownloadParams(_Params):
     """A Whisper model in CTranslate2 format, fetched by name into ``models_dir/<name>``."""
 

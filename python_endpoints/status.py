@@ -98,6 +98,13 @@ MESSAGES: Final[Mapping[str, str]] = {
     "finding_key_phrases": QT_TRANSLATE_NOOP("Status", "finding key phrases"),
     "asking_model": QT_TRANSLATE_NOOP("Status", "asking {model} for a summary and chapters"),
     "waiting_for_model": QT_TRANSLATE_NOOP("Status", "waiting for {model} ({seconds} s)"),
+    "reading_subtitles": QT_TRANSLATE_NOOP("Status", "reading the subtitles"),
+    "building_glossary": QT_TRANSLATE_NOOP(
+        "Status", "listing names and terms with {model} (part {part} of {parts})"
+    ),
+    "translating_chunk": QT_TRANSLATE_NOOP(
+        "Status", "translating cues {first}-{last} of {cues} with {model}"
+    ),
     # Downloads
     "connecting": QT_TRANSLATE_NOOP("Status", "connecting to {host}"),
     "downloading": QT_TRANSLATE_NOOP("Status", "downloading {done}"),

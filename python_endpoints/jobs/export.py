@@ -112,7 +112,9 @@ def render_json(
     return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
 
 
-def _verify(fmt: str, temp: Path, final: Path, content: str, cues: list[captions.Cue]) -> None:
+def verify_written(
+    fmt: str, temp: Path, final: Path, content: str, cues: list[captions.Cue]
+) -> None:
     """Read ``temp`` back: what was written, as ``final`` will hold it."""
     written = textio.read_text(temp)
     if fmt in ("srt", "vtt"):
@@ -198,7 +200,7 @@ def export_subtitles_job(params: dict[str, Any], ctx: ChildContext) -> dict[str,
             else:
                 content = render_json(transcript, spoken if params["speakers"] else None, names)
             textio.write_text(temps[fmt], content)
-            _verify(fmt, temps[fmt], finals[fmt], content, cues)
+            verify_written(fmt, temps[fmt], finals[fmt], content, cues)
             if ctx.cancel_event.is_set():
                 return None
         # Verified all, then moved all: a failure above leaves no final file behind.

@@ -235,13 +235,18 @@ def locked_paths(job: str, params: Mapping[str, Any]) -> list[Path]:
         if models_dir is None or not isinstance(name, str) or not name or "/" in name:
             return []
         return [models_dir / name]
-    if job not in ("EXPORT_SUBTITLES", "EXTRACT_SUBTITLES"):
+    if job not in ("EXPORT_SUBTITLES", "EXTRACT_SUBTITLES", "TRANSLATE_SUBTITLES"):
         return []
     directory, stem = _absolute(params, "output_dir"), _stem(params)
     if directory is None or stem is None:
         return []
     if job == "EXPORT_SUBTITLES":
         return [export_path(directory, stem, fmt) for fmt in EXPORT_NAMES]
+    if job == "TRANSLATE_SUBTITLES":
+        lang = params.get("lang")
+        if not isinstance(lang, str) or not _LANGUAGE.match(lang):
+            return []
+        return [directory / f"{stem}.{lang}.{fmt}" for fmt in ("srt", "vtt")]
     return [directory / f"{stem}.*"]
 
 
@@ -252,7 +257,7 @@ def _final_names(
     one of the job's — an output or its sidecar; with ``pieces``, a piece of a segmented
     re-encode too)."""
     job = job_name(job)
-    if job in _ONE_OUTPUT or job == "EXPORT_SUBTITLES":
+    if job in _ONE_OUTPUT or job in ("EXPORT_SUBTITLES", "TRANSLATE_SUBTITLES"):
         wanted: dict[Path, set[str]] = {}
         stems: dict[Path, str] = {}
         sheets: dict[Path, str] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ class JobContext:
     def __init__(self) -> None:
         self.reports: list[tuple[float, str | None]] = []
         self.checkpoints: list[dict[str, Any]] = []
+        #: What a job waiting on something else (a model's answer) watches.
+        self.cancel_event = threading.Event()
+
+    def wait_if_paused(self, timeout: float | None = None, *, held: bool = False) -> bool:
+        return True  # never paused here
 
     def progress(
         self,

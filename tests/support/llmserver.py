@@ -1,6 +1,7 @@
 """A test double standing in for Ollama, which cannot run here: a real HTTP server on
 127.0.0.1:0 that speaks the part of the OpenAI chat-completions API ANALYZE uses
-(``POST /v1/chat/completions``, answered with a ``chat.completion`` object).
+(``POST /v1/chat/completions``, answered with a ``chat.completion`` object), for ANALYZE and
+TRANSLATE_SUBTITLES.
 
 Its answers are scripted (:class:`Answer`: a status, the model's text, a delay), one per
 request, the last one repeated; every request is logged (path, headers, JSON body) so that a
@@ -14,6 +15,7 @@ import contextlib
 import json
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -27,6 +29,32 @@ class Answer:
     status: int = 200
     #: Seconds to think before answering.
     delay: float = 0.0
+    #: The reply made from the request's JSON body instead of ``content``.
+    reply: Callable[[Any], str] | None = None
+    #: Close the connection without answering (a dropped connection).
+    drop: bool = False
+
+
+def translator(prefix: str = "FR: ", glossary: dict[str, str] | None = None) -> Answer:
+    """A model that translates right: each cue of TRANSLATE_SUBTITLES's ``translate`` list
+    answered with ``prefix`` before its text, numbered as asked; a glossary request answered
+    with ``glossary``."""
+
+    def reply(body: Any) -> str:
+        request = json.loads(body["messages"][1]["content"])
+        if "subtitles" in request:
+            return json.dumps({"glossary": glossary or {}})
+        cues = [{"n": c["n"], "text": prefix + c["text"]} for c in request["translate"]]
+        return json.dumps({"cues": cues, "glossary": {}}, ensure_ascii=False)
+
+    return Answer(reply=reply)
+
+
+def asked(request: Request) -> list[int]:
+    """The cue numbers a TRANSLATE_SUBTITLES request asked to translate (none: a glossary
+    request)."""
+    body = json.loads(request.body["messages"][1]["content"])
+    return [c["n"] for c in body.get("translate", [])]
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,11 @@ class _Handler(BaseHTTPRequestHandler):
             answer = state.answers[min(len(state.log), len(state.answers)) - 1]
         if answer.delay and state.closing.wait(answer.delay):
             return  # the server is closing
+        if answer.drop:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if self.path != "/v1/chat/completions":
             self._send(404, {"error": f"no route {self.path}"})  # as Ollama says it
         elif answer.status != 200:
@@ -105,7 +138,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": answer.content},
+                            "message": {
+                                "role": "assistant",
+                                "content": answer.reply(body) if answer.reply else answer.content,
+                            },
                             "finish_reason": "stop",
                         }
                     ],
