@@ -66,6 +66,8 @@ class Template(BaseModel):
     source: Literal["none", "file", "url"] = "none"
     #: What it takes for one submission (see the module's doc).
     params: tuple[TemplateParam, ...] = ()
+    #: It runs on a subtitle file too (a material of kind ``subtitles``); others refuse one.
+    subtitle_files: bool = False
 
     @model_validator(mode="after")
     def _params_name_its_tasks(self) -> Template:
@@ -97,9 +99,24 @@ class Template(BaseModel):
         choices = _choices(field.annotation)
         if choices:
             return "|".join(str(c) for c in choices)
+        if field.annotation is bool:
+            return "true|false"
         if field.annotation in (int, float) or _choices_kind(field.annotation) in ("int", "float"):
             return "a number"
         return "text"
+
+    def required(self, param: TemplateParam) -> bool:
+        """Whether a submission must give ``param``: its job has no default for it, and no
+        setting stands in (one that adds its tasks is never: without it they are left out)."""
+        key, name = param.targets[0]
+        field = _field(self._type_of(key), name)
+        return not param.adds and param.setting is None and field.is_required()
+
+    def job_default(self, param: TemplateParam) -> Any:
+        """What ``param``'s job takes when it is not given (None: nothing, or required)."""
+        key, name = param.targets[0]
+        field = _field(self._type_of(key), name)
+        return None if field.is_required() else field.get_default(call_default_factory=True)
 
     def _type_of(self, key: str) -> str:
         return next(t.type for t in self.tasks if t.key == key)
@@ -125,6 +142,12 @@ class Template(BaseModel):
                     f"template {self.name!r}: {name}={text!r} is not a value it takes ({why}); "
                     f"it {self._has_params()}"
                 ) from None
+        for param in self.params:
+            if param.name not in bound and self.required(param):
+                raise TemplateError(
+                    f"template {self.name!r} needs --param {param.name}=VALUE "
+                    f"({param.description}); it {self._has_params()}"
+                )
         return bound
 
     @model_validator(mode="after")
@@ -155,6 +178,8 @@ class Template(BaseModel):
     @property
     def takes(self) -> str:
         """What it runs on, for a person."""
+        if self.subtitle_files:
+            return "a subtitle file (SRT, WebVTT, ASS), a media file or an http(s) URL"
         return {
             "none": "no media file or URL",
             "file": "a media file or an http(s) URL",
@@ -378,6 +403,17 @@ def _analyze(*deps: str) -> TaskSpec:
     )
 
 
+def _translate(*deps: str, input: str) -> TaskSpec:
+    return _job(
+        "translate",
+        "TRANSLATE_SUBTITLES",
+        *deps,
+        input=input,
+        output_dir="{output_dir}",
+        stem="{stem}",
+    )
+
+
 #: The parameters of every template that re-encodes, and of every one that transcribes.
 _PROFILE = TemplateParam(
     name="profile",
@@ -493,8 +529,19 @@ BUILTIN: dict[str, Template] = {
                 _transcribe("extract_audio"),
                 _diarize("extract_audio"),
                 _export_subtitles("transcribe", "diarize"),
+                _translate("export_subtitles", input="{output_dir}/{stem}.srt"),
             ],
-            params=(*_SPEECH, _SPEAKERS),
+            params=(
+                *_SPEECH,
+                _SPEAKERS,
+                TemplateParam(
+                    name="translate_to",
+                    description="also translate the subtitles into this language (fr, de, "
+                    "zh…) with the settings' language model: NAME.LANG.srt and .vtt",
+                    targets=(("translate", "lang"),),
+                    adds=("translate",),
+                ),
+            ),
         ),
         Template(
             name="transcript",
@@ -546,6 +593,29 @@ BUILTIN: dict[str, Template] = {
                 _analyze("transcribe"),
             ],
             params=(_PROFILE, *_SPEECH),
+        ),
+        Template(
+            name="translate_subtitles",
+            source="file",
+            subtitle_files=True,
+            description=(
+                "Subtitles in another language with the settings' language model (a local "
+                "Ollama, say): a subtitle file, or a video's subtitles — beside it, or made by "
+                "the subtitles template — as NAME.LANG.srt and .vtt, cue times kept"
+            ),
+            tasks=[_translate(input="{subtitles}")],
+            params=(
+                TemplateParam(
+                    name="lang",
+                    description="the language to translate into: fr, de, es, zh, pt-BR…",
+                    targets=(("translate", "lang"),),
+                ),
+                TemplateParam(
+                    name="bilingual",
+                    description="both lines in each cue, the original above the translation",
+                    targets=(("translate", "bilingual"),),
+                ),
+            ),
         ),
         Template(
             name="burn_subtitles",

@@ -52,7 +52,8 @@ def template_json(t: Template, app: Fredica) -> dict[str, Any]:
                 "description": p.description,
                 "values": t.values_of(p),
                 "setting": p.setting,
-                "default": _param_default(p, app),
+                "default": _param_default(t, p, app),
+                "required": t.required(p),
             }
             for p in t.params
         ],
@@ -69,17 +70,28 @@ def template_lines(t: Template, app: Fredica) -> list[str]:
         lines.append("parameters: none")
         return lines
     lines.append("parameters (--param NAME=VALUE):")
+    width = max(10, *(len(p.name) for p in t.params))
     for p in t.params:
-        default = _param_default(p, app)
-        where = f"the setting {p.setting}" if p.setting else "the job's default"
-        lines.append(f"  {p.name:<10} {t.values_of(p)}: {p.description}")
-        lines.append(f"  {'':<10} default: {default!s} (from {where})")
+        lines.append(f"  {p.name:<{width}} {t.values_of(p)}: {p.description}")
+        if t.required(p):
+            said = "required"
+        elif p.adds:
+            said = f"none (without it, no {', '.join(p.adds)})"
+        elif p.setting:
+            said = f"{_param_default(t, p, app)!s} (the setting {p.setting})"
+        else:
+            said = f"{_param_default(t, p, app)!s} (the job's default)"
+        lines.append(f"  {'':<{width}} default: {said}")
     return lines
 
 
-def _param_default(param: TemplateParam, app: Fredica) -> Any:
-    """The value a parameter has when not given: its setting's, now."""
-    return None if param.setting is None else getattr(app.settings, param.setting, None)
+def _param_default(t: Template, param: TemplateParam, app: Fredica) -> Any:
+    """The value a parameter has when not given: its setting's now, or its job's default."""
+    if param.setting is not None:
+        value = getattr(app.settings, param.setting, None)
+        if value is not None:
+            return value
+    return t.job_default(param)
 
 
 async def cmd_types(app: Fredica, args: argparse.Namespace) -> int:

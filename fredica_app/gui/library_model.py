@@ -87,6 +87,7 @@ class LibraryModel(QAbstractTableModel):
         self._kinds = {
             "video": QCoreApplication.translate("LibraryModel", "video"),
             "audio": QCoreApplication.translate("LibraryModel", "audio"),
+            "subtitles": QCoreApplication.translate("LibraryModel", "subtitles"),
             "other": QCoreApplication.translate("LibraryModel", "other"),
             "unknown": QCoreApplication.translate("LibraryModel", "unknown"),
         }

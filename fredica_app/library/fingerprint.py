@@ -29,6 +29,11 @@ AUDIO_EXTENSIONS = frozenset(
 )
 
 
+#: A subtitle file named on its own is a material too (of kind ``subtitles``): what
+#: translate_subtitles runs on. A folder's are not taken in: they go with its videos.
+SUBTITLE_EXTENSIONS = frozenset({".srt", ".vtt", ".ass", ".ssa"})
+
+
 def is_media_name(path: Path) -> bool:
     return path.suffix.lower() in MEDIA_EXTENSIONS
 
@@ -37,6 +42,8 @@ def kind_from_name(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in AUDIO_EXTENSIONS:
         return "audio"
+    if suffix in SUBTITLE_EXTENSIONS:
+        return "subtitles"
     return "video" if suffix in MEDIA_EXTENSIONS else "unknown"
 
 

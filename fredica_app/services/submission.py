@@ -23,7 +23,7 @@ from fredica_app.library.records import MaterialRecord
 from fredica_app.library.store import LibraryStore
 from fredica_app.paths import AppPaths
 from fredica_app.settings import Settings
-from fredica_app.templates import get_template, with_download_first
+from fredica_app.templates import BUILTIN, get_template, with_download_first
 from workers.records import CreatedRun
 from workers.spec import TaskSpec, WorkflowSpec, parse_spec, prepare_run
 from workers.store import TaskStore
@@ -106,6 +106,12 @@ class Submission:
                 f"template {template.name!r} takes {template.takes}: it cannot run on "
                 f"{material.title!r}"
             )
+        if material.kind == "subtitles" and not template.subtitle_files:
+            takers = ", ".join(n for n, t in BUILTIN.items() if t.subtitle_files)
+            raise TemplateError(
+                f"{material.title!r} is a subtitle file: template {template.name!r} needs a "
+                f"media file (the templates for a subtitle file: {takers})"
+            )
         if template.source == "url" and not material.is_url:
             raise TemplateError(
                 f"template {template.name!r} downloads a URL; {material.source} is a local "
@@ -142,18 +148,25 @@ class Submission:
         return spec
 
     def subtitles_for(self, material: MaterialRecord) -> Path:
-        """The subtitle file that goes with a material's video (:func:`pick_subtitles`);
+        """The subtitle file that goes with a material: the material itself when it is one;
+        for a video, the one beside it (:func:`pick_subtitles`), else the SRT Fredica wrote
+        of it in its folder of the library (the subtitles template's).
         :class:`NoSubtitlesFor` when there is none."""
         if material.local_path is None:
             raise NoSubtitlesFor(f"{material.title}: not downloaded yet, no subtitles beside it")
         video = Path(material.local_path)
+        if material.kind == "subtitles":
+            return video
         preferred = None if self.settings.language == "auto" else self.settings.language
         found = pick_subtitles(video, preferred)
+        made = material_dir(self.library_dir, material) / f"{material_stem(material)}.srt"
+        if found is None and made.is_file():
+            found = made
         if found is None:
             raise NoSubtitlesFor(
                 f"{video.name}: no subtitle file beside it (looked for {video.stem}.srt, "
-                f"{video.stem}.LANG.srt, .vtt, .ass); add one, or burn its own track with "
-                "--param track=N"
+                f"{video.stem}.LANG.srt, .vtt, .ass) and none made by the subtitles template; "
+                "add one, or make them first (fredica process FILE --template subtitles)"
             )
         return found
 

@@ -114,7 +114,9 @@ def test_the_cli_refuses_a_parameter_before_importing_anything(
     code, _, err = fredica(capsys, data, "add", str(clip), "--template", "subtitles",
                            "--param", "profile=archive")  # fmt: skip
     assert code == 1
-    assert err.strip().endswith("it takes language (text), model (text), speakers (a number)")
+    assert err.strip().endswith(
+        "it takes language (text), model (text), speakers (a number), translate_to (text)"
+    )
     code, out, _ = fredica(capsys, data, "materials", "--json")
     assert json.loads(out) == []  # nothing imported
     with pytest.raises(SystemExit) as usage:
@@ -133,7 +135,10 @@ def test_templates_name_lists_the_parameters_with_their_defaults_now(
     code, out, _ = fredica(capsys, data, "templates", "subtitles")
     assert code == 0
     assert "parameters (--param NAME=VALUE):" in out
-    assert "default: base (from the setting whisper_model)" in out
+    assert "default: base (the setting whisper_model)" in out
+    assert "default: none (without it, no translate)" in out
+    code, out, _ = fredica(capsys, data, "templates", "translate_subtitles")
+    assert "default: required" in out and "default: False (the job's default)" in out
     code, out, _ = fredica(capsys, data, "templates", "transcode_mp4", "--json")
     [profile] = json.loads(out)["params"]
     assert profile["name"] == "profile" and profile["values"] == "compatible|modern|archive"

@@ -583,6 +583,10 @@
         <translation>音频</translation>
     </message>
     <message>
+        <source>subtitles</source>
+        <translation type="unfinished">字幕</translation>
+    </message>
+    <message>
         <source>other</source>
         <translation>其他</translation>
     </message>
@@ -2472,6 +2476,18 @@
     <message>
         <source>waiting for {model} ({seconds} s)</source>
         <translation>正在等待 {model}（{seconds} 秒）</translation>
+    </message>
+    <message>
+        <source>reading the subtitles</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>listing names and terms with {model} (part {part} of {parts})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>translating cues {first}-{last} of {cues} with {model}</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>connecting to {host}</source>
