@@ -584,7 +584,7 @@
     </message>
     <message>
         <source>subtitles</source>
-        <translation type="unfinished">字幕</translation>
+        <translation>字幕</translation>
     </message>
     <message>
         <source>other</source>
@@ -2479,15 +2479,15 @@
     </message>
     <message>
         <source>reading the subtitles</source>
-        <translation type="unfinished"></translation>
+        <translation>正在读取字幕</translation>
     </message>
     <message>
         <source>listing names and terms with {model} (part {part} of {parts})</source>
-        <translation type="unfinished"></translation>
+        <translation>正在用 {model} 整理人名和术语（第 {part} 部分，共 {parts} 部分）</translation>
     </message>
     <message>
         <source>translating cues {first}-{last} of {cues} with {model}</source>
-        <translation type="unfinished"></translation>
+        <translation>正在用 {model} 翻译第 {first}-{last} 条字幕（共 {cues} 条）</translation>
     </message>
     <message>
         <source>connecting to {host}</source>
