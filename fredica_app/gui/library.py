@@ -78,7 +78,7 @@ from fredica_app.gui.library_work import (
 )
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.symbols import ERROR, WARNING, symbol
-from fredica_app.library.fingerprint import MEDIA_EXTENSIONS
+from fredica_app.library.fingerprint import MEDIA_EXTENSIONS, SUBTITLE_EXTENSIONS
 from fredica_app.library.records import MaterialRecord
 from fredica_app.paths import posters_dir
 from fredica_app.views.library_view import OutputBoard, probed_materials, urls_in
@@ -352,11 +352,13 @@ class LibraryPage(QWidget):
     def ask_files(self) -> list[str]:
         patterns = " ".join(f"*{ext}" for ext in sorted(MEDIA_EXTENSIONS))
         media = self.tr("Media files (%1)").replace("%1", patterns)
+        patterns = " ".join(f"*{ext}" for ext in sorted(SUBTITLE_EXTENSIONS))
+        subtitles = self.tr("Subtitle files (%1)").replace("%1", patterns)
         paths, _ = QFileDialog.getOpenFileNames(
             self,
             self.tr("Add media files"),
             self._last_folder,
-            f"{media};;{self.tr('All files (*)')}",
+            f"{media};;{subtitles};;{self.tr('All files (*)')}",
         )
         return list(paths)
 

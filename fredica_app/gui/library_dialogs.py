@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from fredica_app.library.records import MaterialRecord
 
 if TYPE_CHECKING:
-    from fredica_app.templates import Template
+    from fredica_app.templates import Template, TemplateParam
 
 _NAME_ROLE = Qt.ItemDataRole.UserRole
 _OK = QDialogButtonBox.StandardButton.Ok
@@ -98,6 +98,7 @@ class TemplateDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
 
         any_local = any(not m.is_url for m in materials)
+        any_subtitles = any(m.kind == "subtitles" for m in materials)
         shown = media_templates() if templates is None else list(templates)
         preselect: QListWidgetItem | None = None
         for template in shown:
@@ -107,6 +108,9 @@ class TemplateDialog(QDialog):
             if template.source == "url" and any_local:
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
                 item.setToolTip(self.tr("Downloads a web address: it cannot run on a local file."))
+            elif any_subtitles and not template.subtitle_files:
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
+                item.setToolTip(self.tr("Needs a media file: it cannot run on a subtitle file."))
             elif preselect is None or template.name == current:
                 preselect = item  # the last one used, else the first that can run
         self._descriptions = {t.name: t.description for t in shown}
@@ -164,20 +168,31 @@ class TemplateDialog(QDialog):
         for param in params:
             assert template is not None
             choices = template.values_of(param).split("|")
+            unset = self._unset(template, param)
             field: QComboBox | QLineEdit
             if len(choices) > 1:
                 field = QComboBox()
-                field.addItem(self.tr("As in the settings"), "")
+                field.addItem(unset, "")
                 for choice in choices:
                     field.addItem(choice, choice)
             else:
                 field = QLineEdit()
-                field.setPlaceholderText(self.tr("As in the settings"))
+                field.setPlaceholderText(unset)
             field.setObjectName(f"param-{param.name}")
             field.setToolTip(param.description)
             self.param_fields[param.name] = field
             self.params_form.addRow(param.name + ":", field)
         self._fit()
+
+    def _unset(self, template: Template, param: TemplateParam) -> str:
+        """What a parameter left empty means."""
+        if template.required(param):
+            return self.tr("Required")
+        if param.adds:
+            return self.tr("Not done unless given")
+        if param.setting:
+            return self.tr("As in the settings")
+        return self.tr("The job's default")
 
     def _fit(self) -> None:
         """Tall enough for the list, the form and a problem said under it."""

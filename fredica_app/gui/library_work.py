@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fredica_app.errors import FredicaError
-from fredica_app.library.fingerprint import is_media_name, is_url
+from fredica_app.library.fingerprint import is_media_name, is_subtitle_name, is_url
 from fredica_app.library.records import MaterialRecord
 from fredica_app.views.material_view import OutputGroup, output_groups
 from workers.records import CreatedRun, RunRecord
@@ -51,7 +51,8 @@ class Imported:
 def check_item(item: str, *, urls_only: bool = False) -> Refused | None:
     """Why ``item`` cannot be imported, or None. A folder passes (the importer skips what is
     not media in it and says so); a file named on its own must look like media, as the
-    importer's folders do — PROBE would refuse it later, after it had been added."""
+    importer's folders do — PROBE would refuse it later, after it had been added —, or be a
+    subtitle file (what translate_subtitles runs on)."""
     if is_url(item):
         return None
     if urls_only or "://" in item:
@@ -59,7 +60,7 @@ def check_item(item: str, *, urls_only: bool = False) -> Refused | None:
     path = Path(item).expanduser()
     if not path.exists():
         return Refused.MISSING
-    if path.is_file() and not is_media_name(path):
+    if path.is_file() and not (is_media_name(path) or is_subtitle_name(path)):
         return Refused.NOT_MEDIA
     return None
 

@@ -38,6 +38,10 @@ def is_media_name(path: Path) -> bool:
     return path.suffix.lower() in MEDIA_EXTENSIONS
 
 
+def is_subtitle_name(path: Path) -> bool:
+    return path.suffix.lower() in SUBTITLE_EXTENSIONS
+
+
 def kind_from_name(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in AUDIO_EXTENSIONS:

@@ -151,7 +151,9 @@ class LibraryStore:
         look: dict[str, Any] | None,
     ) -> None:
         row = conn.execute(
-            sa.select(material_t.c.metadata).where(material_t.c.id == material_id)
+            sa.select(material_t.c.metadata, material_t.c.kind).where(
+                material_t.c.id == material_id
+            )
         ).first()
         if row is None:  # removed meanwhile
             return
@@ -166,7 +168,8 @@ class LibraryStore:
                 values["duration"] = float(probe["duration"])
             if isinstance(probe.get("size"), int):
                 values["size"] = probe["size"]
-            if probe.get("kind") in ("video", "audio", "other"):
+            # A subtitle file stays one: to a probe it is only "other".
+            if probe.get("kind") in ("video", "audio", "other") and row.kind != "subtitles":
                 values["kind"] = probe["kind"]
         if look is not None:
             meta["look"] = look

@@ -8,8 +8,9 @@ of its environment variables a job sends away. Both are decided by whoever start
 - ``ffmpeg`` (media jobs, and the merges of ``download_site``) must be the server's own ffmpeg:
   the one it was started with (``--ffmpeg``), else the one imageio-ffmpeg bundles. Params that
   name none get the server's.
-- ``llm.api_key_env`` (ANALYZE, TRANSLATE_SUBTITLES) must be one of the variables the server was told its jobs may
-  read (``--allow-key-env``; the app passes its ``llm_api_key_env`` setting).
+- ``llm.api_key_env`` (ANALYZE, TRANSLATE_SUBTITLES) must be one of the variables the server
+  was told its jobs may read (``--allow-key-env``; the app passes its ``llm_api_key_env``
+  setting).
 
 Where a job may write is checked beside this (``write_roots``,
 :mod:`python_endpoints.serving.server`).

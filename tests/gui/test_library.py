@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
-from PySide6.QtWidgets import QComboBox, QDialog, QFileDialog
+from PySide6.QtWidgets import QComboBox, QDialog, QFileDialog, QLineEdit
 
 from fredica_app.gui import library as library_module
 from fredica_app.gui.feed import Feed
@@ -550,6 +550,23 @@ def test_the_template_dialog_lists_what_runs_on_the_selection(qtbot: Any) -> Non
     assert one.result() == QDialog.DialogCode.Accepted
 
 
+def test_a_subtitle_file_is_offered_only_the_templates_that_take_one(qtbot: Any) -> None:
+    srt = material(4, source="/media/talk.srt", local_path="/media/talk.srt", kind="subtitles")
+    dialog = TemplateDialog([srt, material(5)])
+    qtbot.addWidget(dialog)
+    assert dialog.chosen() == "translate_subtitles"  # the first that can run on both
+    enabled = [
+        dialog.list.item(i).text()
+        for i in range(dialog.list.count())
+        if dialog.list.item(i).flags() & Qt.ItemFlag.ItemIsEnabled
+    ]
+    assert enabled == ["translate_subtitles"]
+    dialog.select("transcode_mp4")
+    assert dialog.chosen() is None  # disabled, saying why
+    item = dialog.list.findItems("transcode_mp4", Qt.MatchFlag.MatchExactly)[0]
+    assert item.toolTip() == "Needs a media file: it cannot run on a subtitle file."
+
+
 def test_the_template_dialog_asks_the_templates_parameters_and_checks_them(qtbot: Any) -> None:
     dialog = TemplateDialog([material(1)], current="transcode_mp4")
     qtbot.addWidget(dialog)
@@ -565,7 +582,18 @@ def test_the_template_dialog_asks_the_templates_parameters_and_checks_them(qtbot
     dialog.select("thumbnail")  # takes none: no form
     assert dialog.param_fields == {} and dialog.params_box.isHidden()
     dialog.select("subtitles")
-    assert list(dialog.param_fields) == ["language", "model", "speakers"]
+    assert list(dialog.param_fields) == ["language", "model", "speakers", "translate_to"]
+    shown = {n: f.placeholderText() for n, f in dialog.param_fields.items()}  # type: ignore[union-attr]
+    unless = "Not done unless given"
+    assert shown == {"language": "As in the settings", "model": "As in the settings",
+                     "speakers": unless, "translate_to": unless}  # fmt: skip
+    dialog.select("translate_subtitles")  # a required parameter, a yes or no
+    lang, bilingual = dialog.param_fields["lang"], dialog.param_fields["bilingual"]
+    assert isinstance(lang, QLineEdit) and lang.placeholderText() == "Required"
+    assert isinstance(bilingual, QComboBox) and bilingual.itemText(0) == "The job's default"
+    dialog.accept()
+    assert "needs --param lang=VALUE" in dialog.problem.text()
+    dialog.select("subtitles")
     dialog.set_param("language", "French")
     dialog.accept()  # not a language code: said here, and the dialog stays
     assert dialog.result() != QDialog.DialogCode.Accepted

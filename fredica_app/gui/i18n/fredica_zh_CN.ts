@@ -656,6 +656,10 @@
         <translation>媒体文件 (%1)</translation>
     </message>
     <message>
+        <source>Subtitle files (%1)</source>
+        <translation>字幕文件 (%1)</translation>
+    </message>
+    <message>
         <source>Add media files</source>
         <translation>添加媒体文件</translation>
     </message>
@@ -2756,8 +2760,24 @@
         <translation>用于下载网址：不能在本地文件上运行。</translation>
     </message>
     <message>
+        <source>Needs a media file: it cannot run on a subtitle file.</source>
+        <translation>需要媒体文件：不能用于字幕文件。</translation>
+    </message>
+    <message>
+        <source>Required</source>
+        <translation>必填</translation>
+    </message>
+    <message>
+        <source>Not done unless given</source>
+        <translation>不填则不做</translation>
+    </message>
+    <message>
         <source>As in the settings</source>
         <translation>按设置</translation>
+    </message>
+    <message>
+        <source>The job&apos;s default</source>
+        <translation>任务的默认值</translation>
     </message>
 </context>
 <context>
