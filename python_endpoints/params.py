@@ -512,14 +512,6 @@ class AnalyzeParams(_Params):
         return self
 
 
-#: What TRANSLATE_SUBTITLES writes: ``<stem>.<lang>.srt`` and ``.vtt``.
-TranslationFormat = Literal["srt", "vtt"]
-
-
-def _both_subtitle_formats() -> list[TranslationFormat]:
-    return ["srt", "vtt"]
-
-
 class TranslateSubtitlesParams(_Params):
     """TRANSLATE_SUBTITLES: subtitles in another language, through a chat endpoint."""
 
@@ -532,7 +524,7 @@ class TranslateSubtitlesParams(_Params):
     lang: str = Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
     #: The subtitles' language (``auto``: the model tells; a transcript says its own).
     source_language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2,3}(-[A-Za-z]+)?)$")
-    formats: list[TranslationFormat] = Field(default_factory=_both_subtitle_formats, min_length=1)
+    formats: list[SubtitleFormat] = Field(default_factory=_both_formats, min_length=1)
     #: Both lines in each cue: the original above, the translation below.
     bilingual: bool = False
     #: Cues per request, and cues before and after it sent as context.
