@@ -5,6 +5,7 @@ cue at its own times, or a clear error and no file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -262,3 +263,43 @@ def test_the_chunks_and_answers_of_the_pure_part() -> None:
         "中文字幕很长很长很长很长很长很长",
     )
     assert translation.language_name("pt-BR") == "Portuguese (pt-BR)"
+
+
+# --- through the endpoints server: pause and cancel for real -------------------------------
+
+
+async def test_a_pause_holds_between_chunks_and_a_cancel_ends_it_through_the_server(
+    tmp_path: Path,
+) -> None:
+    from python_endpoints.protocol import Cancel, Pause, Resume, dump
+    from python_endpoints.serving.registry import ENDPOINTS
+    from python_endpoints.serving.server import EndpointServer
+    from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
+    from tests.support.process_table import assert_no_job_process_left
+
+    srt = write_srt(tmp_path / "talk.srt")
+    slow = Answer(reply=translator().reply, delay=0.3)
+    srv = EndpointServer(ENDPOINTS, TOKEN)
+    port = await srv.start()
+    try:
+        with FakeChatServer([slow]) as llm:
+            async with open_task(port, "translate_subtitles") as ws:
+                await start(ws, **params(srt, llm, chunk_cues=5, glossary=False))
+                seen = await frames_until(ws, "progress")
+                while "translating" not in str(seen[-1].get("status_text")):
+                    seen += await frames_until(ws, "progress")
+                await ws.send(dump(Pause()))
+                seen += await frames_until(ws, "paused", within=20)
+                asked_before = len(llm.requests)
+                assert 1 <= asked_before < 5  # the chunk under way was finished, then held
+                await asyncio.sleep(1.0)
+                assert len(llm.requests) == asked_before  # nothing asked while paused
+                await ws.send(dump(Resume()))
+                seen += await frames_until(ws, "progress", within=10)
+                await ws.send(dump(Cancel()))
+                seen += await frames_until(ws, "cancelled", within=20)
+        assert seen[-1] == {"type": "cancelled"}
+        assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
