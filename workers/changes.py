@@ -81,7 +81,8 @@ class ChangeSet:
 
 @dataclass(frozen=True, slots=True)
 class RunFilter:
-    """Which runs a snapshot reads: newest first, one page of ``limit`` (None: all)."""
+    """Which runs a snapshot (or ``fredica runs``) reads: newest first, one page of ``limit``
+    (None: all)."""
 
     #: Only these runs (None: any).
     ids: Collection[str] | None = None
@@ -91,6 +92,23 @@ class RunFilter:
     limit: int | None = 1000
     #: The previous page's :attr:`Snapshot.next_runs`.
     after: PageKey | None = None
+    #: Only runs of these templates (empty: any).
+    templates: Collection[str] = ()
+    #: Only runs of these materials (None: any; empty: none).
+    material_ids: Collection[str] | None = None
+    #: Only runs created at or after this (Unix seconds).
+    since: float | None = None
+
+    def accepts(self, run: RunRecord) -> bool:
+        """Whether ``run`` is one of the runs this filter reads (its page aside)."""
+        return (
+            (self.ids is None or run.id in self.ids)
+            and (not self.status or run.status in self.status)
+            and (self.material_id is None or run.material_id == self.material_id)
+            and (not self.templates or run.template in self.templates)
+            and (self.material_ids is None or run.material_id in self.material_ids)
+            and (self.since is None or run.created_at >= self.since)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,32 @@ from typing import Any
 from fredica_app.desktop.power import WhenDone
 
 JSON_HELP = "print JSON instead (stable fields: docs/cli.md)"
+RUN_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+
+
+def add_run_filters(p: argparse.ArgumentParser) -> None:
+    """``--status``, ``--template``, ``--material``, ``--since``: which runs (``runs``,
+    ``watch``)."""
+    p.add_argument(
+        "--status",
+        action="append",
+        choices=RUN_STATUSES,
+        help="only runs in this state (repeat for several)",
+    )
+    p.add_argument(
+        "--template", action="append", metavar="NAME", help="only runs of this template (repeat)"
+    )
+    p.add_argument(
+        "--material",
+        metavar="TEXT",
+        help="only runs of the materials whose title or source holds TEXT (any case), or whose "
+        "id starts with it",
+    )
+    p.add_argument(
+        "--since", metavar="DURATION", help="only runs created in the last 30m, 2h, 1d, 1w…"
+    )
+
+
 PRIORITY_HELP = "0 or more; higher runs first (default 0)"
 
 
@@ -150,6 +176,18 @@ def build_parser() -> argparse.ArgumentParser:
         "runs", help="list runs: status, tasks, progress, material, times, ETA; a paused queue"
     )
     r.add_argument("--json", action="store_true", help=JSON_HELP)
+    add_run_filters(r)
+    size = r.add_mutually_exclusive_group()
+    size.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="show N runs (default: 50 on a terminal, all in a pipe or JSON); JSON then pages",
+    )
+    size.add_argument("--all", action="store_true", help="show every run")
+    r.add_argument(
+        "--cursor", metavar="C", help="the page after the one whose next_cursor this is (JSON)"
+    )
 
     one = sub.add_parser("run", help="one run with its tasks")
     one.add_argument("run_id", metavar="RUN_ID", help="the run's id (see `fredica runs`)")
@@ -381,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='one JSON object per line: {"kind": "run"|"task"|"deleted", "seq", "record"}',
     )
+    add_run_filters(wa)
 
     wf = sub.add_parser(
         "watch-folders",

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 
 from fredica_app.cli.display import restart_log_lines
 from fredica_app.cli.output import print_run
-from fredica_app.cli.quick import show_runs
+from fredica_app.cli.quick import RunsPage, show_runs
+from fredica_app.cli.run_filter import run_filter
 from fredica_app.cli.shapes import created_json, print_json, restart_entry_json, run_json
 from fredica_app.errors import FredicaError
 from fredica_app.services import Fredica, load_spec_file
@@ -33,13 +35,18 @@ async def cmd_submit(app: Fredica, args: argparse.Namespace) -> int:
 async def cmd_runs(app: Fredica, args: argparse.Namespace) -> int:
     """The usual way of ``fredica runs``, when :func:`.quick.run_quick` cannot read the file
     plainly (a new data directory, an upgrade)."""
-    runs = await app.store.list_runs()
+    named = None
+    if args.material is not None:
+        named = await asyncio.to_thread(app.library.matching, args.material)
+    wanted = run_filter(args, named, time.time(), terminal=sys.stdout.isatty())
+    runs, next_key, more = await app.store.run_page(wanted)
     progress, titles = {}, {}
     if not args.json:
         progress = await app.store.run_progress([r.id for r in runs])
         ids = {r.material_id for r in runs if r.material_id}
         titles = await asyncio.to_thread(app.library.titles, ids)
-    show_runs(runs, progress, titles, app.queue_flag.exists(), as_json=args.json)
+    page = RunsPage(runs, next_key, more, paged=wanted.limit is not None and args.json)
+    show_runs(page, progress, titles, app.queue_flag.exists(), as_json=args.json)
     return 0
 
 

@@ -17,9 +17,11 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from fredica_app.cli.display import task_progress
 from fredica_app.cli.process import on_signals
+from fredica_app.cli.run_filter import run_filter
 from fredica_app.cli.shapes import run_json, task_json
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries, RunFilter, TaskFilter
@@ -37,6 +39,12 @@ async def cmd_watch(app: Fredica, args: argparse.Namespace) -> int:
     show = _json_line if args.json else _human_line
     queries = Queries(app.store)
     stop = asyncio.Event()
+    named = None
+    if args.material is not None:
+        named = await asyncio.to_thread(app.library.matching, args.material)
+    wanted = run_filter(args, named, time.time(), terminal=False)
+    if wanted != ANY_RUN:
+        show = _Filtered(app, wanted, show)
     with on_signals(lambda _sig: stop.set()):
         run_id = None if args.run_id is None else (await app.store.get_run(args.run_id)).id
         watching = asyncio.create_task(_watch(queries, run_id, show))
@@ -53,6 +61,46 @@ async def cmd_watch(app: Fredica, args: argparse.Namespace) -> int:
         with contextlib.suppress(asyncio.CancelledError):
             await watching
     return 0
+
+
+#: What the options ask for when none is given.
+ANY_RUN = RunFilter(limit=None)
+
+
+class _Filtered:
+    """Shows only the changes of the runs ``wanted`` accepts: a run's when it does, a task's
+    when its run does (its own state matching ``--status``), a deletion when its run was shown
+    (or is not known here)."""
+
+    def __init__(self, app: Fredica, wanted: RunFilter, show: _Show) -> None:
+        self.app, self.show = app, show
+        self.wanted = replace(wanted, status=())  # a run's other conditions
+        self.states = {s.value for s in wanted.status}
+        self.runs: dict[str, RunRecord] = {}
+
+    def __call__(self, change: Change) -> None:
+        record = change.record
+        if isinstance(record, RunRecord):
+            self.runs[record.id] = record
+            if self.wanted.accepts(record) and self._state(record.status.value):
+                self.show(change)
+        elif isinstance(record, TaskRecord):
+            run = self.runs.get(record.workflow_run_id or "")
+            if run is not None and self.wanted.accepts(run) and self._state(record.status.value):
+                self.show(change)
+        else:
+            run = self.runs.get(record.workflow_run_id or "")
+            if run is None or self.wanted.accepts(run):
+                self.show(change)
+
+    def _state(self, value: str) -> bool:
+        return not self.states or value in self.states
+
+    async def know(self, run_ids: set[str]) -> None:
+        """Read the runs of these tasks that it has not seen yet."""
+        for run_id in run_ids - set(self.runs):
+            with contextlib.suppress(NotFound):
+                self.runs[run_id] = await self.app.store.get_run(run_id)
 
 
 async def _watch(queries: Queries, run_id: str | None, show: _Show) -> None:
@@ -73,6 +121,8 @@ async def _watch(queries: Queries, run_id: str | None, show: _Show) -> None:
         cursor = snap.cursor
     async for changes in queries.follow(cursor, run_id):
         ended = False
+        if isinstance(show, _Filtered):  # a task's run, to know whether it is shown
+            await show.know({t.workflow_run_id for t in changes.tasks if t.workflow_run_id})
         for change in changes.changes:
             show(change)
             record = change.record

@@ -14,6 +14,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from fredica_app.library.models import Material
+from fredica_app.library.quick import escape_like
 from fredica_app.library.records import MaterialRecord
 from python_endpoints.text import clean_text, is_text
 
@@ -115,6 +116,20 @@ class LibraryStore:
                 ).all()
                 out.update({r.id: r.title for r in rows})
         return out
+
+    def matching(self, text: str) -> set[str]:
+        """The ids of the materials ``text`` names: in its title or its source (any case), or
+        the start of its id."""
+        like = "%" + escape_like(text.casefold()) + "%"
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(material_t.c.id).where(
+                    sa.func.lower(material_t.c.title).like(like, escape="\\")
+                    | sa.func.lower(material_t.c.source).like(like, escape="\\")
+                    | material_t.c.id.startswith(text, autoescape=True)
+                )
+            ).scalars()
+            return set(rows)
 
     def delete(self, material_id: str) -> bool:
         """Remove a material from the library (its row only: files are the caller's matter).

@@ -206,3 +206,44 @@ def test_watch_of_a_finished_run_prints_it_and_exits(
     assert code == 0 and "completed" in out.splitlines()[0]
     code, _, err = fredica(capsys, data, "watch", "no-such-run")
     assert code == 1 and "no run no-such-run" in err
+
+
+def test_watch_json_shows_only_the_runs_its_filters_ask_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    submit(capsys, tmp_path, data, sleeps(0.0))  # the data directory exists before the watch
+    watch = subprocess.Popen(
+        [EXE, "--data-dir", str(data), "watch", "--json", "--template", "kept"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert watch.stdout is not None
+    lines = Lines(watch.stdout)
+    kept: list[str] = []
+    others: list[str] = []
+    try:
+        first = None
+        deadline = time.monotonic() + 60
+        while first is None and time.monotonic() < deadline:
+            others.append(submit(capsys, tmp_path, data, {**sleeps(0.0), "template": "other"}))
+            kept.append(submit(capsys, tmp_path, data, {**sleeps(0.0), "template": "kept"}))
+            first = lines.next(1.0)
+        assert first is not None, "the watch printed nothing"
+        code, _, err = fredica(capsys, data, "worker", "--until-idle")
+        assert code == 0, err
+        out = [first, *lines.rest(3)]
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(timeout=30) == 0, watch.stderr.read()  # type: ignore[union-attr]
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+        watch.communicate()
+    objs = [json.loads(line) for line in out]
+    runs = {o["record"]["id"] for o in objs if o["kind"] == "run"}
+    tasks = [o["record"] for o in objs if o["kind"] == "task"]
+    assert runs and runs <= set(kept)  # the kept runs only…
+    assert tasks and {t["workflow_run_id"] for t in tasks} <= set(kept)  # …and their tasks
+    assert any(t["status"] == "completed" for t in tasks)
+    assert others  # and there were others to leave out

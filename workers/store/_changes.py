@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -148,18 +149,49 @@ class ChangesMixin(StoreBase):
             task_page, next_tasks = self._task_page(conn, tasks)
         return Snapshot(cursor, tuple(run_page), tuple(task_page), next_runs, next_tasks)
 
+    async def run_page(self, f: RunFilter) -> tuple[list[RunRecord], PageKey | None, int]:
+        """A page of the runs ``f`` reads, where the next page starts (None: the last), and
+        how many runs of ``f`` come after this page (its ``limit`` and ``after`` aside)."""
+        return await self._read(self._run_page_counted_tx, f)
+
+    def _run_page_counted_tx(
+        self, conn: sa.Connection, f: RunFilter
+    ) -> tuple[list[RunRecord], PageKey | None, int]:
+        page, next_key = self._run_page(conn, f)
+        more = 0
+        if next_key is not None:
+            count = sa.select(sa.func.count()).select_from(run_t)
+            rest = replace(f, after=next_key)
+            more = int(conn.execute(count.where(*self._run_clauses(rest))).scalar_one())
+        return page, next_key, more
+
+    @staticmethod
+    def _run_clauses(f: RunFilter) -> list[sa.ColumnElement[bool]]:
+        """The conditions of ``f`` (its page's start included, its limit not)."""
+        out: list[sa.ColumnElement[bool]] = []
+        if f.ids is not None:
+            out.append(run_t.c.id.in_(list(f.ids)))
+        if f.status:
+            out.append(run_t.c.status.in_(list(f.status)))
+        if f.material_id is not None:
+            out.append(run_t.c.material_id == f.material_id)
+        if f.templates:
+            out.append(run_t.c.template.in_(list(f.templates)))
+        if f.material_ids is not None:
+            out.append(run_t.c.material_id.in_(list(f.material_ids)))
+        if f.since is not None:
+            out.append(run_t.c.created_at >= f.since)
+        if f.after is not None:
+            out.append(sa.tuple_(run_t.c.created_at, run_t.c.id) < sa.tuple_(*f.after))
+        return out
+
     def _run_page(
         self, conn: sa.Connection, f: RunFilter
     ) -> tuple[list[RunRecord], PageKey | None]:
         q = sa.select(run_t).order_by(run_t.c.created_at.desc(), run_t.c.id.desc())
-        if f.ids is not None:
-            q = q.where(run_t.c.id.in_(list(f.ids)))
-        if f.status:
-            q = q.where(run_t.c.status.in_(list(f.status)))
-        if f.material_id is not None:
-            q = q.where(run_t.c.material_id == f.material_id)
-        if f.after is not None:
-            q = q.where(sa.tuple_(run_t.c.created_at, run_t.c.id) < sa.tuple_(*f.after))
+        clauses = self._run_clauses(f)
+        if clauses:
+            q = q.where(*clauses)
         if f.limit is not None:
             q = q.limit(f.limit + 1)
         rows = [RunRecord.from_row(r) for r in conn.execute(q).mappings()]
