@@ -40,7 +40,7 @@ from fredica_app.gui.banner import Pending, needs_review, read_pending
 from fredica_app.gui.host import AppHost, HostState, Mode
 from fredica_app.gui.models import template_label
 from fredica_app.gui.notify import Notifier
-from fredica_app.services.notices import RunNotice, take_run_notices
+from fredica_app.services.notices import RunNotice, TakenNotices, take_run_notices
 from fredica_app.views.disk import LowSpaceAlarm, Usage
 from fredica_app.views.library_view import file_size
 from workers.changes import Change
@@ -177,7 +177,7 @@ class NoticeWatcher(QObject):
         while_closed = self._first_take
         self._taking = True
 
-        def taken(notices: list[RunNotice]) -> None:
+        def taken(notices: TakenNotices) -> None:
             self._on_taken(notices, while_closed)
 
         if self._call(take_run_notices, taken, self._on_take_failed):
@@ -185,25 +185,35 @@ class NoticeWatcher(QObject):
         else:
             self._taking = False
 
-    def _on_taken(self, notices: list[RunNotice], while_closed: bool) -> None:
+    def _on_taken(self, taken: TakenNotices, while_closed: bool) -> None:
         self._taking = False
-        self.tell(notices, while_closed=while_closed)
-        self.taken.emit(notices)
+        self.tell(taken.notices, while_closed=while_closed, total=taken.total, failed=taken.failed)
+        self.taken.emit(taken.notices)
         if self._again:
             self._again = False
             self.request()
 
-    def tell(self, notices: Sequence[RunNotice], *, while_closed: bool = False) -> None:
-        """Notify of ``notices``: one by one, or in one summary past :data:`SUMMARY_OVER`."""
-        if not notices:
+    def tell(
+        self,
+        notices: Sequence[RunNotice],
+        *,
+        while_closed: bool = False,
+        total: int | None = None,
+        failed: int | None = None,
+    ) -> None:
+        """Notify of ``notices``: one by one, or in one summary past :data:`SUMMARY_OVER`.
+        ``total`` and ``failed``: how many runs finished (and failed) in all, when only some
+        of them are in ``notices``."""
+        n = len(notices) if total is None else total
+        if not n:
             return
-        if len(notices) <= SUMMARY_OVER:
+        if n <= SUMMARY_OVER and len(notices) == n:
             for notice in notices:
                 title, body = self.describe(notice)
                 self.notifier.notify(title, body, run_id=notice.run_id)
             return
-        n = len(notices)
-        failed = sum(1 for notice in notices if notice.failed)
+        if failed is None:
+            failed = sum(1 for notice in notices if notice.failed)
         if while_closed:
             title = self.tr("%n run(s) finished while Fredica was closed", "", n)
         else:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from workers.errors import NotFound
+from workers.records import NoticeRecord
 from workers.states import TaskStatus
 
 if TYPE_CHECKING:
@@ -41,10 +42,40 @@ class RunNotice:
         return self.kind == "run_failed"
 
 
-async def take_run_notices(app: Fredica, limit: int = 200) -> list[RunNotice]:
-    """The notices not shown yet, oldest first, each marked shown as it is taken (it is never
-    returned again, to this process or another). Notices of runs removed since are dropped."""
+@dataclass(frozen=True, slots=True)
+class TakenNotices:
+    """The notices taken at once: the first ones, told in detail, and how many runs finished
+    in all (and failed) — the true counts, however many were taken."""
+
+    notices: list[RunNotice]
+    total: int
+    failed: int
+
+
+#: Notices taken at once beyond the detailed ones, only to be counted.
+COUNTED_AT_ONCE = 5000
+#: At most this many takes to count what is left (notices keep coming while a queue runs).
+COUNTING_TAKES = 100
+
+
+async def take_run_notices(app: Fredica, limit: int = 200) -> TakenNotices:
+    """The notices not shown yet, each marked shown as it is taken (it is never returned
+    again, to this process or another): the oldest ``limit`` in detail (notices of runs
+    removed since are dropped), and the counts of them all."""
     taken = await app.store.take_notices(limit)
+    counted = list(taken)
+    if len(taken) == limit:  # more than are told in detail: count the rest
+        for _ in range(COUNTING_TAKES):
+            more = await app.store.take_notices(COUNTED_AT_ONCE)
+            counted += more
+            if len(more) < COUNTED_AT_ONCE:
+                break
+    detailed = await _detailed(app, taken)
+    failed = sum(1 for n in counted if n.kind == "run_failed")
+    return TakenNotices(detailed, len(counted), failed)
+
+
+async def _detailed(app: Fredica, taken: list[NoticeRecord]) -> list[RunNotice]:
     notices: list[RunNotice] = []
     runs = {}
     for notice in taken:

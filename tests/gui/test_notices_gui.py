@@ -287,6 +287,16 @@ def test_more_than_three_left_while_closed_are_one_summary(
         assert gui.window.nav.currentRow() == gui.window.QUEUE
 
 
+def test_thousands_left_while_closed_are_counted_true_in_the_summary(
+    qtbot: Any, qapp: Any, tmp_path: Path
+) -> None:
+    """The take tells a part in detail and counts them all: the summary says the counts."""
+    with started(qtbot, qapp, tmp_path / "data") as (gui, _):
+        gui.notices.tell([], total=2000, failed=5, while_closed=True)
+        title = "2000 run(s) finished while Fredica was closed"
+        assert gui.notifier.shown == [Shown(title, "1995 completed, 5 failed", "toast")]
+
+
 # --- a restart to review ----------------------------------------------------------------------
 
 
