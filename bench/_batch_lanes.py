@@ -571,7 +571,11 @@ def measure_media(
         "cpu_ratio_process": busy["process"] / busy["xargs"] if busy["xargs"] else float("nan"),
         "phases_s": {k: statistics.median(r[k] for r in fred) for k in PHASES},
         "transcode_task_s": statistics.median(t for r in fred for t in r["transcode_task_s"]),
-        "probe_task_s": statistics.median(t for r in fred for t in r["probe_task_s"]),
+        "probe_task_s": (
+            statistics.median(probes)
+            if (probes := [t for r in fred for t in r["probe_task_s"]])
+            else float("nan")
+        ),
         "transcodes_at_once": max(r["transcodes_at_once"] for r in fred),
         "ffmpeg_s": statistics.median(t for r in rows["sequential"] for t in r["ffmpeg_s"]),
         "overhead_per_job_s": {

@@ -31,7 +31,7 @@ the template ``transcode_mp4``, four lanes on the same files:
    ``bench.media.job_argv``: the same probe, plan, encoder and options, ``-progress pipe:1``
    included; stdout to /dev/null). Left out, as Fredica's plumbing: the temporary output
    name and the rename after PyAV's verification (the hand lanes write the final name), the
-   sidecar, the PROBE task, and the hardware encoder test (the job's result must name the
+   sidecar, and the hardware encoder test (the job's result must name the
    encoder the hand argv uses, else it is reported). Once (in the untimed warm-up round; with
    ``--quick``, in the timed one) the ffmpeg command lines Fredica really runs are read with
    psutil and compared with the builder's for the same clip and output, but for the
@@ -88,6 +88,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import math
 import os
 import random
 import shutil
@@ -119,6 +120,11 @@ Check = dict[str, Any]
 
 def _s(v: float) -> str:
     return f"{v:.2f} s"
+
+
+def _probe_part(seconds: float) -> str:
+    """A PROBE task's time, when the runs had any (transcode_mp4 has none now: NaN)."""
+    return "" if math.isnan(seconds) else f"; one PROBE task: {_s(seconds)}"
 
 
 def _each(values: list[float]) -> str:
@@ -187,13 +193,12 @@ def media_report(m: dict[str, Any], target: float) -> tuple[list[Row], list[Chec
         f"after another {_s(m['overhead_per_job_s']['vs_sequential'])}",
         f"  fredica add (start, import, submit): {_s(ph['add_s'])}",
         f"  worker start -> first claimed_at: {_s(ph['start_to_first_claim_s'])}",
-        f"  a TRANSCODE_MP4 running: {_s(ph['transcode_running_s'])}; only PROBE tasks "
+        f"  a TRANSCODE_MP4 running: {_s(ph['transcode_running_s'])}; only other tasks "
         f"running: {_s(ph['only_probe_running_s'])}; no task running (first claim -> last "
         f"completion): {_s(ph['nothing_running_s'])}",
         f"  last completed_at -> worker exit: {_s(ph['last_completed_to_exit_s'])}",
         f"  one TRANSCODE_MP4 task (started_at -> completed_at): {_s(m['transcode_task_s'])}; "
-        f"its ffmpeg command alone: {_s(m['ffmpeg_s'])}; one PROBE task: "
-        f"{_s(m['probe_task_s'])}",
+        f"its ffmpeg command alone: {_s(m['ffmpeg_s'])}" + _probe_part(m["probe_task_s"]),
         f"  most TRANSCODE_MP4 running at once: {m['transcodes_at_once']} (TRANSCODE_MP4 "
         f"takes a cpu slot; default cpu slots here: {default_slots()['cpu']}); xargs runs "
         f"{cores}",

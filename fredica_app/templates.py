@@ -461,24 +461,24 @@ BUILTIN: dict[str, Template] = {
             name="transcode_mp4",
             source="file",
             description=(
-                "Probe the file, then make an MP4 next to the material's other outputs: a "
-                "stream copy when the codecs already fit MP4, else H.264/AAC"
+                "An MP4 next to the material's other outputs: a stream copy when the codecs "
+                "already fit MP4, else H.264/AAC"
             ),
-            tasks=[_probe(), _transcode("probe")],
+            tasks=[_transcode()],
             params=(_PROFILE,),
         ),
         Template(
             name="download_transcode",
             source="url",
-            description=("Download an http(s) URL (resumable), probe it, then make an MP4 of it"),
-            tasks=[_DOWNLOAD, _probe("download"), _transcode("probe")],
+            description=("Download an http(s) URL (resumable), then make an MP4 of it"),
+            tasks=[_DOWNLOAD, _transcode("download")],
             params=(_PROFILE,),
         ),
         Template(
             name="extract_audio",
             source="file",
-            description="Probe the file, then extract its audio as 16 kHz mono WAV",
-            tasks=[_probe(), _extract_audio("probe")],
+            description="Extract the audio as 16 kHz mono WAV",
+            tasks=[_extract_audio()],
         ),
         Template(
             name="extract_subtitles",

@@ -47,6 +47,11 @@ def database_url(given: str | None, settings: Settings) -> str | None:
     return url or None
 
 
+#: The task types whose result says what the material is: PROBE's whole result, the others'
+#: ``probe`` (the jobs that probe their input anyway, so that a template needs no PROBE task).
+PROBING = frozenset({"PROBE", "TRANSCODE_MP4", "BURN_SUBTITLES", "EXTRACT_AUDIO"})
+
+
 @dataclass
 class Fredica(Submission):
     """The application's parts for one data directory."""
@@ -132,12 +137,13 @@ class Fredica(Submission):
         return Control(self)
 
     def _on_event(self, event: Event) -> None:
-        """Fill a material when its PROBE completes (the app reacts to the engine's events;
+        """Fill a material when a task that probed it completes — PROBE, or a job that
+        probes its input and says what it found (the app reacts to the engine's events;
         the queue knows nothing of materials)."""
         if (
             isinstance(event, TaskChanged)
             and event.kind == "completed"
-            and event.task_type in (None, "PROBE")  # None: not said; read it back
+            and (event.task_type is None or event.task_type in PROBING)  # None: read it back
         ):
             self._in_background(self._after_completion(event.task_id))
 
@@ -149,8 +155,11 @@ class Fredica(Submission):
 
     async def _after_completion(self, task_id: str) -> None:
         task = await self.store.get_task(task_id)
-        if task.type == "PROBE" and task.material_id and task.result:
-            await asyncio.to_thread(self.library.update_from_probe, task.material_id, task.result)
+        if task.type not in PROBING or not task.material_id or not task.result:
+            return
+        found = task.result if task.type == "PROBE" else task.result.get("probe")
+        if isinstance(found, dict) and found:
+            await asyncio.to_thread(self.library.update_from_probe, task.material_id, found)
 
     # --- running -------------------------------------------------------------------------
 

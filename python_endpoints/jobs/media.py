@@ -688,6 +688,7 @@ def _transcode(
     ctx.progress(100.0, said("done"))
     result = {
         "outputs": [str(output)],
+        "probe": info.as_dict(),  # the input's, as PROBE gives it: no PROBE task needed
         "mode": plan.mode,
         "profile": profile,
         "video_encoder": encoder,
@@ -800,6 +801,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
     ctx.progress(100.0, said("done"))
     result = {
         "outputs": [str(output)],
+        "probe": info.as_dict(),  # the input's, as PROBE gives it: no PROBE task needed
         "duration": verified.duration,
         "bytes": _size(output),
         "format": fmt,

@@ -38,6 +38,7 @@ REQUIRED = {
     "name": "small",
     "models_dir": "/m/models",
     "subtitles": "/m/in.srt",
+    "lang": "fr",
 }
 #: Params a model needs one of, none of them required alone (a subtitle file or a track).
 ONE_OF = {"BurnSubtitlesParams": {"track": 0}}

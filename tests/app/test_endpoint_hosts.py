@@ -92,7 +92,7 @@ async def test_a_file_on_shared_storage_is_processed_there_in_its_paths(lab: Lab
     assert min(sizes(outputs)) > 10_000
     # The work ran there (its log says so), every task on the host, each once.
     assert gpu_box.jobs_started("extract_audio") == 1
-    assert gpu_box.jobs_started("probe") == 1
+    assert gpu_box.jobs_started("probe") == 0  # the job probes its input itself
     assert gpu_box.jobs_started("path_probe") == 1  # the shared folder checked once
     assert state["verified"] and state["problem"] is None and state["running"] == 0
     local_log = data / "logs" / "endpoints.log"
@@ -118,7 +118,7 @@ async def test_a_file_off_shared_storage_is_refused_with_what_the_host_sees(lab:
     error = failed[0].error or ""
     assert "holiday.mkv" in error and "not on shared storage" in error
     assert "gpu-box" in error and str(lab.nas) in error
-    assert gpu_box.jobs_started("probe") == 0
+    assert gpu_box.jobs_started("extract_audio") == 0
 
 
 # --- which host, and when one is down --------------------------------------------------------

@@ -146,7 +146,7 @@ async def test_templates_refuse_the_wrong_kind_of_material(app: Fredica, tmp_pat
         app.spec_for_material(local, "download_transcode")
     # A URL not downloaded yet, with a template for files: it is downloaded first.
     first = app.spec_for_material(url, "transcode_mp4")
-    assert [t.key for t in first.tasks] == ["download", "probe", "transcode"]
+    assert [t.key for t in first.tasks] == ["download", "transcode"]
     assert first.tasks[1].depends_on == ["download"]
     spec = app.spec_for_material(url, "download_transcode")
     download = spec.tasks[0]
@@ -158,7 +158,7 @@ async def test_templates_refuse_the_wrong_kind_of_material(app: Fredica, tmp_pat
     with pytest.raises(SpecError, match="no material"):
         await app.submit({"template": "transcode_mp4", "material_id": "nope"})
     created = await app.submit({"template": "transcode_mp4", "material_id": local.id})
-    assert set(created.task_ids) == {"probe", "transcode"}
+    assert set(created.task_ids) == {"transcode"}
 
 
 def test_every_builtin_template_validates_against_the_task_types(tmp_path: Path) -> None:
@@ -173,7 +173,10 @@ def test_every_builtin_template_validates_against_the_task_types(tmp_path: Path)
         "subtitles": "/m/in.srt",
     }
     for template in BUILTIN.values():
-        spec = template.expand(material_id="m1", values=values, idempotent=True)
+        # A required parameter is given as a user must (``--param lang=fr``).
+        given = {p.name: "fr" for p in template.params if template.required(p)}
+        params = template.bind(given)
+        spec = template.expand(material_id="m1", values=values, idempotent=True, params=params)
         prepared = prepare_run(spec, registry())
         optional = {key for p in template.params for key in p.adds}
         assert len(prepared.tasks) == len(template.tasks) - len(optional)
@@ -244,7 +247,7 @@ def test_cli_add_and_materials(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 0, err
     (entry,) = json.loads(out)
     assert entry["material"]["title"] == "clip" and entry["new_material"] is True
-    assert set(entry["task_ids"]) == {"probe", "transcode"} and not entry["deduplicated"]
+    assert set(entry["task_ids"]) == {"transcode"} and not entry["deduplicated"]
     code = main(["--data-dir", str(data), "add", str(f), "--template", "transcode_mp4", "--json"])
     (again,) = json.loads(capsys.readouterr()[0])
     assert again["run_id"] == entry["run_id"] and again["deduplicated"] is True

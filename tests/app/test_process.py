@@ -70,13 +70,15 @@ def test_process_sample_transcode_completes_and_fills_the_material(
     assert mp4.parent.parent == data / "library"  # the material's folder under the library
     with av.open(str(mp4)) as container:
         assert {s.type for s in container.streams} >= {"video", "audio"}
-    assert tasks["probe"]["result"]["duration"] == pytest.approx(10.0, abs=0.5)
+    assert list(tasks) == ["transcode"]  # no PROBE task: the job says what it probed
+    assert tasks["transcode"]["result"]["probe"]["duration"] == pytest.approx(10.0, abs=0.5)
 
     code, out, _ = fredica(capsys, data, "materials", "--json")
     (material,) = json.loads(out)
     assert material["id"] == run["material_id"]
-    assert material["duration"] == pytest.approx(10.0, abs=0.5)  # filled from PROBE
+    assert material["duration"] == pytest.approx(10.0, abs=0.5)  # filled from that probe
     assert material["kind"] == "video"
+    assert [s["type"] for s in material["metadata"]["streams"]] == ["video", "audio", "subtitle"]
 
     # Again: the same sample, the output is current, the transcode is skipped.
     code, out, err = fredica(
@@ -110,13 +112,13 @@ def test_following_a_run_draws_a_task_again_only_when_it_changed(
 
     monkeypatch.setattr(process_module, "_show", show)
     data = tmp_path / "data"
-    code, _, err = fredica(capsys, data, "process", "--sample", "--template", "transcode_mp4")
+    code, _, err = fredica(capsys, data, "process", "--sample", "--template", "extract_subtitles")
     assert code == 0, err
     last: dict[str, tuple[int, tuple[int, int]]] = {}
     for task_id, record, widths in drawn:
         assert last.get(task_id) != (record, widths), "a line drawn again, unchanged"
         last[task_id] = (record, widths)
-    assert len(last) == 2  # PROBE and TRANSCODE_MP4, each drawn
+    assert len(last) == 2  # PROBE and EXTRACT_SUBTITLES, each drawn
 
 
 def test_a_note_a_job_leaves_is_a_warning_in_process_runs_run_and_worker(
@@ -162,9 +164,8 @@ def test_process_of_a_file_that_is_not_media_fails_clearly(
     run = json.loads(out)
     tasks = {t["key"]: t for t in run["tasks"]}
     assert run["status"] == "failed"
-    assert tasks["probe"]["error_type"] == "NOT_MEDIA"
-    assert tasks["transcode"]["error_type"] == "DEPENDENCY_FAILED"
-    assert "fredica: error: probe:" in err and "Traceback" not in err
+    assert tasks["transcode"]["error_type"] == "NOT_MEDIA"
+    assert "fredica: error: transcode:" in err and "Traceback" not in err
 
 
 def test_process_without_input_is_an_error(
