@@ -45,6 +45,10 @@ two Fredica lanes; Fredica's busy fraction / the xargs lane's within 10 %. A mis
 by the per-job overhead (Fredica's median minus each hand lane's, over the clips) and the
 worker's phases.
 
+Part ``short`` (``bench/_batch_short.py``): 2,000 clips of 1 s (``--quick``: 20) through
+``fredica process DIR --template extract_audio`` against the same ffmpeg commands through
+``xargs -P <cores>``. Target: ≤ 1.30.
+
 Part ``jobs`` (``bench/_batch_jobs.py``): what a job adds to its own work, per endpoint,
 under a batch — with a warm endpoints server (the app's, started once, untimed), after a
 warm-up of two jobs at once per endpoint (the first job of an endpoint in a server's life
@@ -102,10 +106,12 @@ from typing import Any
 from bench._batch_jobs import LANES, TARGET_P50, TARGET_P99, measure_jobs
 from bench._batch_lanes import ROOT, Batch, clips, measure_media, settle_children
 from bench._batch_queue import STARTUP_TARGETS, measure_drain, measure_startup
+from bench._batch_short import COUNT as SHORT_CLIPS
+from bench._batch_short import measure_short, short_report
 from bench.engine import table
 from workers.running import default_slots
 
-PARTS = ("reencode", "remux", "jobs", "drain", "startup")
+PARTS = ("reencode", "remux", "short", "jobs", "drain", "startup")
 #: The media parts: clip kind, seconds, count (full run), Fredica / best hand lane target.
 MEDIA = {"reencode": ("legacy", 30.0, 8, 1.10), "remux": ("mkv", 5.0, 50, 1.25)}
 CPU_WITHIN = 0.10  # Fredica's busy fraction / the xargs lane's: 1 ± this
@@ -380,6 +386,8 @@ def run_part(part: str, args: argparse.Namespace, work: Path, rng: random.Random
         kind, seconds, count, _ = MEDIA[part]
         batch = Batch(part, kind, seconds, clips(kind, seconds, 2 if args.quick else count), work)
         return measure_media(batch, args.rounds, not args.quick, rng, part)
+    if part == "short":
+        return measure_short(work, 20 if args.quick else SHORT_CLIPS, args.rounds, rng)
     if part == "drain":
         return measure_drain(work, 200 if args.quick else DRAIN_TASKS, args.rounds, rng)
     if part == "jobs":
@@ -395,6 +403,12 @@ def report(part: str, out: Any) -> list[Check]:
             f"{part}: {out['clips']} clips of {out['seconds']:g} s ({out['kind']}) through "
             f"transcode_mp4; median of {out['rounds']} interleaved rounds"
             + (" after a warm-up round" if out["warmup"] else "")
+        )
+    elif part == "short":
+        rows, checks, where = short_report(out)
+        title = (
+            f"short: {out['clips']} clips of 1 s through extract_audio against xargs; median "
+            f"of {out['rounds']} interleaved rounds"
         )
     elif part == "jobs":
         rows, checks, where = jobs_report(out)

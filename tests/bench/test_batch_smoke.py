@@ -199,3 +199,11 @@ def test_start_pieces_times_each_piece_against_what_it_replaced(tmp_path: Path) 
         whole = float(rows[f"process CLIP, {tree}: whole run"].removesuffix(" s"))
         assert 0 < first < whole, tree
     assert worktrees() == before  # the checkout it made is gone
+
+
+def test_short_part_runs_many_clips_through_extract_audio_against_xargs(tmp_path: Path) -> None:
+    text, out = _bench(tmp_path, "short")
+    s = out["short"]
+    assert s["clips"] == 20 and s["problems"] == []  # every run completed, every WAV made
+    assert s["fredica_s"] > 0 and s["xargs_s"] > 0 and s["ratio"] > 0
+    assert "Fredica / xargs" in text and "PASS  short: every clip made its WAV" in text
