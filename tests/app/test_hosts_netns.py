@@ -77,6 +77,25 @@ def start_worker(
     )
 
 
+def stop_all(*procs: subprocess.Popen[str]) -> dict[int, str]:
+    """SIGTERM (after a SIGCONT) every one still running, wait up to 60 s, else kill; each
+    reaped, whatever happens. The tail of what each said, by pid."""
+    told = {}
+    for w in procs:
+        if w.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(w.pid, signal.SIGCONT)
+            w.send_signal(signal.SIGTERM)
+        try:
+            out, err = w.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            out, err = w.communicate()
+            err += "\n(killed: still running 60 s after SIGTERM)"
+        told[w.pid] = (out or "")[-1500:] + (err or "")[-1500:]
+    return told
+
+
 def submit(
     raw: RawDB,
     cluster: pgcluster.Cluster,
@@ -231,14 +250,8 @@ def test_a_cut_link_then_a_dead_host_lose_nothing_and_double_nothing(
         wait_for("the third run", lambda: run_done(raw, third, 6), 120)
         assert completed_once(raw, third) == [1] * 6
     finally:
-        for w in (w1, w2):
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-                try:
-                    w.communicate(timeout=60)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-    assert w1.returncode == 0, w1.stderr.read() if w1.stderr else ""
+        told = stop_all(w1, w2)
+    assert w1.returncode == 0, told[w1.pid]
 
 
 def start_endpoints_host(host: netns.Host, tmp: Path, share: Path) -> subprocess.Popen[str]:
@@ -363,13 +376,7 @@ def test_an_endpoints_host_cut_off_then_killed_loses_no_task(
         assert w1.poll() is None and w2.poll() is None
         assert list(share.iterdir()) == []  # no probe file left
     finally:
-        for w in (w1, w2, server):
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-                try:
-                    w.communicate(timeout=60)
-                except subprocess.TimeoutExpired:
-                    w.kill()
+        stop_all(w1, w2, server)
 
 
 def test_a_stopped_worker_and_a_restarted_database_lose_nothing(
@@ -423,13 +430,5 @@ def test_a_stopped_worker_and_a_restarted_database_lose_nothing(
         assert raw.scalar("SELECT max(attempt) FROM task WHERE workflow_run_id = ?", second) <= 2
         assert w1.poll() is None and w2.poll() is None  # both held, reconnected, went on
     finally:
-        for w in (w1, w2):
-            if w.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(w.pid, signal.SIGCONT)
-                w.send_signal(signal.SIGTERM)
-                try:
-                    w.communicate(timeout=60)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-    assert w1.returncode == 0 and w2.returncode == 0
+        told = stop_all(w1, w2)
+    assert w1.returncode == 0 and w2.returncode == 0, told
