@@ -96,9 +96,10 @@ def process_once(tree: Path, clip: Path, base: Path, work: Path) -> tuple[float,
     conn = sqlite3.connect(f"{(data / 'fredica.db').as_uri()}?mode=ro", uri=True)
     try:
         first = conn.execute("SELECT MIN(started_at) FROM task").fetchone()[0]
-        probe = conn.execute(
+        row = conn.execute(
             "SELECT completed_at - started_at FROM task WHERE type = 'PROBE'"
-        ).fetchone()[0]
+        ).fetchone()
+        probe = float("nan") if row is None or row[0] is None else row[0]  # none any more
     finally:
         conn.close()
     return first - began, whole, probe

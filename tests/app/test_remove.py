@@ -58,8 +58,8 @@ def test_a_material_with_an_active_run_is_refused_then_removed_once_cancelled(
     code, out, err = fredica(capsys, data, "remove", material)
     assert code == 0, err
     assert out.splitlines() == [
-        f"removed material 'clip' ({material}) with 1 finished run(s): 2 task(s), "
-        "2 timeline event(s)",
+        f"removed material 'clip' ({material}) with 1 finished run(s): 1 task(s), "
+        "1 timeline event(s)",
         f"its outputs are kept in {folder} (`--outputs` deletes them)",
     ]
     assert ok(capsys, data, "materials") == []
@@ -93,8 +93,8 @@ def test_outputs_go_with_the_material_only_inside_its_folder(
         "id": material,
         "title": "clip",
         "runs": [entry["run_id"]],
-        "tasks": 2,
-        "events": 2,
+        "tasks": 1,
+        "events": 1,
         "restart_log": 0,
         "outputs_dir": str(folder),
         "outputs_deleted": True,

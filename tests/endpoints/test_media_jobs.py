@@ -647,6 +647,8 @@ async def test_extract_audio_to_16k_mono_wav(
     result = await result_of(
         server, "extract_audio", input=str(samples.get("mkv")), output=str(output)
     )
+    probed = result.pop("probe")  # the input's probe, which fills the material
+    assert probed["kind"] == "video" and [s["type"] for s in probed["streams"]][1] == "audio"
     assert result == {
         "outputs": [str(output)],
         "duration": pytest.approx(4.0, abs=0.1),
