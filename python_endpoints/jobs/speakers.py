@@ -13,7 +13,7 @@ NumPy only, no I/O: the job reads the audio and runs the encoder.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -314,15 +314,3 @@ def finish(planned: Plan, embeddings: np.ndarray, speakers: int | None = None) -
     labels = cluster(embeddings, speakers)
     return turns(planned.spans, planned.windows, embeddings, labels)
 
-
-def diarize(
-    audio: np.ndarray,
-    embed: Callable[[np.ndarray, Sequence[tuple[int, int]]], np.ndarray],
-    speakers: int | None = None,
-) -> list[Turn]:
-    """The turns of ``audio`` (16 kHz mono), ``embed(mel, windows)`` giving each window's unit
-    vector (the voice encoder)."""
-    planned = plan(audio)
-    if not planned.windows:
-        return []
-    return finish(planned, embed(planned.mel, planned.windows), speakers)

@@ -18,6 +18,7 @@ from fredica_app.dbfile import open_current
 from fredica_app.library import quick as library_quick
 from fredica_app.services import Fredica
 from tests.support.apps import opened_app, submit_chain
+from workers.changes import RunFilter
 from workers.states import ErrorType
 from workers.store import quick as queue_quick
 
@@ -60,9 +61,9 @@ async def test_the_plain_read_gives_what_the_stores_give(app: Fredica) -> None:
     titles = app.library.titles({r.material_id for r in runs if r.material_id})
     with open_current(app.paths.database) as conn:
         assert conn is not None
-        assert queue_quick.list_runs(conn) == runs
-        assert queue_quick.list_runs(conn, limit=2) == runs[:2]
-        assert queue_quick.list_runs(conn, limit=None) == runs
+        assert queue_quick.run_page(conn, RunFilter()) == (runs, None, 0)
+        page, key, more = queue_quick.run_page(conn, RunFilter(limit=2))
+        assert (page, key, more) == (runs[:2], (runs[1].created_at, runs[1].id), 3)
         assert queue_quick.run_progress(conn, ids) == progress
         assert library_quick.titles(conn, {r.material_id for r in runs if r.material_id}) == titles
     # What the comparison stands on: the runs differ in what the read computes.

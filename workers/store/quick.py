@@ -1,6 +1,6 @@
 """The queue's reads for a command that must answer at once (``fredica runs``), on a plain
 ``sqlite3`` connection: no SQLAlchemy, no store threads. The same records as
-:meth:`TaskStore.list_runs` and :meth:`TaskStore.run_progress` give (a test holds the two
+:meth:`TaskStore.run_page` and :meth:`TaskStore.run_progress` give (a test holds the two
 equal on the same file); SQLite only, read only.
 """
 
@@ -16,11 +16,10 @@ from workers.changes import PageKey, RunFilter
 from workers.records import RunProgress, RunRecord
 from workers.states import RunStatus, TaskStatus
 
-__all__ = ["id_chunks", "list_runs", "run_page", "run_progress"]
+__all__ = ["id_chunks", "run_page", "run_progress"]
 
 #: The run record's fields are the table's columns.
 _RUN_COLUMNS = tuple(f.name for f in fields(RunRecord))
-LIST_RUNS_SQL = f"SELECT {', '.join(_RUN_COLUMNS)} FROM workflow_run ORDER BY created_at DESC"
 
 
 def _quoted(statuses: Collection[TaskStatus]) -> str:
@@ -41,14 +40,6 @@ RUN_PROGRESS_SQL = (
 
 #: Ids bound per statement: well under SQLite's limit on variables.
 _CHUNK = 500
-
-
-def list_runs(conn: sqlite3.Connection, limit: int | None = 1000) -> list[RunRecord]:
-    """Runs, newest first (``limit`` None: all)."""
-    sql, params = LIST_RUNS_SQL, []
-    if limit is not None:
-        sql, params = f"{sql} LIMIT ?", [limit]
-    return [_run(row) for row in conn.execute(sql, params)]
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
