@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from python_endpoints.serving import logfile, starting
+from python_endpoints.serving import logfile, reaper, starting
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from python_endpoints.tokenfile import TokenFileError, read_token_file
@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     args = parse_args(argv)
     if args.log_file is not None:
         setup_logging(args.log_file, prog)
+    # First: only processes forked after it know to leave their orphans to this one.
+    reaper.become_subreaper()
     try:
         ssl_context = tls_context(args)
         if args.options_on_stdin:

@@ -313,4 +313,3 @@ def finish(planned: Plan, embeddings: np.ndarray, speakers: int | None = None) -
         return []
     labels = cluster(embeddings, speakers)
     return turns(planned.spans, planned.windows, embeddings, labels)
-

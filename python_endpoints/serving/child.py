@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -147,6 +148,22 @@ ChildTarget = Callable[[dict[str, Any], ChildContext], dict[str, Any] | None]
 # below kills the tracked processes before exiting), or the child itself is killed outright
 # (SIGKILL, the OOM killer): then nothing in the child runs, so on Linux the process is
 # started with PR_SET_PDEATHSIG and the kernel kills it when the child dies.
+#
+# How the death signal is armed costs more than it seems. A hook run between fork and exec
+# (``preexec_fn``) makes Python fork() the whole child — ~55 MB of page tables with the job's
+# libraries loaded, 8 ms a start here —, where without a hook it uses vfork (under 1 ms).
+# So the process is started through util-linux's ``setpriv --pdeathsig KILL``, which arms the
+# signal and execs it (one small exec more, ~1.5 ms); the hook remains the way where setpriv
+# is missing or too old. Either way the child tells its server the pid of each process it
+# starts, and the server — the subreaper of its tree — kills and reaps those it adopts when
+# a child dies (reaper.py): that covers the instant between setpriv's start and its prctl,
+# where a dying child would leave its process running, and reaps what the signal killed.
+
+#: Tells the server a pid this child started (set in a job's child; None elsewhere).
+_announce: Callable[[int], None] | None = None
+#: Fault injection, for the reaper's test alone: processes start with no death signal, as if
+#: the child died before the signal was armed.
+NO_DEATH_SIGNAL_ENV = "FREDICA_NO_DEATH_SIGNAL"
 
 _tracked: set[subprocess.Popen[bytes]] = set()
 _tracked_lock = threading.Lock()
@@ -211,18 +228,64 @@ def start_process(
     """Start a job's helper process (argv, never a shell) that cannot outlive this child:
     tracked, and on Linux killed by the kernel when the child dies. Untrack it once it is
     reaped. Its stdin is closed; ``cwd``: the folder it runs in."""
+    argv, hook = list(args), None
+    wrapper = _setpriv()
+    if os.environ.get(NO_DEATH_SIGNAL_ENV):
+        pass
+    elif wrapper is not None and _plain_executable(argv[0]):
+        argv = [wrapper, "--pdeathsig", "KILL", "--", *argv]
+    else:
+        hook = _die_with_parent_hook()
     process = subprocess.Popen(
-        list(args),
+        argv,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=stderr,
-        preexec_fn=_die_with_parent_hook(),
+        preexec_fn=hook,
         # No console window flashing up for each ffmpeg under a windowed app (Windows).
         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
     )
+    process.args = list(args)  # what was run, for messages: not the wrapper
     track_process(process)
+    if _announce is not None:
+        _announce(process.pid)
     return process
+
+
+_setpriv_path: str | bool | None = False  # False: not looked for yet
+
+
+def _setpriv() -> str | None:
+    """util-linux's ``setpriv`` where it arms a death signal (2.33 and later; Linux only),
+    found once per process."""
+    global _setpriv_path
+    if _setpriv_path is False:
+        _setpriv_path = None
+        found = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+        true = shutil.which("true")
+        if found and true:
+            try:
+                done = subprocess.run(
+                    [found, "--pdeathsig", "KILL", "--", true],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=10,
+                    check=False,
+                )
+                if done.returncode == 0:
+                    _setpriv_path = found
+            except (OSError, subprocess.SubprocessError):
+                pass
+    return _setpriv_path if isinstance(_setpriv_path, str) else None
+
+
+def _plain_executable(path: str) -> bool:
+    """Whether ``path`` names a file this process may execute by its absolute name: started
+    through setpriv, a missing program is setpriv's exit code 127, not the OSError that a
+    direct start raises and the job reports; such a start is made directly."""
+    return os.path.isabs(path) and os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def release_semaphores() -> None:
@@ -306,6 +369,8 @@ def _child_main(
         except Exception:
             log.warning("the warm-up of %s failed", endpoint, exc_info=True)
     status_queue = StatusChannel(conn)
+    global _announce
+    _announce = lambda pid: status_queue.put({"type": "started", "pid": pid})  # noqa: E731
     while True:
         try:
             target, params = jobs.recv()

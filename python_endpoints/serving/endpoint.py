@@ -48,7 +48,7 @@ from python_endpoints.protocol import (
     Result,
     ResumeRequest,
 )
-from python_endpoints.serving import logfile, procs, starting
+from python_endpoints.serving import logfile, procs, reaper, starting
 from python_endpoints.serving.child import (
     ChildContext,
     ChildTarget,
@@ -401,7 +401,19 @@ class _Stays(BaseModel):
     type: Literal["stays"]
 
 
-_child_message: TypeAdapter[Any] = TypeAdapter(JobFrame | Result | Error | _Suspendable | _Stays)
+class _Started(BaseModel):
+    """The child's word to its server alone: it started this process (ffmpeg…), which the
+    server reaps should the child die first (:mod:`~python_endpoints.serving.reaper`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["started"]
+    pid: int
+
+
+_child_message: TypeAdapter[Any] = TypeAdapter(
+    JobFrame | Result | Error | _Suspendable | _Stays | _Started
+)
 #: After a suspension, how long the job's processes may take to stop and the frames the child
 #: sent before to be passed on (milliseconds, mostly), before ``paused`` goes out after them.
 DRAIN_TIMEOUT = 2.0
@@ -461,6 +473,8 @@ class ProcessEndpoint(TaskEndpoint):
         self._was_paused = False
         #: Its child said it waits for another job (``stays``, before its result).
         self._stays = False
+        #: The pids its child said it started (this job's processes).
+        self._started: list[int] = []
 
     @property
     def process(self) -> multiprocessing.process.BaseProcess | None:
@@ -558,6 +572,8 @@ class ProcessEndpoint(TaskEndpoint):
                 for message in self._drain(reader):
                     result, error = await self._handle(message, result, error)
                 await loop.run_in_executor(None, process.join, 5)
+                if self._started:  # what it started, should the death signal have missed
+                    await asyncio.to_thread(reaper.reap, self._started)
                 break
         self._ended = True
         if self._cancelling:
@@ -596,6 +612,9 @@ class ProcessEndpoint(TaskEndpoint):
             return result, error
         if isinstance(message, _Stays):
             self._stays = True
+            return result, error
+        if isinstance(message, _Started):
+            self._started.append(message.pid)
             return result, error
         if isinstance(message, Result):
             return message.result, error

@@ -981,21 +981,64 @@ def test_tracked_processes_are_killed_when_the_child_exits() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
-def test_a_started_process_dies_with_the_process_that_started_it() -> None:
+@pytest.mark.parametrize("setpriv", [True, False], ids=["through setpriv", "preexec hook"])
+def test_a_started_process_dies_with_the_process_that_started_it(setpriv: bool) -> None:
     script = (
         "import sys, time\n"
-        "from python_endpoints.serving.child import start_process\n"
-        "p = start_process([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "from python_endpoints.serving import child\n"
+        f"if not {setpriv}: child._setpriv_path = None\n"
+        "assert (child._setpriv() is not None) == " + str(setpriv) + "\n"
+        "p = child.start_process([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         "print(p.pid, flush=True)\n"
         "time.sleep(60)\n"
     )
     with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE) as parent:
         assert parent.stdout is not None
         grandchild = psutil.Process(int(parent.stdout.readline()))
+        # Through setpriv, the signal is armed once setpriv runs, before it execs the program:
+        # killed before that, the child leaves an orphan — the server's reaper's case (below).
+        deadline = time.monotonic() + 10
+        while grandchild.name() == "setpriv" and time.monotonic() < deadline:
+            time.sleep(0.01)
         parent.kill()
         parent.wait(10)
     gone, _ = psutil.wait_procs([grandchild], timeout=5)
     assert gone or grandchild.status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux")
+async def test_the_server_kills_and_reaps_what_a_killed_child_left_running(
+    samples: SampleCache, tmp_path: Path
+) -> None:
+    # ffmpeg started with no death signal (as when its child dies before setpriv armed it):
+    # the server, the subreaper of its tree, adopts it when the child dies and kills it.
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    server = await asyncio.to_thread(
+        subprocess.Popen,
+        [sys.executable, "-m", "python_endpoints", "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, child.NO_DEATH_SIGNAL_ENV: "1"},
+    )
+    assert server.stdout is not None
+    try:
+        port = json.loads(await asyncio.to_thread(server.stdout.readline))["port"]
+        async with open_task(port, name="transcode_mp4") as ws:
+            _, ffmpeg = await long_transcode(ws, samples, tmp_path / "movie.mp4")
+            assert ffmpeg.ppid() != server.pid  # the job's child started it
+            psutil.Process(ffmpeg.ppid()).kill()
+            frames = await frames_until(ws, "error", "result", "cancelled", within=20)
+        assert frames[-1]["error_type"] == "SUBPROCESS_CRASHED"
+        # Gone, reaped: not running on, not a zombie of the server's.
+        gone, alive = psutil.wait_procs([ffmpeg], timeout=10)
+        assert gone, [p.status() for p in alive]
+    finally:
+        server.terminate()
+        await asyncio.to_thread(server.wait, 10)
+        server.stdout.close()
 
 
 # --- a job run in this process: paths the real machine does not take by itself -----------------
