@@ -257,34 +257,30 @@ async def _follow(
     )
     bars: dict[str, TaskID] = {}
     seen: dict[str, str] = {}
-    # What each line shows now: a task whose record did not change is not drawn again (the
-    # follower keeps the record of a task that did not change), a batch's lines are not
-    # all drawn again at each change of one of them.
-    shown: dict[str, TaskRecord] = {}
-    shown_widths = (0, 0)
     ended_by = "done"
-    # The change stream, not the whole runs every time: a read of a counter when nothing moved.
+    # The change stream, not the whole runs every time: a read of a counter when nothing moved;
+    # and only the tasks that changed are drawn again (a folder's batch is thousands of lines).
     follower = Queries(app.store).follower(run_ids)
     await follower.start()
+    widths = task_columns(follower.changed)
     with display:
         while True:
-            tasks = follower.tasks
-            widths = task_columns(t for ts in tasks.values() for t in ts)
-            if widths != shown_widths:
-                shown.clear()
-                shown_widths = widths
-            for run_tasks in tasks.values():
-                for t in run_tasks:
-                    if shown.get(t.id) is not t:
-                        _show(display, bars, seen, t, console, widths)
-                        shown[t.id] = t
+            if follower.changed:
+                grown = task_columns(follower.changed)
+                wider = (max(widths[0], grown[0]), max(widths[1], grown[1]))
+                redraw = follower.changed
+                if wider != widths:  # every line again, in the new columns
+                    widths = wider
+                    redraw = [t for ts in follower.tasks.values() for t in ts]
+                for t in redraw:
+                    _show(display, bars, seen, t, console, widths)
             if interrupts.count:
                 ended_by = "paused"
                 break
             if runner is not None and runner.done():
                 runner.result()  # the engine stopped under us: its error ends the command
                 break
-            if all(is_terminal(t.status) for ts in tasks.values() for t in ts):
+            if follower.ended:
                 break
             await follower.wait(POLL, interrupts.event)
     # What the jobs left to be read (an input shorter than its header said…), once, at the end.

@@ -40,6 +40,8 @@ POLL = 0.2
 #: At least this long between two reads, however often this process commits: an engine
 #: draining a queue commits hundreds of times a second, a viewer needs a few frames.
 MIN_INTERVAL = 0.05
+#: Up to this many runs, a follower's reads name them; past it, it tells them apart itself.
+_RUNS_NAMED = 64
 #: Entries per change set.
 LIMIT = 1000
 #: A snapshot's runs unless told: the 1,000 newest.
@@ -125,7 +127,11 @@ class RunsFollower:
         self.queries = queries
         self.run_ids = run_ids
         self.runs: dict[str, RunRecord] = {}
+        #: The tasks the last :meth:`start` read or :meth:`wait` changed, in that order.
+        self.changed: list[TaskRecord] = []
+        self._followed = set(run_ids)
         self._tasks: dict[str, TaskRecord] = {}
+        self._live: set[str] = set()  # the tasks not finished yet
         self._cursor = 0
         self._last_read = 0.0
 
@@ -136,7 +142,11 @@ class RunsFollower:
             RunFilter(ids=self.run_ids, limit=None), TaskFilter(run_ids=self.run_ids, limit=None)
         )
         self.runs = {r.id: r for r in snap.runs}
-        self._tasks = {t.id: t for t in snap.tasks}
+        self._tasks = {}
+        self._live = set()
+        for t in snap.tasks:
+            self._upsert(t)
+        self.changed = sorted(self._tasks.values(), key=lambda t: (t.created_at, t.id))
         self._cursor = snap.cursor
 
     @property
@@ -151,19 +161,23 @@ class RunsFollower:
     @property
     def ended(self) -> bool:
         """Whether every task of the runs has finished."""
-        return all(is_terminal(t.status) for t in self._tasks.values())
+        return not self._live
 
     async def wait(self, within: float, also: asyncio.Event | None = None) -> bool:
         """Apply the changes that come within ``within`` seconds, returning as soon as some
         did (True), ``also`` is set, or the time is up (False)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
+        # Many runs (a folder of files) are told apart here rather than in SQL: naming each
+        # in the query costs every read as much as the runs are many.
+        named = self.run_ids if len(self.run_ids) <= _RUNS_NAMED else None
+        self.changed = []
         async with self.queries.commit_event() as wake:
             while True:
                 wake.clear()
                 await asyncio.sleep(max(0.0, self._last_read + MIN_INTERVAL - loop.time()))
                 self._last_read = loop.time()
-                changes = await self.queries.changes_since(self._cursor, self.run_ids)
+                changes = await self.queries.changes_since(self._cursor, named)
                 self.apply(changes)
                 if changes.changes:
                     return True
@@ -184,15 +198,26 @@ class RunsFollower:
                         waiter.cancel()
 
     def apply(self, changes: ChangeSet) -> None:
-        """Upsert the changed rows, drop the deleted ones."""
+        """Upsert the changed rows of the runs followed, drop the deleted ones."""
         for change in changes.changes:
             record = change.record
             if isinstance(record, RunRecord):
-                self.runs[record.id] = record
+                if record.id in self._followed:
+                    self.runs[record.id] = record
             elif isinstance(record, TaskRecord):
-                self._tasks[record.id] = record
+                if record.workflow_run_id in self._followed:
+                    self._upsert(record)
+                    self.changed.append(record)
             elif isinstance(record, Tombstone) and record.kind == "run":
                 self.runs.pop(record.id, None)
             elif isinstance(record, Tombstone):
                 self._tasks.pop(record.id, None)
+                self._live.discard(record.id)
         self._cursor = changes.cursor
+
+    def _upsert(self, task: TaskRecord) -> None:
+        self._tasks[task.id] = task
+        if is_terminal(task.status):
+            self._live.discard(task.id)
+        else:
+            self._live.add(task.id)

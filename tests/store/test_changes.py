@@ -432,6 +432,30 @@ async def test_runs_follower_keeps_the_runs_tasks_current(
         await Queries(store).follower(["nope"]).start()
 
 
+@pytest.mark.parametrize("followed", [1, 70], ids=["named in the read", "told apart here"])
+async def test_a_follower_says_which_of_its_tasks_changed_and_nothing_of_other_runs(
+    store: TaskStore, registry: TaskTypeRegistry, followed: int
+) -> None:
+    other = await submit(store, registry, 1)  # claimed first (FIFO): its changes come first
+    runs = [await submit(store, registry, 1) for _ in range(followed)]
+    follower = Queries(store).follower([c.run_id for c in runs])
+    await follower.start()
+    assert len(follower.changed) == followed and not follower.ended
+    done: list[str] = []
+    while not follower.ended:
+        [c] = await store.claim("w", limit=1)
+        await store.complete(c.id, c.lease_token, {})
+        await follower.wait(5)
+        if c.task.workflow_run_id != other.run_id:
+            done.append(c.id)
+            assert [t.id for t in follower.changed] == [c.id]
+            assert follower.changed[0].status.value == "completed"
+        else:
+            assert follower.changed == []
+    assert done == [t.id for ts in follower.tasks.values() for t in ts]
+    assert other.run_id not in follower.runs and len(follower.runs) == followed
+
+
 # --- the migration --------------------------------------------------------------------------
 
 
