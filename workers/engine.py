@@ -562,7 +562,13 @@ class WorkerEngine(ControlChannels, SharedQueue):
                 self.stats.completed += 1
                 self.bus.publish(
                     TaskChanged(
-                        task.id, task.workflow_run_id, "completed", 100.0, task_type=task.type
+                        task.id,
+                        task.workflow_run_id,
+                        "completed",
+                        100.0,
+                        task_type=task.type,
+                        material_id=task.material_id,
+                        result=res.result,
                     )
                 )
         for (r, res), outcome in zip(failed_runs, failed, strict=True):

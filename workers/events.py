@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,10 @@ class TaskChanged:
     #: The task's type, where the publisher has it at hand (a subscriber that cares about one
     #: type need not read each task back); None: not said.
     task_type: str | None = None
+    #: A completion's material and result, where the publisher has them at hand (so that a
+    #: subscriber need not read the task back); None: not said.
+    material_id: str | None = None
+    result: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from fredica_app.errors import DatabaseLocked, MediaImportError, NoSubtitlesFor,
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries
 from fredica_app.views.records import task_outputs, task_state
+from workers.changes import RunFilter, TaskFilter
 from workers.records import RunRecord, TaskRecord
 from workers.states import TaskStatus, is_terminal
 
@@ -233,9 +234,16 @@ async def _follow_then_settle(
         await hold(False)
         console.print("resumed")
         interrupts.reset()
-    runs = [await app.store.get_run(rid) for rid in run_ids]
-    tasks = {rid: await app.store.list_tasks(rid) for rid in run_ids}
-    return Outcome(runs, tasks, ended_by)
+    # One read for the whole batch, not two per run.
+    snap = await Queries(app.store).snapshot(
+        RunFilter(ids=run_ids, limit=None), TaskFilter(run_ids=run_ids, limit=None)
+    )
+    by_id = {r.id: r for r in snap.runs}
+    tasks: dict[str, list[TaskRecord]] = {rid: [] for rid in run_ids}
+    for t in sorted(snap.tasks, key=lambda t: (t.created_at, t.id)):
+        if t.workflow_run_id in tasks:
+            tasks[t.workflow_run_id].append(t)
+    return Outcome([by_id[rid] for rid in run_ids if rid in by_id], tasks, ended_by)
 
 
 async def _follow(

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Collection, Coroutine
+from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,7 +145,10 @@ class Fredica(Submission):
             and event.kind == "completed"
             and (event.task_type is None or event.task_type in PROBING)  # None: read it back
         ):
-            self._in_background(self._after_completion(event.task_id))
+            if event.result is not None:  # said with the event: nothing to read back
+                self._fill_from(event.task_type, event.material_id, event.result)
+            else:
+                self._in_background(self._after_completion(event.task_id))
 
     def _in_background(self, work: Coroutine[Any, Any, Any]) -> None:
         """Run ``work`` beside the rest; :meth:`close` waits for it."""
@@ -155,11 +158,19 @@ class Fredica(Submission):
 
     async def _after_completion(self, task_id: str) -> None:
         task = await self.store.get_task(task_id)
-        if task.type not in PROBING or not task.material_id or not task.result:
+        if task.result is not None:
+            self._fill_from(task.type, task.material_id, task.result)
+
+    def _fill_from(
+        self, task_type: str | None, material_id: str | None, result: Mapping[str, Any]
+    ) -> None:
+        if task_type not in PROBING or not material_id or not result:
             return
-        found = task.result if task.type == "PROBE" else task.result.get("probe")
+        found = result if task_type == "PROBE" else result.get("probe")
         if isinstance(found, dict) and found:
-            await asyncio.to_thread(self.library.update_from_probe, task.material_id, found)
+            self._in_background(
+                asyncio.to_thread(self.library.update_from_probe, material_id, found)
+            )
 
     # --- running -------------------------------------------------------------------------
 
