@@ -1112,3 +1112,47 @@ async def test_a_disk_that_fills_mid_transcode_fails_it_no_space_leaving_nothing
         assert "free some space" in frames[-1]["error"]
         ffmpeg.wait(timeout=10)
         assert names(disk) == ["ballast"]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(
+            media._read_here,
+            id="in this thread",
+            marks=pytest.mark.skipif(os.name != "posix", reason="pipes are waited on on POSIX"),
+        ),
+        pytest.param(media._read_in_threads, id="in threads"),
+    ],
+)
+def test_a_process_is_read_line_by_line_from_both_pipes(read: Any) -> None:
+    script = (
+        "import sys, time\n"
+        "for i in range(3):\n"
+        "    print(f'out {i}', flush=True); print(f'err {i}', file=sys.stderr, flush=True)\n"
+        "    time.sleep(0.05)\n"
+        "sys.stdout.write('no newline\\r')\n"
+    )
+    out: list[str] = []
+    err: list[str] = []
+    process = child.start_process([sys.executable, "-c", script], stdout=-1, stderr=-1)
+    with process:
+        assert read(process, out.append, err.append, lambda: False) is False
+        process.wait(10)
+    child.untrack_process(process)
+    assert out == ["out 0", "out 1", "out 2", "no newline"]
+    assert err == ["err 0", "err 1", "err 2"]
+    # Cancelled: it returns soon after, the process still running or stopped.
+    slow = child.start_process(
+        [sys.executable, "-c", "import time; print('x', flush=True); time.sleep(60)"],
+        stdout=-1,
+        stderr=-1,
+    )
+    with slow:
+        seen: list[str] = []
+        t0 = time.monotonic()
+        assert read(slow, seen.append, seen.append, lambda: bool(seen)) is True
+        assert time.monotonic() - t0 < 10 and seen == ["x"]
+        slow.kill()
+        slow.wait(10)
+    child.untrack_process(slow)
