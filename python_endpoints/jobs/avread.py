@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import ffmpeg as ff
+from python_endpoints.jobs import wavfile
 from python_endpoints.serving.child import JobFailed
 
 if TYPE_CHECKING:
@@ -301,6 +302,42 @@ def verify_media(
     (``input_holds``, which demuxes it): an output as long as what the input holds is right —
     the header promised more (or less) than the file holds, and the result says so. Raises
     ``FFMPEG_FAILED`` otherwise (the output lost something the input holds)."""
+    if fmt == "wav":
+        actual: float | None = _read_back_wav(path, name, streams, sample_rate, channels)
+    else:
+        actual = _read_back(path, fmt, name, streams, sample_rate, channels)
+    verdict = ff.duration_verdict(actual, declared)
+    if verdict == "ok":
+        return Verified(actual)
+    measured = input_holds()
+    verdict = ff.duration_verdict(actual, declared, measured)
+    lasts = "an unknown time" if actual is None else f"{actual:.2f} s"
+    if verdict == "mismatch" or measured is None or declared is None:
+        holds_text = "" if measured is None else f", and holds {measured:.2f} s"
+        raise verify_failed(
+            name,
+            f"it lasts {lasts} where the input's header says {declared or 0:.2f} s"
+            f"{holds_text}: ffmpeg lost part of the input; check that the input plays to the "
+            "end, or convert it with another program",
+        )
+    which = "shorter" if verdict == "input_shorter" else "longer"
+    return Verified(
+        actual,
+        f"the input is {which} than its header claims: it holds {measured:.2f} s where its "
+        f"header says {declared:.2f} s; the output has all of it ({lasts})",
+        declared,
+    )
+
+
+def _read_back(
+    path: Path,
+    fmt: str,
+    name: str,
+    streams: dict[str, int],
+    sample_rate: int | None,
+    channels: int | None,
+) -> float | None:
+    """Open the output with PyAV, check its streams and audio format: how long it lasts."""
     import av.error
 
     try:
@@ -323,29 +360,35 @@ def verify_media(
         if sample_rate or channels:
             audio = container.streams.audio[0]
             got = (audio.codec_context.sample_rate, audio.codec_context.layout.nb_channels)
-            if got != (sample_rate or got[0], channels or got[1]):
-                raise verify_failed(name, f"it has {got[0]} Hz and {got[1]} channels")
-    verdict = ff.duration_verdict(actual, declared)
-    if verdict == "ok":
-        return Verified(actual)
-    measured = input_holds()
-    verdict = ff.duration_verdict(actual, declared, measured)
-    lasts = "an unknown time" if actual is None else f"{actual:.2f} s"
-    if verdict == "mismatch" or measured is None or declared is None:
-        holds_text = "" if measured is None else f", and holds {measured:.2f} s"
-        raise verify_failed(
-            name,
-            f"it lasts {lasts} where the input's header says {declared or 0:.2f} s"
-            f"{holds_text}: ffmpeg lost part of the input; check that the input plays to the "
-            "end, or convert it with another program",
-        )
-    which = "shorter" if verdict == "input_shorter" else "longer"
-    return Verified(
-        actual,
-        f"the input is {which} than its header claims: it holds {measured:.2f} s where its "
-        f"header says {declared:.2f} s; the output has all of it ({lasts})",
-        declared,
-    )
+            _check_audio(name, got, sample_rate, channels)
+    return actual
+
+
+def _read_back_wav(
+    path: Path,
+    name: str,
+    streams: dict[str, int],
+    sample_rate: int | None,
+    channels: int | None,
+) -> float:
+    """What :func:`_read_back` checks, from a WAV file's header (:mod:`.wavfile`)."""
+    try:
+        header = wavfile.read(path)
+    except (wavfile.WavError, OSError) as exc:
+        raise verify_failed(name, f"it cannot be read back ({reason(exc)})") from exc
+    for kind, count in streams.items():
+        found = 1 if kind == "audio" else 0  # a WAV file holds one audio stream
+        if found != count:
+            raise verify_failed(name, f"it has {found} {kind} streams, {count} expected")
+    _check_audio(name, (header.sample_rate, header.channels), sample_rate, channels)
+    return header.duration
+
+
+def _check_audio(
+    name: str, got: tuple[int, int], sample_rate: int | None, channels: int | None
+) -> None:
+    if got != (sample_rate or got[0], channels or got[1]):
+        raise verify_failed(name, f"it has {got[0]} Hz and {got[1]} channels")
 
 
 def count_cues(path: Path, fmt: ff.SubtitleFormat) -> int:
