@@ -49,6 +49,7 @@ class Looks(QObject):
         self._deferred: dict[str, float] = {}
         #: Looks done (stored something) since the page opened.
         self.done = 0
+        self._calling = False  # in the host call of :meth:`_next`
 
     @property
     def pending(self) -> int:
@@ -68,16 +69,36 @@ class Looks(QObject):
         self._next()
 
     def _next(self) -> None:
-        if self._busy is not None or not self._waiting:
+        # A loop, not a call from each answer to the next: a call that fails at once (the
+        # host is closing) answers before it returns, and 2,000 waiting materials would go
+        # 2,000 calls deep.
+        if self._calling:
             return
-        material = self._waiting.popleft()
-        self._queued.discard(material.id)
-        self._busy = material.id
+        while self._busy is None and self._waiting:
+            material = self._waiting.popleft()
+            self._queued.discard(material.id)
+            self._busy = material.id
+
+            self._calling = True
+            try:
+                self._call(*self._look(material))
+            finally:
+                self._calling = False
+
+    def _look(
+        self, material: MaterialRecord
+    ) -> tuple[
+        Callable[[Fredica], Awaitable[Look]], Callable[[Look], None], Callable[[Exception], None]
+    ]:
+        """A look at ``material``: the work, what follows it, what follows its failure."""
 
         def work(app: Fredica) -> Awaitable[Look]:
             return look_at(app, material)
 
-        self._call(work, self._finished, lambda exc: self._failed(material.id))
+        def failed(exc: Exception) -> None:
+            self._failed(material.id)
+
+        return work, self._finished, failed
 
     def _finished(self, look: Look) -> None:
         self._busy = None

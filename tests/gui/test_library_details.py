@@ -274,3 +274,27 @@ def test_what_is_looked_at_again_and_when(qtbot: Any, monkeypatch: pytest.Monkey
         pending = [m.id]
         looks.want([m])
     assert asked[5:] == ["d", "b"]  # a minute later, the others too
+
+
+def test_looks_that_fail_at_once_do_not_nest(qtbot: Any) -> None:
+    """A host that is closing answers each call with its failure before the call returns:
+    the 5,000 materials waiting are each asked once, one after another, not 5,000 calls
+    deep (a big library closed during its first looks raised RecursionError)."""
+    from fredica_app.gui.library_looks import Looks
+
+    asked: list[int] = []
+
+    def call(work: Any, on_done: Any, on_error: Any) -> None:
+        asked.append(len(asked))
+        on_error(RuntimeError("not open"))
+
+    looks = Looks(call)
+    many = [
+        MaterialRecord(f"m{i}", f"/media/{i}.mkv", f"m{i}", f"/media/{i}.mkv", "unknown",
+                       None, None, None, {}, 0.0)
+        for i in range(5000)
+    ]  # fmt: skip
+    looks.want(many)
+    assert len(asked) == 5000 and looks.pending == 0
+    looks.want(many)
+    assert len(asked) == 5000  # each waits its minute before it is asked again
