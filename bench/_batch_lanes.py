@@ -298,6 +298,40 @@ def sequential_lane(batch: Batch) -> dict[str, Any]:
     return {"wall_s": wall, "busy": busy, "ffmpeg_s": each, "problems": problems}
 
 
+#: HandBrake's command-line program (Debian's ``handbrake-cli``), when installed.
+HANDBRAKE = shutil.which("HandBrakeCLI")
+#: What TRANSCODE_MP4 does by default, in HandBrake's words: x264 ``veryfast`` at quality
+#: (CRF) 23, AAC at 192 kb/s, the MP4 optimised for streaming (faststart); no cropping (a
+#: HandBrake default is to crop black bars), the picture as it is.
+HANDBRAKE_SETTINGS = (
+    "--format", "av_mp4", "--optimize",
+    "--encoder", "x264", "--encoder-preset", "veryfast", "--quality", "23",
+    "--aencoder", "av_aac", "--ab", "192", "--mixdown", "stereo",
+    "--crop-mode", "none",
+)  # fmt: skip
+
+
+def handbrake_lane(batch: Batch) -> dict[str, Any]:
+    """HandBrakeCLI on each clip, one after another, as HandBrake's queue runs its jobs."""
+    assert HANDBRAKE is not None
+    out, problems = batch.out_dir("handbrake"), []
+    out.mkdir(parents=True, exist_ok=True)
+    cpu0, t0 = cpu_jiffies(), time.perf_counter()
+    for clip in batch.clips:
+        done = subprocess.run(
+            [HANDBRAKE, "-i", str(clip), "-o", str(out / f"{clip.stem}.mp4"), *HANDBRAKE_SETTINGS],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=COMMAND_TIMEOUT,
+        )
+        if done.returncode:
+            problems.append(f"HandBrakeCLI exited {done.returncode}: {done.stderr[-300:]!r}")
+    wall, busy = time.perf_counter() - t0, busy_fraction(cpu0, cpu_jiffies())
+    problems += batch.check_outputs("handbrake")
+    return {"wall_s": wall, "busy": busy, "problems": problems}
+
+
 def xargs_lane(batch: Batch) -> dict[str, Any]:
     """The same commands through GNU xargs, as many at once as the machine has cores."""
     assert batch.stems is not None
@@ -513,12 +547,14 @@ def measure_media(
     without it, in the first timed round)."""
     load = os.getloadavg()
     batch.prepare()
-    rows: dict[str, list[dict[str, Any]]] = {lane: [] for lane in LANES}
+    # HandBrake's queue beside them, for the re-encodes (it always re-encodes).
+    lanes = (*LANES, "handbrake") if batch.name == "reencode" and HANDBRAKE else LANES
+    rows: dict[str, list[dict[str, Any]]] = {lane: [] for lane in lanes}
     problems: list[str] = []
     argv_check: dict[str, int] | None = None
     plan = ([(0, True)] if warmup else []) + [(r, False) for r in range(rounds)]
     for n, (r, untimed) in enumerate(plan):
-        order = list(LANES)
+        order = list(lanes)
         rng.shuffle(order)
         for lane in order:
             os.sync()  # the previous lane's outputs written back before this one starts
@@ -541,6 +577,8 @@ def measure_media(
                     shutil.rmtree(data_dir, ignore_errors=True)
             elif lane == "sequential":
                 row = sequential_lane(batch)
+            elif lane == "handbrake":
+                row = handbrake_lane(batch)
             else:
                 row = xargs_lane(batch)
             problems += row["problems"]
@@ -548,8 +586,8 @@ def measure_media(
                 rows[lane].append(row)
         what = "warm-up" if untimed else f"round {r + 1}/{rounds}"
         print(f"# {tag}: {what}", file=sys.stderr)
-    medians = {lane: statistics.median(r["wall_s"] for r in rows[lane]) for lane in LANES}
-    busy = {lane: statistics.median(r["busy"] for r in rows[lane]) for lane in LANES}
+    medians = {lane: statistics.median(r["wall_s"] for r in rows[lane]) for lane in lanes}
+    busy = {lane: statistics.median(r["busy"] for r in rows[lane]) for lane in lanes}
     best = min(("sequential", "xargs"), key=lambda lane: medians[lane])
     fred = rows["fredica"]
     jobs = len(batch.clips)
@@ -561,7 +599,7 @@ def measure_media(
         "rounds": rounds,
         "warmup": warmup,
         "load_average": load,
-        "walls_s": {lane: [r["wall_s"] for r in rows[lane]] for lane in LANES},
+        "walls_s": {lane: [r["wall_s"] for r in rows[lane]] for lane in lanes},
         "median_s": medians,
         "best_hand": best,
         "ratio": medians["fredica"] / medians[best],

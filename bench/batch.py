@@ -11,7 +11,7 @@ cores): other tenants of a shared machine count in it, hence the load average pr
 each part.
 
 Parts ``reencode`` (8 clips of 30 s, MPEG-2 + MP2 + SRT in Matroska: re-encoded) and
-``remux`` (50 clips of 5 s, H.264 + Opus + SRT in Matroska: the video copied), both through
+``remux`` (200 clips of 5 s, H.264 + Opus + SRT in Matroska: the video copied), both through
 the template ``transcode_mp4``, four lanes on the same files:
 
 1. Fredica, two ways (two lanes): ``fredica --data-dir NEW process DIR --template
@@ -39,9 +39,13 @@ the template ``transcode_mp4``, four lanes on the same files:
 3. GNU ``xargs -a STEMS -P <cores> -I {} FFMPEG … DIR/{}.mkv … OUT/{}.mp4``: the same
    commands, as many at once as the machine has cores, no shell (the template is checked to
    give back each clip's argv).
+4. ``reencode`` only, where ``HandBrakeCLI`` is installed (Debian's ``handbrake-cli``):
+   HandBrake's queue — each clip one after another, x264 ``veryfast`` quality 23, AAC
+   192 kb/s stereo, optimised MP4, no crop (``_batch_lanes.HANDBRAKE_SETTINGS``: what
+   TRANSCODE_MP4 does by default); its outputs checked as the others'.
 
 Targets: Fredica / the faster hand lane ≤ 1.10 (reencode), ≤ 1.25 (remux), for each of the
-two Fredica lanes; Fredica's busy fraction / the xargs lane's within 10 %. A miss is explained
+two Fredica lanes; Fredica process / HandBrakeCLI ≤ 0.85 (reencode); Fredica's busy fraction / the xargs lane's within 10 %. A miss is explained
 by the per-job overhead (Fredica's median minus each hand lane's, over the clips) and the
 worker's phases.
 
@@ -113,7 +117,9 @@ from workers.running import default_slots
 
 PARTS = ("reencode", "remux", "short", "jobs", "drain", "startup")
 #: The media parts: clip kind, seconds, count (full run), Fredica / best hand lane target.
-MEDIA = {"reencode": ("legacy", 30.0, 8, 1.10), "remux": ("mkv", 5.0, 50, 1.25)}
+MEDIA = {"reencode": ("legacy", 30.0, 8, 1.10), "remux": ("mkv", 5.0, 200, 1.25)}
+#: The re-encodes against HandBrake's queue (HandBrakeCLI, like-for-like settings).
+HANDBRAKE_TARGET = 0.85
 CPU_WITHIN = 0.10  # Fredica's busy fraction / the xargs lane's: 1 ± this
 DRAIN_TASKS = 5_000
 DRAIN_RATIO = 1.0
@@ -193,6 +199,15 @@ def media_report(m: dict[str, Any], target: float) -> tuple[list[Row], list[Chec
             f"1 ± {CPU_WITHIN:.2f}",
         ),
     ]
+    if "handbrake" in med:
+        rows += [
+            ("HandBrakeCLI, its queue (one at a time)", _s(med["handbrake"]),
+             _each(walls["handbrake"]), ""),
+            ("Fredica / HandBrakeCLI", f"{med['fredica'] / med['handbrake']:.2f}x", "medians",
+             f"<= {HANDBRAKE_TARGET:.2f}x"),
+            ("Fredica process / HandBrakeCLI", f"{med['process'] / med['handbrake']:.2f}x",
+             "medians", f"<= {HANDBRAKE_TARGET:.2f}x"),
+        ]  # fmt: skip
     where = [
         f"where Fredica's time goes (medians over the rounds; {m['clips']} jobs):",
         f"  per job: Fredica - xargs {_s(m['overhead_per_job_s']['vs_xargs'])}, Fredica - one "
@@ -235,6 +250,14 @@ def media_report(m: dict[str, Any], target: float) -> tuple[list[Row], list[Chec
         },
         {**_problems(m["problems"]), "name": f"{m['part']}: every run completed, outputs valid"},
     ]
+    if "handbrake" in med:
+        checks.append(
+            {
+                "name": f"{m['part']}: Fredica process / HandBrakeCLI <= {HANDBRAKE_TARGET:.2f}x",
+                "ok": med["process"] / med["handbrake"] <= HANDBRAKE_TARGET,
+                "detail": f"{med['process']:.2f} s vs {med['handbrake']:.2f} s",
+            }
+        )
     return rows, checks, where
 
 
