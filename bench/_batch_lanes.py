@@ -301,13 +301,14 @@ def sequential_lane(batch: Batch) -> dict[str, Any]:
 #: HandBrake's command-line program (Debian's ``handbrake-cli``), when installed.
 HANDBRAKE = shutil.which("HandBrakeCLI")
 #: What TRANSCODE_MP4 does by default, in HandBrake's words: x264 ``veryfast`` at quality
-#: (CRF) 23, AAC at 192 kb/s, the MP4 optimised for streaming (faststart); no cropping (a
-#: HandBrake default is to crop black bars), the picture as it is.
+#: (CRF) 23, AAC at 192 kb/s, the subtitles carried (MP4 text), the MP4 optimised for
+#: streaming (faststart); no cropping (a HandBrake default is to crop black bars), the
+#: picture as it is.
 HANDBRAKE_SETTINGS = (
     "--format", "av_mp4", "--optimize",
     "--encoder", "x264", "--encoder-preset", "veryfast", "--quality", "23",
     "--aencoder", "av_aac", "--ab", "192", "--mixdown", "stereo",
-    "--crop-mode", "none",
+    "--all-subtitles", "--crop-mode", "none",
 )  # fmt: skip
 
 

@@ -41,13 +41,14 @@ the template ``transcode_mp4``, four lanes on the same files:
    give back each clip's argv).
 4. ``reencode`` only, where ``HandBrakeCLI`` is installed (Debian's ``handbrake-cli``):
    HandBrake's queue — each clip one after another, x264 ``veryfast`` quality 23, AAC
-   192 kb/s stereo, optimised MP4, no crop (``_batch_lanes.HANDBRAKE_SETTINGS``: what
-   TRANSCODE_MP4 does by default); its outputs checked as the others'.
+   192 kb/s stereo, the subtitles carried, optimised MP4, no crop
+   (``_batch_lanes.HANDBRAKE_SETTINGS``: what TRANSCODE_MP4 does by default); its outputs
+   checked as the others'.
 
 Targets: Fredica / the faster hand lane ≤ 1.10 (reencode), ≤ 1.25 (remux), for each of the
-two Fredica lanes; Fredica process / HandBrakeCLI ≤ 0.85 (reencode); Fredica's busy fraction / the xargs lane's within 10 %. A miss is explained
-by the per-job overhead (Fredica's median minus each hand lane's, over the clips) and the
-worker's phases.
+two Fredica lanes; Fredica process / HandBrakeCLI ≤ 0.85 (reencode); Fredica's busy fraction
+/ the xargs lane's within 10 %. A miss is explained by the per-job overhead (Fredica's median
+minus each hand lane's, over the clips) and the worker's phases.
 
 Part ``short`` (``bench/_batch_short.py``): 2,000 clips of 1 s (``--quick``: 20) through
 ``fredica process DIR --template extract_audio`` against the same ffmpeg commands through

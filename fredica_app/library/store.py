@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -145,8 +145,15 @@ class LibraryStore:
 
     def update_from_probe(self, material_id: str, probe: dict[str, Any]) -> None:
         """Fill a material from a PROBE result (streams, duration, kind, size)."""
+        self.update_from_probes({material_id: probe})
+
+    def update_from_probes(self, probes: Mapping[str, dict[str, Any]]) -> None:
+        """Fill materials from PROBE results (by material id), in one transaction."""
+        if not probes:
+            return
         with self._engine.begin() as conn:
-            self._fill(conn, material_id, probe, None)
+            for material_id, probe in probes.items():
+                self._fill(conn, material_id, probe, None)
 
     def record_look(
         self, material_id: str, probe: dict[str, Any] | None, error: str | None

@@ -50,6 +50,8 @@ def database_url(given: str | None, settings: Settings) -> str | None:
 #: The task types whose result says what the material is: PROBE's whole result, the others'
 #: ``probe`` (the jobs that probe their input anyway, so that a template needs no PROBE task).
 PROBING = frozenset({"PROBE", "TRANSCODE_MP4", "BURN_SUBTITLES", "EXTRACT_AUDIO"})
+#: Seconds the materials' fills from completed jobs wait, to be written together.
+FILL_EVERY = 0.25
 
 
 @dataclass
@@ -64,6 +66,9 @@ class Fredica(Submission):
     library: LibraryStore
     endpoints: EndpointsProcess = field(default_factory=EndpointsProcess)
     _background: set[asyncio.Future[Any]] = field(default_factory=set)
+    #: Materials' fills from completed jobs' probes, waiting to be written (by material id).
+    _fills: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)
     #: The engine this process runs on the data directory (set by :meth:`engine_session`
     #: while it runs), None otherwise: :class:`Control` tells it directly when there is one.
     running_engine: WorkerEngine | None = field(default=None, init=False)
@@ -125,6 +130,7 @@ class Fredica(Submission):
         return app
 
     async def close(self) -> None:
+        self._closing.set()  # what waits to be written goes now
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         await self.endpoints.stop()
@@ -168,9 +174,20 @@ class Fredica(Submission):
             return
         found = result if task_type == "PROBE" else result.get("probe")
         if isinstance(found, dict) and found:
-            self._in_background(
-                asyncio.to_thread(self.library.update_from_probe, material_id, found)
-            )
+            first = not self._fills
+            self._fills[material_id] = found
+            if first:
+                self._in_background(self._write_fills())
+
+    async def _write_fills(self) -> None:
+        """Write the materials' fills that came within :data:`FILL_EVERY` seconds in one
+        transaction (a folder of short files completes a job every few milliseconds; a
+        commit each cost the app as much as its engine's turn). :meth:`close` writes them at
+        once."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), FILL_EVERY)
+        fills, self._fills = self._fills, {}
+        await asyncio.to_thread(self.library.update_from_probes, fills)
 
     # --- running -------------------------------------------------------------------------
 

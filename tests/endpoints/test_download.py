@@ -5,13 +5,10 @@ HTTP server that drops connections, ignores Range, changes its ETag, throttles, 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,7 +30,7 @@ from python_endpoints.jobs.text import format_bytes, format_duration, shown
 from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
-from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
+from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, server_process, start
 from tests.support.host import fill, small_disk
 from tests.support.httpserver import HTTPTestServer, Route, make_body
 
@@ -620,19 +617,9 @@ async def test_kill_9_of_the_whole_server_then_resume_from_the_disk(
 ) -> None:
     http.routes["/f"] = Route(body=BODY, rate=1_000_000)
     out = tmp_path / "f.bin"
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    token_file.chmod(0o600)
-    server = await asyncio.to_thread(
-        subprocess.Popen,
-        [sys.executable, "-m", "python_endpoints", "--token-file", str(token_file)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stdout is not None
+    server, port = await server_process(tmp_path)
     checkpoint: dict[str, Any] = {"bytes_done": 0}
     try:
-        port = json.loads(await asyncio.to_thread(server.stdout.readline))["port"]
         async with open_task(port, "download") as ws:
             await start(ws, url=http.url("/f"), output=str(out))
             while checkpoint["bytes_done"] == 0:

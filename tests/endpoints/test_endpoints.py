@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -76,6 +77,29 @@ def open_task(port: int, name: str = "sleep", token: str = TOKEN) -> Any:
         f"ws://127.0.0.1:{port}/tasks/{name}",
         additional_headers={"Authorization": f"Bearer {token}"},
     )
+
+
+async def server_process(
+    folder: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """``python -m python_endpoints`` as the app starts it (a token file in ``folder``, 0600;
+    ``env``: its environment) and the port it announced. The caller ends it."""
+    token_file = folder / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    server = await asyncio.to_thread(
+        subprocess.Popen,
+        [sys.executable, "-m", "python_endpoints", "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert server.stdout is not None
+    line = await asyncio.to_thread(server.stdout.readline)
+    if not line:
+        server.wait(10)
+        raise AssertionError(f"the server exited {server.returncode} without a port")
+    return server, json.loads(line)["port"]
 
 
 async def start(ws: ClientConnection, **params: Any) -> None:

@@ -30,7 +30,7 @@ from python_endpoints.serving import child, jobendpoints, outputlocks
 from python_endpoints.serving.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.serving.server import EndpointServer
 from python_endpoints.status import render
-from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
+from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, server_process, start
 from tests.support import clips
 from tests.support.clips import JobContext, SampleCache, ffmpeg_processes, media_summary
 from tests.support.host import fill, small_disk
@@ -1013,19 +1013,8 @@ async def test_the_server_kills_and_reaps_what_a_killed_child_left_running(
 ) -> None:
     # ffmpeg started with no death signal (as when its child dies before setpriv armed it):
     # the server, the subreaper of its tree, adopts it when the child dies and kills it.
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    token_file.chmod(0o600)
-    server = await asyncio.to_thread(
-        subprocess.Popen,
-        [sys.executable, "-m", "python_endpoints", "--token-file", str(token_file)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, child.NO_DEATH_SIGNAL_ENV: "1"},
-    )
-    assert server.stdout is not None
+    server, port = await server_process(tmp_path, {**os.environ, child.NO_DEATH_SIGNAL_ENV: "1"})
     try:
-        port = json.loads(await asyncio.to_thread(server.stdout.readline))["port"]
         async with open_task(port, name="transcode_mp4") as ws:
             _, ffmpeg = await long_transcode(ws, samples, tmp_path / "movie.mp4")
             assert ffmpeg.ppid() != server.pid  # the job's child started it
