@@ -506,8 +506,12 @@ class LibraryPage(QWidget):
     # --- reading the library -------------------------------------------------------------
 
     def schedule_reload(self) -> None:
-        """Read the library again soon (several reasons in a row: once)."""
-        self._reload_timer.start()
+        """Read the library again soon (several reasons in a row: once). The first reason
+        sets the time; the later ones join it: restarted by each, the timer never ran out
+        while a big library's first looks said one every few tens of milliseconds, and no
+        row got its picture or length until the last look."""
+        if not self._reload_timer.isActive():
+            self._reload_timer.start()
 
     def reload(self) -> None:
         """Read the library now (one read at a time: another one follows if asked meanwhile)."""

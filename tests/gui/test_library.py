@@ -7,6 +7,7 @@ Qt's model tester, the dialogs, the context menu, what the page remembers."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -695,6 +696,24 @@ def test_the_context_menu_and_the_actions_follow_the_selection(page: LibraryPage
     page.remove_selected()
     page.open_folder()
     assert page.message.text() == ""
+
+
+def test_reasons_to_read_again_that_keep_coming_still_bring_a_read(
+    page: LibraryPage, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look done every 50 ms (a big library's first looks) asks for a read each time: the
+    read comes RELOAD_MS after the first ask, not after the last."""
+    reads: list[float] = []
+    monkeypatch.setattr(page, "reload", lambda: reads.append(time.monotonic()))
+    page._reload_timer.timeout.disconnect()
+    page._reload_timer.timeout.connect(page.reload)
+    began = time.monotonic()
+    for _ in range(20):  # a second of asks
+        page.schedule_reload()
+        qtbot.wait(50)
+    qtbot.waitUntil(lambda: len(reads) >= 2, timeout=3000)
+    assert reads[0] - began < 2 * library_module.RELOAD_MS / 1000  # not starved by the asks
+    assert len(reads) <= 1000 // library_module.RELOAD_MS + 2  # and still joined together
 
 
 def test_a_page_whose_host_is_not_open_says_so(page: LibraryPage) -> None:
