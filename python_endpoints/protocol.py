@@ -65,6 +65,10 @@ class InitData(_Frame):
     #: Complete at once with ``{"skipped": true, "outputs": [output]}``, without starting the
     #: job, when its output is already there (the endpoint's skip rule says what that means).
     check_skip: bool = False
+    #: Keep the connection open after the job's final frame, for the client's next
+    #: ``init_param_and_run`` (a batch of short jobs pays one handshake, not one a job). A
+    #: command that comes between two jobs belongs to the one that ended: it is ignored.
+    keep_open: bool = False
 
 
 class InitParamAndRun(_Frame):

@@ -911,6 +911,11 @@ class WorkerEngine(ControlChannels, SharedQueue):
         for job in list(self._background):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(job, 5)
+        for executor in self.executors.values():
+            release = getattr(executor, "release", None)  # optional: BaseExecutor's
+            if release is not None:
+                with contextlib.suppress(Exception):
+                    await release()
         if self._registered and self._fatal is None:
             self._registered = False
             with contextlib.suppress(StoreUnavailable):

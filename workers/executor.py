@@ -98,6 +98,11 @@ class BaseExecutor:
     async def on_task_failed(self, task: TaskRecord, result: ExecuteResult) -> None:
         return None
 
+    async def release(self) -> None:
+        """Let go of what the executor keeps between tasks (open connections): the engine
+        is stopping. Nothing by default."""
+        return None
+
 
 ProgressSink = Callable[..., Awaitable[bool]]
 #: ``(paused, reason)``: the job itself asked for a pause (or resumed); the engine records it.

@@ -164,7 +164,10 @@ class EndpointServer:
 
 
 class Session:
-    """One connection: one run of one endpoint."""
+    """One connection: one run of one endpoint — or, when the client asks for it
+    (``keep_open``), one run after another, each with an endpoint of its own. A command that
+    comes between two runs belongs to the one that ended (the client sends the next
+    ``init_param_and_run`` only after the last one's final frame): it is ignored."""
 
     def __init__(
         self,
@@ -175,6 +178,7 @@ class Session:
         policy: JobPolicy | None = None,
     ) -> None:
         self.connection = connection
+        self.endpoint_cls = endpoint_cls
         self.write_roots = write_roots
         self.policy = policy or JobPolicy()
         self.output_locks = output_locks or OutputLocks()
@@ -186,6 +190,8 @@ class Session:
         self.check_skip = False
         self.percent = 0.0
         self.finished = False
+        #: The client keeps the connection for its next run after this one's final frame.
+        self.keep_open = False
         self.aborting = False  # the server is shutting down: not the client's cancel
         self._send_lock = asyncio.Lock()
 
@@ -228,7 +234,9 @@ class Session:
     async def _on_frame(self, frame: Any) -> bool:
         """Act on a command; True when the session is over."""
         if isinstance(frame, InitParamAndRun):
-            if self.job is not None or self.finished:
+            if self.finished and self.keep_open:
+                self._next_run()
+            elif self.job is not None or self.finished:
                 await self._send(
                     Error(error="the job was already started", error_type=ErrorType.PROTOCOL_ERROR)
                 )
@@ -244,8 +252,13 @@ class Session:
                 await self.connection.close()
                 return True
             self.check_skip = frame.data.check_skip
+            self.keep_open = frame.data.keep_open
             self.job = asyncio.create_task(self._run(frame.data.params))
             return False
+        if self.finished and self.keep_open:
+            if isinstance(frame, Status):
+                await self._send(StatusReply(state="finished", percent=self.percent))
+            return False  # the run it was meant for has ended
         if isinstance(frame, Cancel):
             if self.job is None:
                 self.finished = True
@@ -275,6 +288,16 @@ class Session:
             )
             return False
         return False  # pragma: no cover - the union is exhaustive
+
+    def _next_run(self) -> None:
+        """Make the session ready for the client's next run on this connection."""
+        self.endpoint = self.endpoint_cls(self._emit)
+        self.job = None
+        self.claim = None
+        self._stop = asyncio.Event()
+        self.check_skip = False
+        self.percent = 0.0
+        self.finished = False
 
     async def _run(self, params: dict[str, Any]) -> None:
         """Run the job and send exactly one final frame: result, error or cancelled."""
@@ -356,8 +379,9 @@ class Session:
     async def _finish(self, frame: Result | Error | Cancelled) -> None:
         self.finished = True
         await self._send(frame)
-        with contextlib.suppress(ConnectionClosed):
-            await self.connection.close()
+        if not self.keep_open:
+            with contextlib.suppress(ConnectionClosed):
+                await self.connection.close()
 
     async def abort(self) -> None:
         self.aborting = True

@@ -212,6 +212,51 @@ async def test_cancel_before_init_is_cancelled_at_once(
             assert json.loads(await ws.recv()) == {"type": "cancelled"}
 
 
+async def test_a_kept_connection_runs_one_job_after_another(
+    server: tuple[EndpointServer, int],
+) -> None:
+    """``keep_open``: after a job's final frame the connection stays for the next job, each
+    with an endpoint of its own; a cancel, a pause and a status that come between two jobs
+    belong to the one that ended — ignored (status: finished), the next job runs whole."""
+    async with open_task(server[1], "echo") as ws:
+        for value in ("first", "second"):
+            await ws.send(
+                dump(InitParamAndRun(data=InitData(params={"value": value}, keep_open=True)))
+            )
+            assert (await frames_until(ws, "result", "error"))[-1] == {
+                "type": "result",
+                "result": {"echo": value},
+            }
+            # What the client's control channel may still send for the job that just ended:
+            await ws.send(dump(Pause()))
+            await ws.send(dump(Cancel()))
+            await ws.send(dump(Status()))
+            assert (await frames_until(ws, "status"))[-1]["state"] == "finished"
+        # A failed job ends with its error; the connection is still there for the next one.
+        await ws.send(dump(InitParamAndRun(data=InitData(params={"steps": "x"}, keep_open=True))))
+        assert (await frames_until(ws, "result", "error"))[-1]["type"] == "error"
+        await start(ws, value="last")  # without keep_open: the server closes after it
+        assert (await frames_until(ws, "result"))[-1]["result"] == {"echo": "last"}
+        async with asyncio.timeout(5):
+            await ws.wait_closed()
+        for _ in range(500):  # the server's side of the session ends a moment after
+            if not server[0].sessions:
+                break
+            await asyncio.sleep(0.01)
+        assert not server[0].sessions
+
+
+async def test_without_keep_open_a_second_job_on_the_connection_is_refused(
+    server: tuple[EndpointServer, int],
+) -> None:
+    async with open_task(server[1], "echo") as ws:
+        await start(ws, value=1, delay=0.5)
+        await start(ws, value=2)
+        frames = await frames_until(ws, "error")
+        assert "already started" in frames[-1]["error"]
+        assert (await frames_until(ws, "result"))[-1]["result"] == {"echo": 1}
+
+
 async def test_cancel_while_running_kills_the_child(server: tuple[EndpointServer, int]) -> None:
     async with open_task(server[1]) as ws:
         await start(ws, seconds=60)

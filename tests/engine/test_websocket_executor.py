@@ -527,3 +527,63 @@ async def test_a_checkpoint_too_big_to_send_back_is_left_out_and_the_attempt_sta
         assert (await plain.execute(big.task, big)).result == {"value": "kept", "resume": None}
     finally:
         await server.close()
+
+
+class CountingServer(EndpointServer):
+    """The real server, counting the connections it was opened."""
+
+    opened = 0
+
+    async def _handle(self, connection: Any) -> None:
+        self.opened += 1
+        await super()._handle(connection)
+
+
+async def test_tasks_one_after_another_share_one_connection_and_a_closed_one_is_replaced() -> None:
+    """The executor keeps its connection to this machine's server for the next task
+    (``keep_open``): three tasks, one handshake. One the server closed while it was idle, or
+    one to a server that is no longer the address's, is not used: a new one is opened. The
+    idle ones are closed when the engine lets go of them (``release``), or once idle for
+    ``keep_idle_for``."""
+    server = CountingServer({**ENDPOINTS, ResumeEcho.name: ResumeEcho}, TOKEN)
+    port = await server.start()
+    other = CountingServer({**ENDPOINTS, ResumeEcho.name: ResumeEcho}, TOKEN)
+    other_port = await other.start()
+    where = [port]
+
+    async def source() -> EndpointsAddress:
+        return EndpointsAddress("127.0.0.1", where[0], TOKEN)
+
+    echo = TaskType("RESUME_ECHO", TaskPayload, "io")
+    executor = EndpointExecutor(source, echo, ResumeEcho.name)
+    try:
+        for value in ("a", "b", "c"):
+            attempt = attempt_of({"value": value, "schema_version": 1}, None)
+            assert (await executor.execute(attempt.task, attempt)).result == {
+                "value": value,
+                "resume": None,
+            }
+        assert server.opened == 1
+        [session] = server.sessions
+        await session.connection.close()  # the server lets it go while it is idle
+        attempt = attempt_of({"value": "d", "schema_version": 1}, None)
+        assert (await executor.execute(attempt.task, attempt)).result["value"] == "d"
+        assert server.opened == 2
+        where[0] = other_port  # the server was started again elsewhere
+        assert (await executor.execute(attempt.task, attempt)).result["value"] == "d"
+        assert (server.opened, other.opened) == (2, 1)
+        assert len(other.sessions) == 1
+        await executor.release()
+        await until(lambda: _none_left(server, other), within=5)
+        # Idle past keep_idle_for: closed by the executor itself.
+        executor.keep_idle_for = 0.2  # type: ignore[misc]
+        assert (await executor.execute(attempt.task, attempt)).ok
+        assert len(other.sessions) == 1
+        await until(lambda: _none_left(other), within=5)
+    finally:
+        await server.close()
+        await other.close()
+
+
+async def _none_left(*servers: EndpointServer) -> bool:
+    return not any(server.sessions for server in servers)

@@ -16,6 +16,13 @@ machine's server vanishing mid-task (killed or crashed: the connection ends with
 frame), which is an interruption of the task, not a failure of it (``SERVER_STOPPED``: the
 store queues it again, using no retry).
 
+A connection to this machine's server outlives its task: the executor asks the server to
+keep it open (``keep_open``) and sends its next task on it, so a batch of short tasks pays one
+handshake per slot, not one a task. One idle for :attr:`WebSocketExecutor.keep_idle_for` is
+closed; one found closed is replaced. A command the control channel sent for a task that had
+just ended reaches the server before the next task's ``init_param_and_run`` (one connection
+keeps the order) and is ignored there.
+
 A task one of whose dependencies was skipped *for a reason* — its input had nothing for it
 (``{"skipped": true, "reason": "no audio"}``: EXTRACT_AUDIO of a silent video) — has nothing
 to work on either: it completes skipped with the same reason, without connecting
@@ -37,6 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus, InvalidURI
+from websockets.protocol import State
 
 from python_endpoints.protocol import (
     MAX_FRAME_BYTES,
@@ -129,11 +137,17 @@ class WebSocketExecutor(BaseExecutor):
     reconnect_waits: ClassVar[tuple[float, ...]] = (0.2, 1.0, 3.0)
     #: How often the task's pause/cancel channels are looked at.
     control_interval: ClassVar[float] = 0.05
+    #: Seconds a connection to this machine's server waits, idle, for the next task (0: one
+    #: connection a task).
+    keep_idle_for: ClassVar[float] = 2.0
 
     def __init__(self, address: AddressSource, router: Router | None = None) -> None:
         self.address = address
         #: Endpoint hosts for the resource classes served on other machines (None: none).
         self.router = router
+        #: Open connections to this machine's server waiting for a task, the newest last.
+        self._idle: list[_Idle] = []
+        self._closing: set[asyncio.Task[None]] = set()
 
     #: The params that name files (mapped for an endpoint host: :mod:`.remote`).
     path_keys: tuple[str, ...] = ()
@@ -156,20 +170,23 @@ class WebSocketExecutor(BaseExecutor):
                 return remote
             address, ws, host, first = remote
         else:
-            opened = await self._open(ctx)
+            first = self.init_frame(task, ctx)
+            opened = await self._reuse() or await self._open(ctx)
             if isinstance(opened, ExecuteResult):
                 return opened
             address, ws = opened
-            first = self.init_frame(task, ctx)
         if host is not None:
             host.running += 1
+        keep = False
         try:
-            async with ws:
-                control: asyncio.Task[None] | None = None
+            control: asyncio.Task[None] | None = None
+            try:
                 try:
                     await ws.send(first)
                     control = asyncio.create_task(self._forward_control(ws, ctx))
-                    return await self._receive(ws, ctx, host)
+                    outcome = await self._receive(ws, ctx, host)
+                    keep = self._ended_cleanly(outcome) and host is None
+                    return outcome
                 except ConnectionClosed as exc:
                     if host is None and exc.rcvd is None and not address.remote:
                         # This machine's server went without a word (killed, crashed): it
@@ -188,9 +205,63 @@ class WebSocketExecutor(BaseExecutor):
                         control.cancel()
                         with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                             await control
+            finally:
+                if keep and self.keep_idle_for > 0 and ws.state is State.OPEN:
+                    self._keep(address, ws)
+                else:
+                    await ws.close()
         finally:
             if host is not None:
                 host.running -= 1
+
+    @staticmethod
+    def _ended_cleanly(outcome: ExecuteResult) -> bool:
+        """The attempt ended with the job's own final frame (``result`` or ``error``): the
+        server waits for the next ``init_param_and_run`` on the connection."""
+        return outcome.error_type not in (ErrorType.PROTOCOL_ERROR, ErrorType.CONNECTION_LOST)
+
+    async def _reuse(self) -> tuple[EndpointsAddress, ClientConnection] | None:
+        """An idle connection to this machine's server that is still open and still the
+        server's whose address :attr:`address` gives now (it may have been restarted); None
+        when there is none."""
+        if not self._idle:
+            return None
+        try:
+            address = await self.address()
+        except OSError:
+            address = None
+        while self._idle:
+            idle = self._idle.pop()
+            if idle.address == address and idle.ws.state is State.OPEN:
+                return idle.address, idle.ws
+            self._close_later(idle.ws)
+        return None
+
+    def _keep(self, address: EndpointsAddress, ws: ClientConnection) -> None:
+        loop = asyncio.get_running_loop()
+        self._idle.append(_Idle(address, ws, loop.time()))
+        loop.call_later(self.keep_idle_for, self._expire)
+
+    def _expire(self) -> None:
+        """Close the connections idle for :attr:`keep_idle_for` or more."""
+        now = asyncio.get_running_loop().time()
+        expired = [i for i in self._idle if now - i.since >= self.keep_idle_for]
+        self._idle = [i for i in self._idle if i not in expired]
+        for idle in expired:
+            self._close_later(idle.ws)
+
+    def _close_later(self, ws: ClientConnection) -> None:
+        closing = asyncio.create_task(ws.close())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    async def release(self) -> None:
+        """Close the idle connections (the engine is stopping)."""
+        idle, self._idle = self._idle, []
+        for one in idle:
+            self._close_later(one.ws)
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=2)
 
     async def _open_remote(
         self, task: TaskRecord, ctx: ExecutionContext, router: Router
@@ -313,7 +384,14 @@ class WebSocketExecutor(BaseExecutor):
         """The attempt's ``init_param_and_run`` frame, as sent: :meth:`params` (in ``host``'s
         terms for an endpoint host: raises :class:`NotShared`), the task's id and its
         payload's ``check_skip``."""
-        return _init_frame(task, _on(host, self.params(task, ctx), self.path_keys))
+        return _init_frame(
+            task, _on(host, self.params(task, ctx), self.path_keys), self._keeps(host)
+        )
+
+    def _keeps(self, host: EndpointHost | None) -> bool:
+        """Whether to ask the server to keep the connection after the task: this machine's
+        server only (another host may run an older build)."""
+        return host is None and self.keep_idle_for > 0
 
     async def _receive(
         self, ws: ClientConnection, ctx: ExecutionContext, host: EndpointHost | None = None
@@ -363,13 +441,21 @@ class WebSocketExecutor(BaseExecutor):
             await asyncio.sleep(self.control_interval)
 
 
-def _init_frame(task: TaskRecord, params: dict[str, Any]) -> str:
+@dataclass(slots=True)
+class _Idle:
+    """An open connection waiting for the executor's next task."""
+
+    address: EndpointsAddress
+    ws: ClientConnection
+    since: float
+
+
+def _init_frame(task: TaskRecord, params: dict[str, Any], keep_open: bool = False) -> str:
     # ``check_skip`` is the endpoint's to decide, where the files are: an endpoint executor's
     # ``can_skip`` stays False.
     check_skip = bool(task.payload.get("check_skip"))
-    return dump(
-        InitParamAndRun(data=InitData(params=params, task_id=task.id, check_skip=check_skip))
-    )
+    data = InitData(params=params, task_id=task.id, check_skip=check_skip, keep_open=keep_open)
+    return dump(InitParamAndRun(data=data))
 
 
 def _on(
@@ -457,7 +543,7 @@ class EndpointExecutor(WebSocketExecutor):
         retry, the checkpoint unchanged. Without it the attempt starts over, and its own
         checkpoints replace the one too large."""
         params = _on(host, self.params(task, ctx), self.path_keys)
-        frame = _init_frame(task, params)
+        frame = _init_frame(task, params, self._keeps(host))
         size = len(frame.encode())
         if size <= MAX_FRAME_BYTES or not (self.resumes and ctx.checkpoint):
             return frame
@@ -470,7 +556,9 @@ class EndpointExecutor(WebSocketExecutor):
             MAX_FRAME_BYTES,
         )
         # The payload's own params:
-        return _init_frame(task, _on(host, super().params(task, ctx), self.path_keys))
+        return _init_frame(
+            task, _on(host, super().params(task, ctx), self.path_keys), self._keeps(host)
+        )
 
 
 # --- one job, outside the queue (the doctor's check, the library's first look) ----------
