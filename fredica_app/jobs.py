@@ -7,7 +7,8 @@ from the catalogue's rows, one of each per row:
   payload model is the queue's :class:`~workers.tasktypes.TaskPayload` with the row's params
   (:func:`registry`: these and the queue's diagnostic types);
 - an :class:`~workers.executors.websocket.EndpointExecutor` that runs it on the row's
-  endpoint (:func:`executors`);
+  endpoint (:func:`executors`) — but PROBE's, run in the engine's own process
+  (:mod:`fredica_app.probing`);
 - the params a task takes from the app's settings (:func:`fill_from_settings`), from one flat
   dict of values built once from the settings and the paths (:func:`app_values`).
 """
@@ -21,6 +22,7 @@ from typing import Any, cast
 
 from pydantic import create_model
 
+from fredica_app.probing import ProbeExecutor
 from fredica_app.settings import Settings
 from python_endpoints.catalogue import CATALOGUE, Job
 from python_endpoints.params import path_fields
@@ -96,6 +98,7 @@ def executors(
         NoopExecutor(),
         SleepExecutor(),
         SleepSubprocessExecutor(address, router),
+        ProbeExecutor(types["PROBE"], JOBS["PROBE"].stall_timeout),
         *(
             EndpointExecutor(
                 address,
@@ -108,6 +111,7 @@ def executors(
                 path_keys=path_fields(job.params),
             )
             for job in CATALOGUE
+            if job.task_type != "PROBE"
         ),
     ]
 

@@ -229,7 +229,7 @@ def start_process(
     tracked, and on Linux killed by the kernel when the child dies. Untrack it once it is
     reaped. Its stdin is closed; ``cwd``: the folder it runs in."""
     argv, hook = list(args), None
-    wrapper = _setpriv()
+    wrapper = setpriv()
     if os.environ.get(NO_DEATH_SIGNAL_ENV):
         pass
     elif wrapper is not None and _plain_executable(argv[0]):
@@ -256,9 +256,10 @@ def start_process(
 _setpriv_path: str | bool | None = False  # False: not looked for yet
 
 
-def _setpriv() -> str | None:
+def setpriv() -> str | None:
     """util-linux's ``setpriv`` where it arms a death signal (2.33 and later; Linux only),
-    found once per process."""
+    found once per process — in the fork server (:mod:`.preload`), whose children inherit
+    what it found."""
     global _setpriv_path
     if _setpriv_path is False:
         _setpriv_path = None

@@ -4,6 +4,8 @@ with.
 
 - The bundled ffmpeg is looked up: imageio-ffmpeg checks it with ``ffmpeg -version`` once per
   process (~20 ms), in front of a new child's first media job or in its warm-up.
+- ``setpriv`` is looked for and tried once (a run of it, ~2 ms): what each child would do
+  before its first ffmpeg (:func:`~python_endpoints.serving.child.setpriv`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import contextlib
 
 from python_endpoints.jobs.media import ffmpeg_binary
-from python_endpoints.serving.child import JobFailed
+from python_endpoints.serving.child import JobFailed, setpriv
 
 with contextlib.suppress(JobFailed):  # none bundled: the job that needs one reports it
     ffmpeg_binary({})
+setpriv()

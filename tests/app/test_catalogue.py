@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from fredica_app import jobs
 from fredica_app.paths import resolve_paths
+from fredica_app.probing import ProbeExecutor
 from fredica_app.services import Fredica
 from fredica_app.settings import Settings, save_settings
 from python_endpoints.catalogue import CATALOGUE, Job
@@ -98,10 +99,13 @@ def test_each_row_has_a_task_type_and_an_executor(job: Job) -> None:
     stored = task_type.validate_payload(params)
     assert stored == {**params, "schema_version": 1}  # defaults are not stored
     (executor,) = [e for e in jobs.executors(nowhere) if e.task_type.name == job.task_type]
-    assert isinstance(executor, EndpointExecutor)
-    assert executor.task_type is task_type and executor.endpoint == job.name
-    assert (executor.resumes, executor.stall_timeout) == (job.resumes, job.stall_timeout)
+    assert executor.task_type is task_type and executor.stall_timeout == job.stall_timeout
     assert executor.resumable and executor.resource == job.resource
+    if job.task_type == "PROBE":  # run in the engine's process (fredica_app.probing)
+        assert isinstance(executor, ProbeExecutor) and executor.in_process
+        return
+    assert isinstance(executor, EndpointExecutor) and not executor.in_process
+    assert executor.endpoint == job.name and executor.resumes == job.resumes
 
 
 def test_the_app_registry_is_the_queue_diagnostics_and_the_catalogue() -> None:
@@ -181,7 +185,8 @@ def test_the_endpoints_of_task_types() -> None:
 
     executors = jobs.executors(nowhere)
     types = {"PROBE", "TRANSCODE_MP4", "NOOP", "SLEEP_SUBPROCESS", "UNKNOWN"}
-    assert jobs.endpoints_of(executors, types) == ["probe", "sleep", "transcode_mp4"]
+    # PROBE and NOOP run in the engine: no endpoint to start or warm for them.
+    assert jobs.endpoints_of(executors, types) == ["sleep", "transcode_mp4"]
     assert jobs.endpoints_of(executors, set()) == []
 
 

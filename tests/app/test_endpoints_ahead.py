@@ -131,10 +131,10 @@ async def test_process_s_early_start_sends_a_server_started_ahead_its_options_at
     await early.prestart()
     app = Fredica.open(tmp_path / "data", endpoints=early)
     try:
-        app.start_endpoints_early({"PROBE", "TRANSCODE_MP4"})
+        app.start_endpoints_early({"EXTRACT_AUDIO", "TRANSCODE_MP4"})
         await _until(lambda: app.endpoints.serving, within=60)
         assert app.endpoints.starts == 1
-        assert app.endpoints.warm == ["probe", "transcode_mp4"]
+        assert app.endpoints.warm == ["extract_audio", "transcode_mp4"]
         assert early.process is not None
         server = psutil.Process(early.process.pid)
         await _until(lambda: len(job_processes(server)) == 2, within=60)  # one spare each

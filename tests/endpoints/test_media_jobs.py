@@ -987,7 +987,7 @@ def test_a_started_process_dies_with_the_process_that_started_it(setpriv: bool) 
         "import sys, time\n"
         "from python_endpoints.serving import child\n"
         f"if not {setpriv}: child._setpriv_path = None\n"
-        "assert (child._setpriv() is not None) == " + str(setpriv) + "\n"
+        "assert (child.setpriv() is not None) == " + str(setpriv) + "\n"
         "p = child.start_process([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         "print(p.pid, flush=True)\n"
         "time.sleep(60)\n"
