@@ -73,11 +73,13 @@ def test_the_wire_shape_is_the_documented_one() -> None:
             "params": {"a": 1},
             "task_id": None,
             "check_skip": False,
+            "keep_open": False,
         },
     }
-    # A client that does not ask for a skip check need not say so.
+    # A client that does not ask for a skip check, or to keep the connection, need not say so.
     bare = parse_client_frame('{"command": "init_param_and_run", "data": {"params": {}}}')
-    assert isinstance(bare, InitParamAndRun) and bare.data.check_skip is False
+    assert isinstance(bare, InitParamAndRun)
+    assert (bare.data.check_skip, bare.data.keep_open) == (False, False)
     assert parse_client_frame('{"command": "cancel"}') == Cancel()
     assert json.loads(dump(PauseRequest(reason="r"))) == {"type": "pause_request", "reason": "r"}
 
