@@ -11,6 +11,7 @@ at least as new as the read for its row, or the feed brings a newer one after it
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +33,7 @@ from fredica_app.gui.details_paint import badge_text, legend_html
 from fredica_app.gui.details_panel import TaskPanel
 from fredica_app.gui.feed import Feed
 from fredica_app.gui.host import AppHost
+from fredica_app.gui.models import template_label
 from fredica_app.gui.persist import ViewState
 from fredica_app.gui.speakers import SpeakersDialog, has_speakers
 from fredica_app.views.queue_state import Badge
@@ -66,6 +68,8 @@ class RunDetailsPage(QWidget):
         self._request = 0
         self._fit_pending = False
         self._run_gone = False
+        #: The title of the material the run is about (its file's name), when it has one.
+        self._material_title: str | None = None
 
         self.title = QLabel(self.tr("No run"))
         font = self.title.font()
@@ -145,6 +149,7 @@ class RunDetailsPage(QWidget):
         """Show the run ``run_id``: read it and its tasks, then follow the feed."""
         if run_id != self.run_id:
             self.run_id, self.run, self._run_gone = run_id, None, False
+            self._material_title = None
             self.scene.set_tasks(())
             self.panel.show_task(None)
             self.speakers_button.hide()
@@ -162,8 +167,14 @@ class RunDetailsPage(QWidget):
         request = self._request
         self._pending = []
 
-        async def read(app: Any) -> tuple[RunRecord, list[TaskRecord]]:
-            return await app.store.get_run(run_id), await app.store.list_tasks(run_id)
+        async def read(app: Any) -> tuple[RunRecord, list[TaskRecord], str | None]:
+            run = await app.store.get_run(run_id)
+            tasks = await app.store.list_tasks(run_id)
+            title = None
+            if run.material_id is not None:  # the file it is about, by its name
+                titles = await asyncio.to_thread(app.library.titles, [run.material_id])
+                title = titles.get(run.material_id)
+            return run, tasks, title
 
         self.host.call(
             read,
@@ -171,10 +182,12 @@ class RunDetailsPage(QWidget):
             lambda exc: self._on_load_failed(request, exc),
         )
 
-    def _on_loaded(self, request: int, found: tuple[RunRecord, list[TaskRecord]]) -> None:
+    def _on_loaded(
+        self, request: int, found: tuple[RunRecord, list[TaskRecord], str | None]
+    ) -> None:
         if request != self._request:  # another run was asked for since
             return
-        run, tasks = found
+        run, tasks, self._material_title = found
         pending, self._pending = self._pending or [], None
         self.run = run
         self.scene.set_tasks(tasks)
@@ -244,7 +257,11 @@ class RunDetailsPage(QWidget):
         run = self.run
         if run is None:
             return
-        self.title.setText(run.template or self.tr("Run"))
+        # What the run is about leads (the file's name); the workflow follows. The run's id
+        # is for a bug report, not for reading: in the tooltip.
+        workflow = template_label(run.template)
+        self.title.setText(self._material_title or workflow)
+        self.title.setToolTip(self.tr("Run %1").replace("%1", run.id))
         statuses = {
             RunStatus.PENDING: self.tr("pending"),
             RunStatus.RUNNING: self.tr("running"),
@@ -258,7 +275,10 @@ class RunDetailsPage(QWidget):
         created = self.tr("created %1").replace("%1", clock(run.created_at, time.time()))
         done = self.tr("%1 of %2 tasks done")
         done = done.replace("%1", str(run.done_tasks)).replace("%2", str(run.total_tasks))
-        self.meta.setText(" · ".join((run.id, status, created, done)))
+        parts = (
+            (workflow, status, created, done) if self._material_title else (status, created, done)
+        )
+        self.meta.setText(" · ".join(parts))
 
     def _offer_speakers(self) -> None:
         """*Speakers…* once the run has written its speaker-labelled exports."""

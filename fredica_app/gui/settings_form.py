@@ -11,10 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -66,6 +67,24 @@ def _text(edit: QLineEdit) -> str | None:
     return text or None
 
 
+class WheelGuard(QObject):
+    """Keeps a scrolling wheel from changing a choice or a number it passes over: a box that
+    does not have the focus (a click or Tab gives it) lets the wheel go to the page, which
+    scrolls. A user scrolling down the settings changed the speech model, the slots or the
+    theme under the pointer without seeing it."""
+
+    def watch(self, box: QWidget) -> None:
+        box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the wheel does not give it the focus
+        box.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Wheel and isinstance(watched, QWidget):
+            if not watched.hasFocus():
+                event.ignore()  # on to the parents: the scroll area scrolls
+                return True
+        return False
+
+
 class SettingsForm(QWidget):
     """The editors of the settings (see the module's docstring). The buttons that do
     something (Browse…, Detect, Download) are the page's to connect."""
@@ -91,6 +110,10 @@ class SettingsForm(QWidget):
         column.addWidget(self._desktop_group())
         column.addWidget(self._watch_group())
         column.addStretch(1)
+        self._wheel_guard = WheelGuard(self)
+        for kind in (QComboBox, QAbstractSpinBox):
+            for box in self.findChildren(kind):
+                self._wheel_guard.watch(box)
         # One label column for every group: the fields line up from one group to the next.
         width = max(label.sizeHint().width() for label in self._row_labels)
         for label in self._row_labels:
@@ -404,6 +427,7 @@ class SettingsForm(QWidget):
         if folder.template not in WATCH_TEMPLATES:  # kept as the file has it: refused on save
             combo.addItem(folder.template, folder.template)
         _select(combo, folder.template)
+        self._wheel_guard.watch(combo)
         table.setCellWidget(row, TEMPLATE, combo)
         # A check box widget, centred: it reads like the form's other boxes in either theme.
         recursive = QCheckBox()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -52,9 +52,20 @@ class FakeStore:
         return self.timeline.get(task_id, [])
 
 
+class FakeLibrary:
+    """The library's titles by material id (synchronous, as the real store's)."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] = {}
+
+    def titles(self, material_ids: Iterable[str]) -> dict[str, str]:
+        return {m: self.known[m] for m in material_ids if m in self.known}
+
+
 class FakeApp:
     def __init__(self, store: FakeStore) -> None:
         self.store = store
+        self.library = FakeLibrary()
 
 
 class FakeHost:
@@ -144,8 +155,9 @@ def test_a_fan_out_draws_a_node_per_task_and_an_edge_per_dependency(
     assert nodes["task-00000"].look.badge is Badge.DONE
     assert nodes["task-00001"].look == replace(nodes["task-00001"].look, percent=40)
     assert nodes["task-00009"].look.badge is Badge.WAITING
-    assert page.title.text() == "transcribe"
-    assert RUN in page.meta.text() and "1 of 10 tasks done" in page.meta.text()
+    assert page.title.text() == "transcribe"  # no material: the workflow leads
+    assert "1 of 10 tasks done" in page.meta.text()
+    assert RUN not in page.meta.text() and RUN in page.title.toolTip()
 
 
 def test_a_state_change_recolours_only_that_node(page: RunDetailsPage) -> None:
@@ -522,3 +534,20 @@ def test_a_real_failure_shows_its_error_type_and_hint(
     assert "schema_version" in panel.error_message.toPlainText()
     qtbot.waitUntil(lambda: "failed" in kinds(live), timeout=20_000)
     qtbot.waitUntil(lambda: badges(live).get("after") is Badge.CANCELLED, timeout=20_000)
+
+
+def test_a_run_about_a_file_is_headed_by_the_files_name_not_its_id(
+    qtbot: Any, fake_store: FakeStore
+) -> None:
+    """What a person reads first is the file the run works on, then the workflow; the run's
+    id (for a bug report) is in the title's tooltip only."""
+    fake_store.run = replace(fake_store.run, material_id="m-1", template="extract_audio")
+    host = FakeHost(fake_store)
+    host.app.library.known["m-1"] = "Interview, take 2.mkv"
+    page = RunDetailsPage(cast(Any, host), Feed())
+    qtbot.addWidget(page)
+    page.show_run(RUN)
+    qtbot.waitUntil(lambda: len(page.scene.nodes) == 10, timeout=5000)
+    assert page.title.text() == "Interview, take 2.mkv"
+    assert page.meta.text().startswith("Extract the audio · running · created ")
+    assert RUN not in page.meta.text() and RUN in page.title.toolTip()

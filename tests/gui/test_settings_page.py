@@ -275,3 +275,50 @@ def test_before_the_application_is_open_nothing_waits_for_it(qtbot: Any, tmp_pat
     assert "not open yet" in page.form.ffmpeg_result.text()
     assert page.form.ffmpeg_detect.isEnabled()
     assert page.current is None
+
+
+
+def _wheel(widget: Any, steps: int) -> bool:
+    """``steps`` notches of a mouse wheel over the middle of ``widget`` (down when negative):
+    whether the widget took it (not accepted: Qt passes a real wheel on to the parents, the
+    page's scroll area)."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    middle = QPointF(widget.width() / 2, widget.height() / 2)
+    event = QWheelEvent(
+        middle,
+        QPointF(widget.mapToGlobal(middle.toPoint())),
+        QPoint(),
+        QPoint(0, 120 * steps),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(widget, event)
+    return event.isAccepted()
+
+
+def test_a_wheel_over_a_choice_the_user_has_not_clicked_leaves_it_for_the_page(
+    qtbot: Any, page: SettingsPage
+) -> None:
+    """A wheel turned over a box the user has not clicked is left to the page, which scrolls
+    (Qt passes a wheel no widget took on to the parents; seen under Xvfb); it changed the
+    box's value under the pointer before. Once the box has the focus, the wheel is the box's."""
+    page.show()
+    qtbot.waitExposed(page)
+    form = page.form
+    boxes = [form.ui_theme, form.whisper_model, form.max_workers, form.burn_font_size]
+    before = [b.currentIndex() if hasattr(b, "currentIndex") else b.value() for b in boxes]
+    for box in boxes:
+        assert not _wheel(box, -1)
+        assert not _wheel(box, 1)
+    after = [b.currentIndex() if hasattr(b, "currentIndex") else b.value() for b in boxes]
+    assert after == before
+    workers = form.max_workers
+    workers.setFocus()
+    qtbot.waitUntil(workers.hasFocus, timeout=WAIT)
+    assert _wheel(workers, 1)
+    assert workers.value() == before[2] + 1

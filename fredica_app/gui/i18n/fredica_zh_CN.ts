@@ -1499,7 +1499,7 @@
     <name>RunDetailsPage</name>
     <message>
         <source>No run</source>
-        <extracomment>The name the splitter between the graph and the task panel is kept under. The first fit of a run&apos;s graph does not go smaller than this: a node&apos;s text stays readable (the user can still zoom out, or fit everything). Back to the queue. Set while the run is being read; its changes wait here meanwhile.</extracomment>
+        <extracomment>The name the splitter between the graph and the task panel is kept under. The first fit of a run&apos;s graph does not go smaller than this: a node&apos;s text stays readable (the user can still zoom out, or fit everything). Back to the queue. Set while the run is being read; its changes wait here meanwhile. The title of the material the run is about (its file&apos;s name), when it has one.</extracomment>
         <translation>无运行</translation>
     </message>
     <message>
@@ -1537,6 +1537,10 @@
     <message>
         <source>Could not read this run: %1</source>
         <translation>无法读取此运行：%1</translation>
+    </message>
+    <message>
+        <source>Run %1</source>
+        <translation>运行 %1</translation>
     </message>
     <message>
         <source>pending</source>
