@@ -277,7 +277,6 @@ def test_before_the_application_is_open_nothing_waits_for_it(qtbot: Any, tmp_pat
     assert page.current is None
 
 
-
 def _wheel(widget: Any, steps: int) -> bool:
     """``steps`` notches of a mouse wheel over the middle of ``widget`` (down when negative):
     whether the widget took it (not accepted: Qt passes a real wheel on to the parents, the
