@@ -167,6 +167,10 @@ CATALOGUE: tuple[Job, ...] = (
         "extract_audio",
         ExtractAudioParams,
         extract_audio_job,
+        # Reading the whole container is most of it (the audio's decoding is a fraction of a
+        # core): a disk job, as EXTRACT_SUBTITLES; on the ``io`` slots, the next files' audio
+        # is taken out while transcriptions hold the ``cpu`` ones.
+        resource="io",
         suspend_on_pause=True,
         skip="current",
         description="16 kHz mono WAV (or FLAC) for speech-to-text",
