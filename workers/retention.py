@@ -63,6 +63,9 @@ class PruneReport:
     notices: int = 0
     #: Timeline events removed for their age, of runs that are kept.
     old_events: int = 0
+    #: Engines' rows (``fredica hosts --all``) of engines gone for as long as a finished run
+    #: is kept — stopped, or silent since (crashed) — that hold no task.
+    workers: int = 0
     #: Write transactions it took (none for a dry run).
     transactions: int = 0
     #: The longest of them held the write lock this long (information, never a promise).
@@ -80,6 +83,7 @@ class PruneReport:
             + self.restart_log
             + self.notices
             + self.old_events
+            + self.workers
         )
 
     def as_json(self) -> dict[str, Any]:

@@ -107,6 +107,8 @@ async def cmd_prune(app: Fredica, args: argparse.Namespace) -> int:
             f"{report.tasks} tasks, {report.dependencies} dependencies, {report.events} events "
             f"and {report.restart_log} restart-log entries"
         )
+        if report.workers or app.store.shared:  # engines register on a shared queue only
+            print(f"engines: {verb} {report.workers} gone for more than {runs_days:g} days")
     if policy.keep_events is None:
         print("events: kept forever")
     else:

@@ -12,7 +12,7 @@ import pytest
 from tests.support.rawdb import RawDB
 from workers.engine import WorkerEngine
 from workers.executors.diagnostic import NoopExecutor
-from workers.records import CreatedRun
+from workers.records import CreatedRun, WorkerInfo
 from workers.retention import DAY, PruneReport, RetentionPolicy
 from workers.spec import parse_spec, prepare_run
 from workers.states import ErrorType, RunStatus, TaskStatus
@@ -235,7 +235,8 @@ async def test_runs_are_deleted_in_bounded_batches(
     report = await store.prune(RetentionPolicy(keep_runs=30 * DAY, keep_events=None), batch_tasks=4)
     # Oldest first, whole runs, at most 4 tasks each; the run of 6 tasks alone.
     assert tasks_per_tx == [4, 4, 2, 6]
-    assert (report.runs, report.tasks, report.transactions) == (6, 16, 4)
+    # Four for the runs, one for the rows of engines gone (none here).
+    assert (report.runs, report.tasks, report.transactions, report.workers) == (6, 16, 5, 0)
     assert count(raw, "SELECT count(*) FROM task") == 0
     assert_consistent(raw)
 
@@ -293,3 +294,36 @@ async def test_an_idle_engine_prunes_once_per_period(
         await engine.stop()
     task = (await store.list_tasks(new.run_id))[0]
     assert task.status is TaskStatus.COMPLETED
+
+
+async def test_the_rows_of_engines_long_gone_go_and_a_holder_stays(
+    cstore: TaskStore, clock: Clock, registry: TaskTypeRegistry
+) -> None:
+    """Each engine's start adds a row (``fredica hosts --all``): one ``process`` a file for
+    years would keep them all. A prune removes those of engines gone — stopped, or silent
+    since a crash — for as long as a finished run is kept, unless a task still names one as
+    its holder (recovery or a lease's end will take it over: the row says whose it was)."""
+    store = cstore
+
+    async def engine(worker_id: str) -> None:
+        await store.register_worker(
+            WorkerInfo(worker_id, "host", "home", 1, "1.0", {"cpu": 2}, {"NOOP": 1})
+        )
+
+    for worker_id in ("stopped", "crashed", "holder", "recent"):
+        await engine(worker_id)
+    await store.worker_stopped("stopped")
+    created = await submit(store, registry, [noop("a")])
+    [held] = await store.claim("holder", limit=1)
+    assert held.task.workflow_run_id == created.run_id
+    clock.t += 31 * DAY
+    await engine("new")
+    await store.worker_stopped("recent")  # stopped now: kept
+    policy = RetentionPolicy.from_days(30, None)
+    assert (await store.prune(policy, dry_run=True)).workers == 2
+    report = await store.prune(policy)
+    assert report.workers == 2 and report.removed == 2
+    left = {w.id for w in await store.list_workers(include_stopped=True)}
+    assert left == {"holder", "recent", "new"}
+    assert (await store.prune(policy)).workers == 0
+    assert (await store.prune(RetentionPolicy.from_days(0, None))).workers == 0  # kept forever

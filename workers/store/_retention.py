@@ -43,7 +43,7 @@ import sqlalchemy as sa
 
 from workers.errors import InvalidState, NotFound
 from workers.retention import PruneReport, RetentionPolicy
-from workers.store._base import StoreBase
+from workers.store._base import HELD, StoreBase, task_t, worker_t
 
 T = TypeVar("T")
 
@@ -160,6 +160,11 @@ class RetentionMixin(StoreBase):
                 longest = max(longest, took)
                 lo = hi
                 await self._between_batches()
+        if run_cutoff is not None:
+            deleted, took = await self._timed_write(True, self._prune_workers_tx, run_cutoff)
+            totals["workers"] += deleted
+            totals["transactions"] += 1
+            longest = max(longest, took)
         upto = None
         if policy.keep_tombstones is not None:
             # Stamped by SQLite's clock, hence the system's clock here (not the store's).
@@ -181,6 +186,7 @@ class RetentionMixin(StoreBase):
             restart_log=totals["restart_log"],
             notices=totals["notices"],
             old_events=totals["old_events"],
+            workers=totals["workers"],
             transactions=totals["transactions"],
             longest_transaction_ms=longest * 1e3,
         )
@@ -310,7 +316,15 @@ class RetentionMixin(StoreBase):
                 f" OR workflow_run_id NOT IN {_IN_RUNS})",
                 {"cutoff": event_cutoff, **params},
             ).scalar_one()
-        return PruneReport(**counts, old_events=old_events, dry_run=True)
+        workers = 0
+        if run_cutoff is not None:
+            workers = conn.execute(
+                sa.select(sa.func.count()).select_from(worker_t).where(_gone_workers(run_cutoff))
+            ).scalar_one()
+        return PruneReport(**counts, old_events=old_events, workers=workers, dry_run=True)
+
+    def _prune_workers_tx(self, conn: sa.Connection, cutoff: float) -> int:
+        return conn.execute(sa.delete(worker_t).where(_gone_workers(cutoff))).rowcount
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -360,3 +374,15 @@ class RetentionMixin(StoreBase):
             if driver is not None:
                 with contextlib.suppress(sqlite3.Error):  # a connection that broke is dropped
                     driver.execute("PRAGMA foreign_keys = ON")
+
+
+def _gone_workers(cutoff: float) -> sa.ColumnElement[bool]:
+    """Engines gone since before ``cutoff`` — stopped then, or silent since (a crash leaves
+    its row with no stop) — that no task names as its holder."""
+    holders = sa.select(task_t.c.worker_id).where(
+        task_t.c.status.in_(HELD), task_t.c.worker_id.is_not(None)
+    )
+    return sa.and_(
+        sa.func.coalesce(worker_t.c.stopped_at, worker_t.c.heartbeat_at) < cutoff,
+        worker_t.c.id.not_in(holders),
+    )
