@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from fredica_app.settings import EndpointHostEntry
 from python_endpoints.tokenfile import TokenFileError, read_token_file
+from workers.executors.reach import why_unreachable
 from workers.executors.remote import EndpointHost, PathMap, Router
 from workers.executors.websocket import EndpointsAddress, JobError, run_job
 
@@ -103,7 +104,8 @@ async def check_hosts(entries: Sequence[EndpointHostEntry]) -> list[dict[str, An
             try:
                 await run_job(host.address, "sleep", {"seconds": 0}, within=15.0)
             except (OSError, TimeoutError) as exc:
-                problem = f"cannot be reached at {host.address.host}:{host.address.port}: {exc}"
+                where = f"{host.address.host}:{host.address.port}"
+                problem = f"cannot be reached at {where}: {why_unreachable(exc)}"
             except JobError as exc:
                 problem = f"its sleep job failed: {exc}"
         if problem is None:

@@ -245,6 +245,7 @@ def test_hosts_and_doctor_check_each_endpoint_host_now(
     assert states["gpu-box"]["classes"] == ["cpu", "gpu"]
     assert states["gpu-box"]["url"] == f"wss://127.0.0.1:{good.port}"
     assert "cannot be reached at 127.0.0.1:1" in states["old-box"]["problem"]
+    assert "connection refused: is its endpoints server running" in states["old-box"]["problem"]
 
     main(["--data-dir", str(data), "hosts"])
     table = capsys.readouterr().out

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workers.executors.reach import why_unreachable
 from workers.executors.websocket import EndpointsAddress
 
 log = logging.getLogger(__name__)
@@ -329,7 +330,7 @@ class Router:
                 log.warning("endpoint host %s: %s", host.name, why)
                 return why
             except (OSError, ConnectionError, TimeoutError) as exc:
-                why = f"{host.name} cannot be reached: {exc}"
+                why = f"{host.name} cannot be reached: {why_unreachable(exc)}"
                 host.went_down(why, self.down_for)
                 return why
             host.verified = True

@@ -67,6 +67,7 @@ from python_endpoints.protocol import (
 )
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
 from workers.executor import Cancelled as TaskCancelled
+from workers.executors.reach import why_unreachable
 from workers.records import TaskRecord
 from workers.states import ErrorType
 from workers.tasktypes import SCHEMA_VERSION_KEY, TaskType
@@ -367,16 +368,18 @@ class WebSocketExecutor(BaseExecutor):
                 retryable=not refused,
             )
         except (InvalidURI, ValueError) as exc:  # the same address again would be no better
-            # (ValueError: a port out of range, an IPv6 host not closed: no URI websockets takes)
+            # (ValueError: a port out of range, an IPv6 host not closed: no URI websockets
+            # takes; a certificate this machine does not trust, ssl's error being one too)
             return ExecuteResult(
-                error=f"cannot reach the endpoints server at {url}: {exc}",
+                error=f"cannot reach the endpoints server at {url}: {why_unreachable(exc)}",
                 error_type=ErrorType.CONNECTION_LOST,
                 retryable=False,
             )
         except (OSError, TimeoutError, InvalidMessage) as exc:
             # InvalidMessage: the connection ended before the server's answer (it died
             # during the handshake). OSError: ssl.SSLError (a certificate refused) too.
-            return _lost(f"cannot reach the endpoints server at {url}: {exc}")
+            why = why_unreachable(exc, tls=address.ssl is not None)
+            return _lost(f"cannot reach the endpoints server at {url}: {why}")
 
     def init_frame(
         self, task: TaskRecord, ctx: ExecutionContext, host: EndpointHost | None = None
