@@ -85,6 +85,19 @@ class WheelGuard(QObject):
         return False
 
 
+_guard: WheelGuard | None = None
+
+
+def wheel_guard() -> WheelGuard:
+    """The one guard of every form: a parentless object the module keeps for the process's
+    life, so that no form's collection can take an event filter that boxes still call (an
+    event filter owned by a form was one more object in the form's reference cycle)."""
+    global _guard
+    if _guard is None:
+        _guard = WheelGuard()
+    return _guard
+
+
 class SettingsForm(QWidget):
     """The editors of the settings (see the module's docstring). The buttons that do
     something (Browse…, Detect, Download) are the page's to connect."""
@@ -110,10 +123,9 @@ class SettingsForm(QWidget):
         column.addWidget(self._desktop_group())
         column.addWidget(self._watch_group())
         column.addStretch(1)
-        self._wheel_guard = WheelGuard(self)
         for kind in (QComboBox, QAbstractSpinBox):
             for box in self.findChildren(kind):
-                self._wheel_guard.watch(box)
+                wheel_guard().watch(box)
         # One label column for every group: the fields line up from one group to the next.
         width = max(label.sizeHint().width() for label in self._row_labels)
         for label in self._row_labels:
@@ -427,7 +439,7 @@ class SettingsForm(QWidget):
         if folder.template not in WATCH_TEMPLATES:  # kept as the file has it: refused on save
             combo.addItem(folder.template, folder.template)
         _select(combo, folder.template)
-        self._wheel_guard.watch(combo)
+        wheel_guard().watch(combo)
         table.setCellWidget(row, TEMPLATE, combo)
         # A check box widget, centred: it reads like the form's other boxes in either theme.
         recursive = QCheckBox()
