@@ -18,14 +18,13 @@ ends by itself.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from python_endpoints.params import ProbeParams
 from workers.executor import BaseExecutor, ExecuteResult, ExecutionContext
 from workers.executors.websocket import skipped_upstream
 from workers.records import TaskRecord
-from workers.states import ErrorType
-from workers.tasktypes import SCHEMA_VERSION_KEY, TaskType
+from workers.tasktypes import TaskType
 
 
 class ProbeExecutor(BaseExecutor):
@@ -44,18 +43,10 @@ class ProbeExecutor(BaseExecutor):
         reason = skipped_upstream(ctx.upstream)
         if reason is not None:
             return ExecuteResult(result={"skipped": True, "reason": reason, "outputs": []})
-        given = {
-            k: v for k, v in task.payload.items() if k not in (SCHEMA_VERSION_KEY, "check_skip")
-        }
-        try:
-            params = ProbeParams.model_validate(given)
-        except ValueError as exc:
-            return ExecuteResult(
-                error=f"invalid probe params: {exc}",
-                error_type=ErrorType.PAYLOAD_ERROR,
-                retryable=False,
-            )
-        return await asyncio.to_thread(_probe, params.input)
+        # The engine has parsed the payload with PROBE's model, which extends ProbeParams:
+        # an invalid one never reaches here (PAYLOAD_ERROR).
+        payload = cast(ProbeParams, ctx.payload)
+        return await asyncio.to_thread(_probe, payload.input)
 
 
 def _probe(path: str) -> ExecuteResult:

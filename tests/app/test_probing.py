@@ -77,10 +77,11 @@ async def test_a_probe_that_cannot_read_says_why_and_is_not_retried(
     assert task.error is not None and says in task.error
 
 
-async def test_a_payload_the_probe_cannot_use_is_a_payload_error(
+async def test_a_relative_input_is_refused_when_the_run_is_made(
     store: TaskStore, tmp_path: Path
 ) -> None:
-    """A payload written by hand into the queue (not through the app's validation)."""
+    """PROBE's payload is checked before anything is written (the executor then takes it as
+    the engine parsed it)."""
     spec = {"tasks": [{"key": "p", "type": "PROBE", "payload": {"input": "clip.mkv"}}]}
     with pytest.raises(ValueError, match="absolute"):
         prepare_run(parse_spec(spec), jobs.registry())
