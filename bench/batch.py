@@ -51,8 +51,10 @@ two Fredica lanes; Fredica process / HandBrakeCLI ≤ 0.85 (reencode); Fredica's
 minus each hand lane's, over the clips) and the worker's phases.
 
 Part ``short`` (``bench/_batch_short.py``): 2,000 clips of 1 s (``--quick``: 20) through
-``fredica process DIR --template extract_audio`` against the same ffmpeg commands through
-``xargs -P <cores>``. Target: ≤ 1.30.
+``fredica process DIR --template extract_audio`` (their audio taken out with PyAV in the job's
+process), the same with an ffmpeg chosen in the settings (an ffmpeg process a clip), and the
+ffmpeg commands through ``xargs -P <cores>``; every lane's WAVs checked to hold the same
+samples. Target: ≤ 1.30, the first lane against the last.
 
 Part ``jobs`` (``bench/_batch_jobs.py``): what a job adds to its own work, per endpoint,
 under a batch — with a warm endpoints server (the app's, started once, untimed), after a

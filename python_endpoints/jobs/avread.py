@@ -26,7 +26,7 @@ from python_endpoints.jobs import wavfile
 from python_endpoints.serving.child import JobFailed
 
 if TYPE_CHECKING:
-    from av.container import InputContainer
+    from av.container import InputContainer, OutputContainer
 
 #: How much of a video is decoded to find closed captions: a recording that has them carries
 #: caption data (or its padding) in every frame from the first one.
@@ -40,6 +40,14 @@ def open_media(path: Path | str, format: str | None = None) -> InputContainer:
     import av
 
     return av.open(str(path), format=format, metadata_errors="replace")
+
+
+def create_media(path: Path | str, format: str) -> OutputContainer:
+    """Open a file for PyAV to write in ``format`` (a short file's audio, taken out in the
+    job's process: :mod:`python_endpoints.jobs.audiodecode`). Media is opened here only."""
+    import av
+
+    return av.open(str(path), "w", format=format)
 
 
 # --- probing ----------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from python_endpoints.errorcodes import ErrorType
-from python_endpoints.jobs import avread, failures, outputs, segments
+from python_endpoints.jobs import audiodecode, avread, failures, outputs, segments
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.avread import count_cues, open_media, probe, verify_media
 from python_endpoints.serving.child import ChildContext, JobFailed, start_process, untrack_process
@@ -818,15 +818,34 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         sample_rate=rate,
         channels=channels,
     )
+    verb = said("step.extracting_audio")
     try:
         if ctx.cancelled:
             return None
-        ctx.progress(0.0, said("step.extracting_audio"))
-        run = run_ffmpeg(args, ctx, duration=declared, verb=said("step.extracting_audio"))
-        if run.cancelled:
-            return None
-        if run.returncode:
-            raise ffmpeg_failed(run, f"extracting the audio of {input.name}")
+        ctx.progress(0.0, verb)
+        done: bool | None = False
+        if audiodecode.worth_in_process(declared, params):
+            done = audiodecode.extract(
+                input,
+                stream.index,
+                temp,
+                format=fmt,
+                sample_rate=rate,
+                channels=channels,
+                ctx=ctx,
+                duration=declared,
+                verb=verb,
+            )
+            if done is None:
+                return None
+            if not done:  # PyAV could not: ffmpeg does it, and says what is wrong if anything
+                outputs.remove_quietly(temp)
+        if not done:
+            run = run_ffmpeg(args, ctx, duration=declared, verb=verb)
+            if run.cancelled:
+                return None
+            if run.returncode:
+                raise ffmpeg_failed(run, f"extracting the audio of {input.name}")
         verified = verify_media(
             temp,
             fmt,
@@ -853,6 +872,8 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
         "sample_rate": rate,
         "channels": channels,
         "stream": stream.index,
+        # What took the audio out: PyAV in the job's process (a short file), or ffmpeg.
+        "tool": "pyav" if done else "ffmpeg",
     }
     return _with_note(result, verified)
 

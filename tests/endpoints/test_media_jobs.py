@@ -657,6 +657,7 @@ async def test_extract_audio_to_16k_mono_wav(
         "sample_rate": 16000,
         "channels": 1,
         "stream": 1,
+        "tool": "pyav",  # a 4 s clip: taken out in the job's process
     }
     with av.open(str(output)) as container:
         [audio] = container.streams.audio
