@@ -33,7 +33,7 @@ from python_endpoints.serving.child import ChildContext
 log = logging.getLogger(__name__)
 
 #: The longest input (seconds, as its probe declares it) whose audio is taken out in-process.
-IN_PROCESS_UP_TO = 60.0
+IN_PROCESS_UP_TO = 30.0
 #: At most this many progress reports a second.
 REPORTS_PER_SECOND = 5
 
