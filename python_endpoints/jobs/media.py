@@ -13,8 +13,11 @@ ffmpeg, verifies, commits.
 Every output goes through a temporary name and is renamed into place only once verified with
 PyAV; a failed or cancelled job removes its temporary files and leaves the final path alone.
 ffmpeg is started through :func:`python_endpoints.serving.child.start_process`, so it dies with the
-child however the child dies. A cancel is seen by polling ``ctx.cancelled`` while ffmpeg runs;
-a pause needs nothing here: the endpoint suspends the whole process tree, ffmpeg included.
+child however the child dies. One job does without it where it can: EXTRACT_AUDIO of a short
+file takes the sound out with PyAV in this process (:mod:`python_endpoints.jobs.audiodecode`),
+the same samples for less than ffmpeg's start costs. A cancel is seen by polling
+``ctx.cancelled`` while ffmpeg runs; a pause needs nothing here: the endpoint suspends the
+whole process tree, ffmpeg included.
 
 A job that cannot apply to its input — TRANSCODE_MP4 of a file without video, EXTRACT_AUDIO of
 one without sound — fails (``UNSUPPORTED_MEDIA``, ``NO_AUDIO``) unless its params say
