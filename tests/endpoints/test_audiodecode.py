@@ -4,6 +4,7 @@ chosen in the settings, a stream PyAV cannot follow). Real clips made by the bun
 
 from __future__ import annotations
 
+import struct
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,31 @@ def test_a_file_cut_short_gives_what_ffmpeg_gives(samples: SampleCache, tmp_path
     assert "shorter than its header claims" in here["note"] and there["note"] == here["note"]
     assert samples_of(tmp_path / "here.wav") == samples_of(tmp_path / "there.wav")
     assert [p.name for p in tmp_path.iterdir() if outputs.parse_temp(p.name)] == []
+
+
+def test_sound_past_a_header_that_says_less_goes_to_ffmpeg(tmp_path: Path) -> None:
+    """An MP4 whose audio track's header (``mdhd``) says 1 s over 4 s of sound. ffmpeg takes
+    out all 4 s; cutting at the header's length would lose 3 s without a word. A whole
+    frame past the declared length sends the file to ffmpeg."""
+    whole = tmp_path / "whole.m4a"
+    subprocess.run(
+        [bundled_ffmpeg(), "-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=4:r=48000",
+         "-c:a", "aac", str(whole)],
+        check=True,
+    )  # fmt: skip
+    data = bytearray(whole.read_bytes())
+    at = data.index(b"mdhd") + 4 + 4 + 8 + 4  # version 0: flags, two times, the timescale
+    (duration,) = struct.unpack_from(">I", data, at)
+    struct.pack_into(">I", data, at, duration // 4)
+    lying = tmp_path / "lying.m4a"
+    lying.write_bytes(bytes(data))
+    with av.open(str(lying)) as container:
+        [audio] = container.streams.audio
+        assert audio.duration is not None and audio.time_base is not None
+        assert float(audio.duration * audio.time_base) == pytest.approx(1.0, abs=0.05)
+    result = extract(lying, tmp_path / "out" / "lying.wav")
+    assert result["tool"] == "ffmpeg"
+    assert result["duration"] == pytest.approx(4.0, abs=0.1)
 
 
 class CancelsAfter(JobContext):
