@@ -3,7 +3,8 @@
 A delegate paints; it creates no widget per row (a QProgressBar per row of 10,000 would cost
 memory, layout passes and a repaint storm on every change). The cell's
 :class:`~fredica_app.gui.models.ProgressCell` says how far, the label ("42 % · transcoding"),
-and whether the bar looks live; no percent draws a busy bar.
+and whether the bar looks live; no percent draws a busy bar. A label too long for the column
+keeps its percent whole and drops the status (``fitted_label``) rather than cutting a word.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from fredica_app.gui.models import PROGRESS_ROLE, ProgressCell
+from fredica_app.views.progress_label import fitted_label
 
 # Full enum spellings, looked up once (paint runs for every visible bar on every repaint).
 _PANEL = QStyle.PrimitiveElement.PE_PanelItemViewItem
@@ -79,8 +81,13 @@ class ProgressDelegate(QStyledItemDelegate):
         # colours where the fill ends (see _label).
         bar.textVisible = False
         style.drawControl(_BAR, bar, painter, widget)
-        width = bar.rect.width() - _TEXT_PADDING
-        text = option.fontMetrics.elidedText(cell.label, _ELIDE, width)
+        metrics = option.fontMetrics
+        text = fitted_label(
+            cell.label,
+            bar.rect.width() - _TEXT_PADDING,
+            metrics.horizontalAdvance,
+            lambda label, width: metrics.elidedText(label, _ELIDE, width),
+        )
         if text:
             contents = style.subElementRect(_CONTENTS, bar, widget)
             self._label(painter, bar, contents, text)

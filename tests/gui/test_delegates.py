@@ -19,15 +19,15 @@ from fredica_app.gui.models import PROGRESS_ROLE, ProgressCell
 W, H = 240, 26
 
 
-def render(view: QTableView, cell: ProgressCell) -> QImage:
+def render(view: QTableView, cell: ProgressCell, w: int = W) -> QImage:
     model = QStandardItemModel(1, 1)
     item = QStandardItem()
     item.setData(cell, PROGRESS_ROLE)
     model.setItem(0, 0, item)
-    image = QImage(W, H, QImage.Format.Format_ARGB32)
+    image = QImage(w, H, QImage.Format.Format_ARGB32)
     image.fill(QColor("white"))
     option = QStyleOptionViewItem()
-    option.rect = QRect(0, 0, W, H)
+    option.rect = QRect(0, 0, w, H)
     option.widget = view
     option.fontMetrics = view.fontMetrics()
     option.palette = view.palette()
@@ -64,3 +64,16 @@ def test_the_label_is_one_text_split_where_the_fill_ends(qtbot: Any, percent: in
     # And the label is there: the empty bar holds dark text pixels in its middle.
     middle = {empty.pixelColor(x, H // 2).lightness() for x in range(W // 4, 3 * W // 4)}
     assert min(middle) < 128
+
+
+def test_a_narrow_bar_keeps_the_percent_and_drops_the_status(qtbot: Any) -> None:
+    """Too narrow for "60 % · transcoding (13.5x)": the bar says "60 %", not "60 % · tr…"."""
+    view = QTableView()
+    qtbot.addWidget(view)
+    long, short = "60 % · transcoding (13.5x)", "60 %"
+    narrow = view.fontMetrics().horizontalAdvance(short) + 40
+    assert render(view, ProgressCell(60.0, long), narrow) == render(
+        view, ProgressCell(60.0, short), narrow
+    )
+    wide = render(view, ProgressCell(60.0, long))  # where it fits, the status is there
+    assert wide != render(view, ProgressCell(60.0, short))
