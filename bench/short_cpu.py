@@ -1,8 +1,10 @@
 """Where the CPU of a folder of short files goes: Fredica's own processes beside ffmpeg's.
 
 One ``fredica --data-dir NEW process DIR --template extract_audio`` of N of the 1 s clips of
-``bench/batch.py --part short`` (default 1,000), and the same ffmpeg commands through
-``xargs -P <cores>``, each lane's CPU counted exactly by the kernel: every process of a lane
+``bench/batch.py --part short`` (default 1,000) with the bundled ffmpeg chosen in the settings
+(so that every clip goes through the ffmpeg command, not PyAV), the same ffmpeg commands
+through ``xargs -P <cores>``, and ``process`` as installed (short clips through PyAV: its CPU
+as a whole), each lane's CPU counted exactly by the kernel: every process of a lane
 runs in a cgroup of its own (cgroup v1 ``cpuacct``, which needs root), and the endpoints server
 — with the fork server, the job children, setpriv and ffmpeg under it — is moved into a second
 one as soon as it appears (before it forks anything). Printed: wall and CPU per clip of each
@@ -17,6 +19,7 @@ for long jobs).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -101,17 +104,24 @@ def main(argv: list[str] | None = None) -> int:
         stems.write_text("".join(f"{c.stem}\n" for c in clips))
         template = hand_template(clips[0], out)
         template[template.index(str(clips[0].parent / "{}.mkv"))] = str(folder / "{}.mkv")
-        data = work / "data"
+        # The split lane runs the same ffmpeg commands as the hand lane: the bundled ffmpeg
+        # chosen in the settings sends every clip through an ffmpeg process (without it, a
+        # clip this short has its sound taken out with PyAV in the job's process).
+        data, direct = work / "data", work / "direct"
         run(fredica(data, "runs"), "fredica runs (untimed: the database made)")
+        run(fredica(direct, "runs"), "fredica runs (untimed: the database made)")
+        (data / "settings.json").write_text(json.dumps({"ffmpeg_path": template[0]}))
         try:
-            groups = [_group(name) for name in ("xargs", "app", "server")]
+            groups = [_group(name) for name in ("xargs", "app", "server", "direct")]
             cores = str(os.cpu_count() or 1)
             hand = ["xargs", "-a", str(stems), "-P", cores, "-I", "{}", *template]
             xargs_wall = _lane(hand, groups[0])
             command = fredica(data, "process", str(folder), "--template", "extract_audio")
             wall = _lane(command, groups[1], groups[2])
+            command = fredica(direct, "process", str(folder), "--template", "extract_audio")
+            direct_wall = _lane(command, groups[3])
             time.sleep(0.5)  # the last exits accounted
-            ffmpeg, app, server = (_cpu(g) for g in groups)
+            ffmpeg, app, server, pyav = (_cpu(g) for g in groups)
         finally:
             for g in groups:
                 _remove(g)
@@ -121,12 +131,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{n} clips of 1 s, extract_audio; {cores} cores",
         f"  xargs -P{cores}: wall {xargs_wall:.2f} s, CPU {ffmpeg:.2f} s "
         f"({ffmpeg * ms:.1f} ms a clip: ffmpeg)",
-        f"  fredica process: wall {wall:.2f} s ({wall / xargs_wall:.2f}x), "
-        f"CPU {app + server:.2f} s ({(app + server) * ms:.1f} ms a clip)",
+        f"  fredica process, the bundled ffmpeg chosen: wall {wall:.2f} s "
+        f"({wall / xargs_wall:.2f}x), CPU {app + server:.2f} s ({(app + server) * ms:.1f} ms "
+        "a clip)",
         f"    the app's process (engine, store, display; its start): {app * ms:.1f} ms a clip",
         f"    the server's tree less ffmpeg (server, job children, setpriv): "
         f"{(server - ffmpeg) * ms:.1f} ms a clip",
         f"  Fredica's own CPU beside ffmpeg's: {own * ms:.1f} ms a clip",
+        f"  fredica process as installed (short clips through PyAV): wall {direct_wall:.2f} s "
+        f"({direct_wall / xargs_wall:.2f}x), CPU {pyav:.2f} s ({pyav * ms:.1f} ms a clip, "
+        f"{pyav / ffmpeg:.2f}x the hand lane's)",
     ]
     print("\n".join(lines))
     return 0
