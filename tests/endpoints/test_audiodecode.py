@@ -47,6 +47,7 @@ def samples_of(path: Path) -> tuple[int, int, bytes]:
             {"format": "flac", "sample_rate": 22050, "channels": 2},
             id="aac in mp4 to 22.05 kHz stereo FLAC",
         ),
+        pytest.param("legacy", {"sample_rate": 44100}, id="mp2 in matroska to 44.1 kHz WAV"),
     ],
 )
 def test_a_short_file_gives_the_samples_the_ffmpeg_command_gives(
