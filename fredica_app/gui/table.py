@@ -173,7 +173,9 @@ class RecordTableModel(QAbstractTableModel):
                     removed.add(record.id)
             elif isinstance(record, self.RECORD):
                 removed.discard(record.id)
-                updates.pop(record.id, None)  # keep the order of last changes for inserts
+                # Its last version, in the place it was first seen: new rows come in the
+                # order they were made (a folder's runs in its files' order, even those the
+                # engine had already started within the same batch).
                 updates[record.id] = record
         if removed:
             self._remove(removed)

@@ -247,6 +247,18 @@ def test_a_batch_changes_only_its_rows_once_each() -> None:
     assert model.data(QModelIndex()) is None
 
 
+
+def test_new_rows_come_in_the_order_they_were_made() -> None:
+    """A folder's runs arrive in one batch; the engine has already started the first few, so
+    their later versions come last in it. The rows still read in the files' order."""
+    model = RunTableModel()
+    made = [make_run(n, status=RunStatus.PENDING) for n in range(10)]
+    started = [make_run(n, status=RunStatus.RUNNING) for n in range(4)]
+    model.apply(made + started)
+    assert [r.id for r in model.records] == [f"run-{n:04d}" for n in range(10)]
+    assert [r.status for r in model.records[:5]] == [RunStatus.RUNNING] * 4 + [RunStatus.PENDING]
+
+
 def test_display_strings_are_built_once_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
     model = TaskTableModel()
     model.load([running(0, 5.0)])
