@@ -247,7 +247,6 @@ def test_a_batch_changes_only_its_rows_once_each() -> None:
     assert model.data(QModelIndex()) is None
 
 
-
 def test_new_rows_come_in_the_order_they_were_made() -> None:
     """A folder's runs arrive in one batch; the engine has already started the first few, so
     their later versions come last in it. The rows still read in the files' order."""
