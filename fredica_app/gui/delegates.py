@@ -4,7 +4,8 @@ A delegate paints; it creates no widget per row (a QProgressBar per row of 10,00
 memory, layout passes and a repaint storm on every change). The cell's
 :class:`~fredica_app.gui.models.ProgressCell` says how far, the label ("42 % · transcoding"),
 and whether the bar looks live; no percent draws a busy bar. A label too long for the column
-keeps its percent whole and drops the status (``fitted_label``) rather than cutting a word.
+drops the speed, then the status, keeping its percent whole (``fitted_label``), rather than
+cutting a word.
 """
 
 from __future__ import annotations
