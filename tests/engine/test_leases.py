@@ -107,10 +107,11 @@ async def test_the_lease_must_outlast_the_renewals(
 ) -> None:
     """Why the lease outlasts a renewal by a margin: an engine whose renewals come slower
     than its lease loses a task it is still running — another engine takes it over and it
-    runs twice (PgQueuer's users met this). With renewals every third of the lease (what the
-    engine does), the same task runs once, however long it takes."""
-    for renewal, runs in ((1.5, 2), (None, 1)):
-        assert await _runs_of_a_task(stores, registry, monkeypatch, renewal) == runs, renewal
+    runs again (PgQueuer's users met this): twice, or more on a slow machine, where the engine
+    that lost it may claim it back and lose it again. With renewals every third of the lease
+    (what the engine does), the same task runs once, however long it takes."""
+    assert await _runs_of_a_task(stores, registry, monkeypatch, 1.5) >= 2
+    assert await _runs_of_a_task(stores, registry, monkeypatch, None) == 1
 
 
 async def _runs_of_a_task(
