@@ -49,7 +49,7 @@ class _Context:
 
 
 def _params(source: Path, output: Path) -> dict[str, Any]:
-    row = next(job for job in CATALOGUE if job.target is media.transcode_job)
+    row = next(job for job in CATALOGUE if job.name == "transcode_mp4")
     given = {"input": str(source), "output": str(output), "profile": "compatible"}
     return validated_params(row.params, row.name, given | {"hardware_encoder": "none"})
 

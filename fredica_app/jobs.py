@@ -18,20 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import create_model
 
-from fredica_app.probing import ProbeExecutor
 from fredica_app.settings import Settings
 from python_endpoints.catalogue import CATALOGUE, Job
 from python_endpoints.params import path_fields
-from workers.executor import TaskExecutor
-from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
-from workers.executors.remote import Router
-from workers.executors.websocket import AddressSource, EndpointExecutor, WebSocketExecutor
 from workers.spec import TaskSpec
 from workers.tasktypes import TaskPayload, TaskType, TaskTypeRegistry, builtin_registry
+
+if TYPE_CHECKING:
+    from workers.executor import TaskExecutor
+    from workers.executors.remote import Router
+    from workers.executors.websocket import AddressSource
 
 #: The catalogue's rows by task type.
 JOBS: dict[str, Job] = {job.task_type: job for job in CATALOGUE}
@@ -40,6 +40,8 @@ JOBS: dict[str, Job] = {job.task_type: job for job in CATALOGUE}
 def endpoints_of(executors: Iterable[TaskExecutor], task_types: Collection[str]) -> list[str]:
     """The endpoints on which these executors run tasks of these types, sorted (an executor
     that runs its tasks in the engine has none)."""
+    from workers.executors.websocket import WebSocketExecutor  # see executors()
+
     return sorted(
         {
             e.endpoint
@@ -92,7 +94,14 @@ def executors(
     """An executor per task type of :func:`registry`; those of the catalogue reach the
     endpoints server at ``address``, or an endpoint host of ``router`` for the resource
     classes it serves. ``values`` gives :func:`app_values` as the settings are now: the
-    :data:`RUN_TIME_SETTINGS` params are taken from it at each attempt."""
+    :data:`RUN_TIME_SETTINGS` params are taken from it at each attempt.
+
+    The executors (the websocket client among them) are imported here, by the process that
+    runs an engine: a command that only submits work (``add``) needs the task types alone."""
+    from fredica_app.probing import ProbeExecutor
+    from workers.executors.diagnostic import NoopExecutor, SleepExecutor, SleepSubprocessExecutor
+    from workers.executors.websocket import EndpointExecutor
+
     types = {t.name: t for t in task_types()}
     return [
         NoopExecutor(),

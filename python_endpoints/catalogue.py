@@ -12,35 +12,24 @@ What derives from the rows: the endpoints server's table of endpoints
 payload models and the executors that reach the endpoints (``fredica_app.jobs``). The queue
 (``workers``) never imports this module: it is given task types and executors as data.
 
+A row names what runs the job (``"python_endpoints.jobs.media:transcode_job"``) rather than
+holding it: the app reads every row at each start, and the job modules (PyAV, the ffmpeg
+argv builders, speech, downloads) are the server's to import — ``fredica add`` and the
+engine's process start without them (``tests/endpoints/test_catalogue.py`` says so).
+
 Adding a job: its params model in :mod:`python_endpoints.params`, its function in
 :mod:`python_endpoints.jobs`, one row here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from python_endpoints.downloads.download import DownloadEndpoint
-from python_endpoints.downloads.model_download import ModelDownloadEndpoint
-from python_endpoints.jobs.analyze import analyze_job
-from python_endpoints.jobs.diarize import diarize_job
-from python_endpoints.jobs.export import export_subtitles_job
-from python_endpoints.jobs.media import (
-    add_subtitle_track_job,
-    burn_subtitles_job,
-    extract_audio_job,
-    extract_subtitles_job,
-    probe_job,
-    transcode_job,
-)
-from python_endpoints.jobs.site import site_download_job
-from python_endpoints.jobs.thumbnail import thumbnail_job
-from python_endpoints.jobs.transcribe import transcribe_job
-from python_endpoints.jobs.translate import translate_subtitles_job
 from python_endpoints.params import (
     AddSubtitleTrackParams,
     AnalyzeParams,
@@ -58,9 +47,9 @@ from python_endpoints.params import (
     TranscribeParams,
     TranslateSubtitlesParams,
 )
-from python_endpoints.protocol import Pausable
-from python_endpoints.serving.endpoint import TaskEndpoint
-from python_endpoints.serving.jobendpoints import EncoderTestingEndpoint, SiteDownloadEndpoint
+
+if TYPE_CHECKING:
+    from python_endpoints.protocol import Pausable
 
 #: When a run asked to be skipped if its output is there (the payload's ``check_skip``) is:
 #: ``current`` — the output's sidecar says it was made from the same input with the same
@@ -79,11 +68,14 @@ class Job:
     #: Its params model (:mod:`python_endpoints.params`): the endpoint validates its params
     #: with it, and the app's payload model for the task type extends it.
     params: type[BaseModel]
-    #: The job function run in a child process (``(params, ctx) -> result``).
-    target: Callable[..., Any] | None = None
-    #: An endpoint class of its own: an in-loop job, a special cleanup, work the server does
-    #: before the child starts. With a ``target`` too, the class runs that target.
-    endpoint: type[TaskEndpoint] | None = None
+    #: The job function run in a child process (``(params, ctx) -> result``), named
+    #: ``"module:function"``: the endpoints server imports it (:func:`load`), the app never
+    #: does — it reads the rows for their params and what the queue needs to know.
+    target: str | None = None
+    #: An endpoint class of its own, named as :attr:`target` is: an in-loop job, a special
+    #: cleanup, work the server does before the child starts. With a ``target`` too, the
+    #: class runs that target.
+    endpoint: str | None = None
     #: The engine's resource class: ``cpu``, ``gpu``, ``net`` or ``io``.
     resource: str = "cpu"
     #: The endpoint's pause support, as its progress frames say it.
@@ -114,11 +106,17 @@ class Job:
         return self.name.upper()
 
 
+def load(reference: str) -> object:
+    """What a row's ``"module:name"`` names, its module imported now."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 CATALOGUE: tuple[Job, ...] = (
     Job(
         "probe",
         ProbeParams,
-        probe_job,
+        "python_endpoints.jobs.media:probe_job",
         resource="io",
         pausable="never",
         stall_timeout=60.0,
@@ -127,8 +125,8 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "transcode_mp4",
         TranscodeParams,
-        transcode_job,
-        EncoderTestingEndpoint,
+        "python_endpoints.jobs.media:transcode_job",
+        "python_endpoints.serving.jobendpoints:EncoderTestingEndpoint",
         suspend_on_pause=True,  # ffmpeg cannot check a flag: its process tree is suspended
         resumes=True,  # a long re-encode goes by segments; the checkpoint lists those done
         skip="current",
@@ -138,8 +136,8 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "burn_subtitles",
         BurnSubtitlesParams,
-        burn_subtitles_job,
-        EncoderTestingEndpoint,
+        "python_endpoints.jobs.media:burn_subtitles_job",
+        "python_endpoints.serving.jobendpoints:EncoderTestingEndpoint",
         suspend_on_pause=True,
         resumes=True,  # segments, as TRANSCODE_MP4's
         skip="current",
@@ -156,7 +154,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "add_subtitle_track",
         AddSubtitleTrackParams,
-        add_subtitle_track_job,
+        "python_endpoints.jobs.media:add_subtitle_track_job",
         resource="io",
         suspend_on_pause=True,
         skip="current",
@@ -166,7 +164,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "extract_audio",
         ExtractAudioParams,
-        extract_audio_job,
+        "python_endpoints.jobs.media:extract_audio_job",
         # Reading the whole container is most of it (the audio's decoding is a fraction of a
         # core): a disk job, as EXTRACT_SUBTITLES; on the ``io`` slots, the next files' audio
         # is taken out while transcriptions hold the ``cpu`` ones.
@@ -178,7 +176,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "extract_subtitles",
         ExtractSubtitlesParams,
-        extract_subtitles_job,
+        "python_endpoints.jobs.media:extract_subtitles_job",
         resource="io",
         suspend_on_pause=True,
         description="every embedded text subtitle stream to SRT and WebVTT",
@@ -186,7 +184,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "thumbnail",
         ThumbnailParams,
-        thumbnail_job,
+        "python_endpoints.jobs.thumbnail:thumbnail_job",
         suspend_on_pause=True,  # ffmpeg cannot check a flag: its process tree is suspended
         skip="current",
         # Silent until ffmpeg has opened the input once per frame and decoded up to the first.
@@ -196,7 +194,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "download",
         DownloadParams,
-        endpoint=DownloadEndpoint,
+        endpoint="python_endpoints.downloads.download:DownloadEndpoint",
         resource="net",
         resumes=True,  # the bytes on disk and the validator that says they still belong
         skip="exists",
@@ -208,8 +206,8 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "download_site",
         SiteDownloadParams,
-        site_download_job,
-        SiteDownloadEndpoint,
+        "python_endpoints.jobs.site:site_download_job",
+        "python_endpoints.serving.jobendpoints:SiteDownloadEndpoint",
         resource="net",
         suspend_on_pause=True,  # yt-dlp cannot be asked to wait: its process tree is suspended
         reuse_child=False,  # yt-dlp keeps state of its own; a page's wait dwarfs a start
@@ -224,7 +222,7 @@ CATALOGUE: tuple[Job, ...] = (
         # Its resource class is ``cpu`` unless it runs on a GPU: the app sets ``gpu`` then.
         "transcribe",
         TranscribeParams,
-        transcribe_job,
+        "python_endpoints.jobs.transcribe:transcribe_job",
         # Not on every pause: on the CPU the job allows a suspension (``allow_suspend``); on a
         # GPU it waits between segments, its model unloaded.
         suspend_on_pause=False,
@@ -251,7 +249,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "diarize",
         DiarizeParams,
-        diarize_job,
+        "python_endpoints.jobs.diarize:diarize_job",
         # A few seconds for an hour of speech: a pause suspends it.
         suspend_on_pause=True,
         resumes=True,  # the windows embedded so far, a lot at a time
@@ -262,7 +260,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "export_subtitles",
         ExportSubtitlesParams,
-        export_subtitles_job,
+        "python_endpoints.jobs.export:export_subtitles_job",
         resource="io",
         pausable="never",  # a few seconds at most
         stall_timeout=300.0,
@@ -273,7 +271,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "analyze",
         AnalyzeParams,
-        analyze_job,
+        "python_endpoints.jobs.analyze:analyze_job",
         pausable="never",  # a model's answer cannot be paused; a cancel stops the wait at once
         stall_timeout=1800.0,  # a language model on a small machine can take minutes
         settings={"llm": "llm"},
@@ -285,7 +283,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "translate_subtitles",
         TranslateSubtitlesParams,
-        translate_subtitles_job,
+        "python_endpoints.jobs.translate:translate_subtitles_job",
         resource="net",
         # A pause waits for the chunk under way (a model's answer cannot be paused), then
         # holds before the next.
@@ -301,7 +299,7 @@ CATALOGUE: tuple[Job, ...] = (
     Job(
         "download_model",
         ModelDownloadParams,
-        endpoint=ModelDownloadEndpoint,
+        endpoint="python_endpoints.downloads.model_download:ModelDownloadEndpoint",
         resource="net",
         resumes=True,  # the files done and the bytes of the current one
         stall_timeout=300.0,

@@ -69,7 +69,7 @@ COMMANDS: dict[str, Handler | str] = {
     "speakers": "speakers:cmd_speakers",
     "types": "media:cmd_types",
     "demo": "media:cmd_demo",
-    "add": "media:cmd_add",
+    "add": "add:cmd_add",
     "process": "media:cmd_process",
     "sample": "media:cmd_sample",
     "materials": "media:cmd_materials",

@@ -1,5 +1,5 @@
-"""The library and media: ``templates``, ``types``, ``add``, ``process``, ``demo``, ``sample``,
-``materials``, ``remove``."""
+"""The library and media: ``templates``, ``types``, ``process``, ``demo``, ``sample``,
+``materials``, ``remove`` (``add``: :mod:`.add`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,10 @@ from typing import Any
 from fredica_app.cli.display import table
 from fredica_app.cli.output import print_run
 from fredica_app.cli.process import Outcome, ensure_sample, process, run_or_follow
-from fredica_app.cli.shapes import created_json, material_json, print_json, run_json
+from fredica_app.cli.shapes import material_json, print_json, run_json
 from fredica_app.errors import (
     FredicaError,
-    MediaImportError,
-    NoSubtitlesFor,
     SpecError,
-    TemplateError,
 )
 from fredica_app.jobs import JOBS
 from fredica_app.services import Fredica
@@ -126,61 +123,6 @@ async def cmd_demo(app: Fredica, args: argparse.Namespace) -> int:
     # Run by an engine of its own, or followed when one already runs (`worker`, the app).
     outcome = await run_or_follow(app, [created.run_id])
     return await _end_of_runs(app, outcome, args.json)
-
-
-async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
-    # An unknown name, items the template cannot run on, or a parameter it does not take fail
-    # before anything is imported.
-    params = dict(args.param)
-    template = get_template(args.template)
-    template.check_sources(args.items)
-    template.bind(params)
-    report = await app.import_items(args.items)
-    empty = [_no_media_in(folder, report.skipped) for folder in report.empty_folders]
-    if not report.materials:
-        raise MediaImportError("; ".join(empty) or "no media found")
-    for line in empty:  # other items had media: say which folder had none, and go on
-        print(f"fredica: warning: {line}", file=sys.stderr)
-    out = []
-    paired = template.needs_subtitles(params)
-    notes: dict[str, str] = {}
-    for material in report.materials:
-        try:
-            if paired:  # say which subtitle file goes with each video
-                notes[material.id] = f" (subtitles: {app.subtitles_for(material).name})"
-            created = await app.submit_for_material(
-                material, args.template, priority=args.priority, params=params
-            )
-        except NoSubtitlesFor as exc:  # a batch goes on without it, saying so
-            print(f"fredica: skipped {exc}", file=sys.stderr)
-            continue
-        out.append((material, created))
-    if not out:
-        raise TemplateError("nothing submitted: no video had its subtitles beside it")
-    if args.json:
-        print_json(
-            [
-                {
-                    "material": material_json(m),
-                    **created_json(c),
-                    "new_material": m in report.added,
-                }
-                for m, c in out
-            ]
-        )
-        return 0
-    for m, c in out:
-        note = notes.get(m.id, "") + (" (already active)" if c.deduplicated else "")
-        print(f"{c.run_id}  {args.template}  {shown(m.title)}{note}")
-    if report.skipped:
-        print(f"skipped {len(report.skipped)} file(s) that are not media", file=sys.stderr)
-    return 0
-
-
-def _no_media_in(folder: Path, skipped: list[Path]) -> str:
-    others = sum(1 for f in skipped if f.is_relative_to(folder))
-    what = f"{others} file(s), none with a media extension" if others else "no file"
-    return f"no media found in {folder} ({what}; hidden files are skipped)"
 
 
 async def cmd_process(app: Fredica, args: argparse.Namespace) -> int:

@@ -4,15 +4,15 @@ catalogue (:mod:`python_endpoints.catalogue`), the diagnostic ``sleep``, and ``p
 
 Each row gets a class of its own, derived here from the row: its base is the row's
 ``endpoint`` class, or :class:`~python_endpoints.serving.jobendpoints.MediaEndpoint` for a
-row with a ``target`` alone; the row gives it its name, params model, target, pause support
-and skip rule.
+row with a ``target`` alone (both imported here, from the names the row gives); the row
+gives it its name, params model, target, pause support and skip rule.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from python_endpoints.catalogue import CATALOGUE, Job
+from python_endpoints.catalogue import CATALOGUE, Job, load
 from python_endpoints.jobs.sleep import sleep_job
 from python_endpoints.params import SleepParams
 from python_endpoints.serving.endpoint import ProcessEndpoint, TaskEndpoint
@@ -31,7 +31,9 @@ class SleepEndpoint(ProcessEndpoint):
 
 def endpoint_class(job: Job) -> type[TaskEndpoint]:
     """The endpoint class of a catalogue row."""
-    base: type[TaskEndpoint] = job.endpoint or MediaEndpoint
+    base = MediaEndpoint if job.endpoint is None else load(job.endpoint)
+    if not (isinstance(base, type) and issubclass(base, TaskEndpoint)):
+        raise TypeError(f"{job.name}: {job.endpoint} is not an endpoint class")
     attrs: dict[str, Any] = {
         "__module__": __name__,
         "__doc__": f"``/tasks/{job.name}``: {job.description}",
@@ -46,7 +48,10 @@ def endpoint_class(job: Job) -> type[TaskEndpoint]:
     if issubclass(base, MediaEndpoint):
         attrs["job"] = job.task_type
     if job.target is not None:
-        attrs["target"] = staticmethod(job.target)
+        target = load(job.target)
+        if not callable(target):
+            raise TypeError(f"{job.name}: {job.target} is not a function")
+        attrs["target"] = staticmethod(target)
     title = "".join(part.capitalize() for part in job.name.split("_"))
     return type(f"{title}Endpoint", (base,), attrs)
 

@@ -18,11 +18,11 @@ from fredica_app.paths import resolve_paths
 from fredica_app.probing import ProbeExecutor
 from fredica_app.services import Fredica
 from fredica_app.settings import Settings, save_settings
-from python_endpoints.catalogue import CATALOGUE, Job
+from python_endpoints.catalogue import CATALOGUE, Job, load
 from python_endpoints.params import SleepParams
 from python_endpoints.serving.endpoint import LoopEndpoint, ProcessEndpoint
 from python_endpoints.serving.jobendpoints import MediaEndpoint
-from python_endpoints.serving.registry import ENDPOINTS
+from python_endpoints.serving.registry import ENDPOINTS, endpoint_class
 from workers.executor import ExecutionContext
 from workers.executors.websocket import EndpointExecutor, EndpointsAddress
 from workers.spec import TaskSpec
@@ -68,10 +68,10 @@ def test_each_row_has_an_endpoint_made_from_it(job: Job) -> None:
     assert endpoint.pausable == job.pausable and endpoint.skip == job.skip
     assert endpoint.params_model is job.params  # type: ignore[attr-defined]
     if job.endpoint is not None:
-        assert issubclass(endpoint, job.endpoint)
+        assert issubclass(endpoint, load(job.endpoint))  # type: ignore[arg-type]
     if issubclass(endpoint, ProcessEndpoint):
         assert endpoint.suspend_on_pause == job.suspend_on_pause
-        assert job.target is not None and endpoint.target is job.target
+        assert job.target is not None and endpoint.target is load(job.target)
     else:  # a job of its own in the server's event loop
         assert issubclass(endpoint, LoopEndpoint) and job.target is None
         assert not job.suspend_on_pause
@@ -120,17 +120,40 @@ def test_the_app_registry_is_the_queue_diagnostics_and_the_catalogue() -> None:
 JOB_LIBRARIES = ("av", "imageio_ffmpeg", "httpx", "pysubs2", "psutil", "yt_dlp", "yake", "numpy")
 
 
-def test_importing_the_catalogue_imports_none_of_the_jobs_libraries() -> None:
-    """The app imports the catalogue for every command: it must cost little. The rows name the
-    jobs' functions, so their modules are imported — never PyAV, httpx… at their top."""
+def test_importing_the_catalogue_imports_none_of_the_jobs() -> None:
+    """The app reads the catalogue at every command's start: it must cost little. The rows
+    name the jobs' functions and endpoint classes, so neither their modules nor the
+    libraries they run with (PyAV, httpx…) are imported with it — nor the server's machinery
+    (an endpoint's child processes), nor the engine's executors by the task types alone."""
     code = (
         "import sys, python_endpoints.catalogue, fredica_app.jobs\n"
-        f"print(' '.join(m for m in {JOB_LIBRARIES!r} if m in sys.modules))"
+        "fredica_app.jobs.registry()\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(("
+        f"{JOB_LIBRARIES!r} + ('python_endpoints.jobs', 'python_endpoints.downloads', "
+        "'python_endpoints.serving', 'workers.executors', 'websockets', 'multiprocessing'))))))"
     )
     found = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert found.stdout.split() == []
+
+
+@pytest.mark.parametrize("reference", ["python_endpoints.params:nothing", "no_such_module:f"])
+def test_a_row_naming_what_is_not_there_fails_the_servers_start(reference: str) -> None:
+    """A misspelt reference is found when the server builds its table, by name, not at a
+    job's first run."""
+    job = replace(CATALOGUE[0], target=reference)
+    with pytest.raises((AttributeError, ImportError)):
+        endpoint_class(job)
+
+
+def test_a_row_naming_what_is_no_endpoint_class_is_refused() -> None:
+    job = replace(CATALOGUE[0], endpoint="python_endpoints.params:ProbeParams")
+    with pytest.raises(TypeError, match=r"probe: python_endpoints\.params:ProbeParams is not"):
+        endpoint_class(job)
+    job = replace(CATALOGUE[0], target="python_endpoints.params:MODEL_NAME_PATTERN")
+    with pytest.raises(TypeError, match="is not a function"):
+        endpoint_class(job)
 
 
 def test_the_subprocess_sleep_payload_is_the_sleep_endpoints_params() -> None:

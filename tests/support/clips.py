@@ -12,7 +12,7 @@ from typing import Any
 
 import psutil
 
-from python_endpoints.catalogue import CATALOGUE
+from python_endpoints.catalogue import CATALOGUE, load
 from python_endpoints.jobs.avread import open_media
 from python_endpoints.jobs.outputs import PART_ID
 from python_endpoints.jobs.sample import make_sample
@@ -55,7 +55,7 @@ def job_params(target: Callable[..., Any], params: Mapping[str, Any]) -> dict[st
     :class:`~python_endpoints.serving.child.JobFailed` (``PAYLOAD_ERROR``), as the server
     reports them. A ``part_id`` given is kept: the server adds one of its own after
     validation (a client cannot send it); a test names one to know its temporary files."""
-    rows = [job for job in CATALOGUE if job.target is target]
+    rows = [job for job in CATALOGUE if job.target and load(job.target) is target]
     assert len(rows) == 1, f"{target.__qualname__} is no catalogue row's target"
     job = rows[0]
     given = dict(params)
