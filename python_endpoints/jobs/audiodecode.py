@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs.avread import create_media, open_media
+from python_endpoints.jobs.outputs import AFTER_CRASH
 from python_endpoints.serving.child import ChildContext
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,13 @@ LAYOUTS = {1: "mono", 2: "stereo"}
 
 def worth_in_process(declared: float | None, params: dict[str, Any]) -> bool:
     """Whether EXTRACT_AUDIO with ``params`` on an input of ``declared`` seconds runs in
-    the job's process: short, its length known, mono or stereo out, and no ffmpeg chosen in
-    the settings."""
+    the job's process: short, its length known, mono or stereo out, no ffmpeg chosen in the
+    settings, and no earlier run on this input crashed its child (``AFTER_CRASH``: a
+    decoder that crashes on a file takes the child with it; an ffmpeg process's crash is
+    reported)."""
     return (
         not params.get("ffmpeg")
+        and not params.get(AFTER_CRASH)
         and params.get("channels") in LAYOUTS
         and declared is not None
         and 0 < declared <= IN_PROCESS_UP_TO

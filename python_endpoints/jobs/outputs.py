@@ -36,6 +36,11 @@ PART_MARK = ".fredica-part"
 #: The key of the params under which the endpoints server gives a job its part id (added to
 #: the validated params: a client cannot send it).
 PART_ID = "part_id"
+#: The key under which the endpoints server tells a job that an earlier run on the same input
+#: crashed its child (added to the validated params, as the part id): a job with a way of its
+#: own in the child — EXTRACT_AUDIO's PyAV decode of a short file — takes the ffmpeg process
+#: instead, whose crash the child outlives and reports.
+AFTER_CRASH = "after_crash"
 SIDECAR_SUFFIX = ".fredica.json"
 SIDECAR_VERSION = 1
 

@@ -16,10 +16,17 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
+from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import outputs, site
 from python_endpoints.jobs.media import ffmpeg_binary, hardware_encoder
 from python_endpoints.serving.child import JobFailed
 from python_endpoints.serving.endpoint import Emit, ProcessEndpoint
+
+#: The inputs on which a job's child died (``SUBPROCESS_CRASHED``) in this server's life, by
+#: job: their next runs are told so (``outputs.AFTER_CRASH``), and a job with a way of its own
+#: in the child takes its ffmpeg process instead — a retry of a short file whose sound PyAV's
+#: decoder crashed on goes through ffmpeg rather than crashing again.
+_crashed_inputs: set[tuple[str, str]] = set()
 
 
 class MediaEndpoint(ProcessEndpoint):
@@ -40,8 +47,18 @@ class MediaEndpoint(ProcessEndpoint):
         self._params: dict[str, Any] = {}
         self.part_id = outputs.new_part_id()
 
+    async def run(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await super().run(params)
+        except JobFailed as exc:
+            if exc.error_type == ErrorType.SUBPROCESS_CRASHED and self._params.get("input"):
+                _crashed_inputs.add((self.job, str(self._params["input"])))
+            raise
+
     def child_params(self, params: dict[str, Any]) -> dict[str, Any]:
         self._params = {**params, outputs.PART_ID: self.part_id}
+        if (self.job, str(params.get("input"))) in _crashed_inputs:
+            self._params[outputs.AFTER_CRASH] = True
         return self._params
 
     def partial_outputs(self) -> list[Path]:

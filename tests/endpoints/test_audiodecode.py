@@ -4,6 +4,8 @@ chosen in the settings, a stream PyAV cannot follow). Real clips made by the bun
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
 import subprocess
 from pathlib import Path
@@ -14,7 +16,11 @@ import pytest
 
 from python_endpoints.jobs import audiodecode, outputs
 from python_endpoints.jobs.media import bundled_ffmpeg, extract_audio_job
+from python_endpoints.serving.registry import ENDPOINTS
+from python_endpoints.serving.server import EndpointServer
+from tests.endpoints.test_endpoints import TOKEN, frames_until, open_task, start
 from tests.support.clips import JobContext, SampleCache, job_params
+from tests.support.process_table import assert_no_job_process_left
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +188,55 @@ def test_a_cancel_between_frames_stops_it_and_leaves_nothing(
     assert extract_audio_job(params, ctx) is None
     assert ctx.checks < 0  # it looked until it saw the cancel
     assert [p.name for p in out.parent.iterdir()] == []  # its part removed, nothing committed
+
+
+def crash_in_pyav(params: dict[str, Any], ctx: Any) -> dict[str, Any] | None:
+    """EXTRACT_AUDIO with PyAV's decode crashing its process, as a decoder fault would (a real
+    SIGSEGV, in the child): the ffmpeg path runs as it is."""
+
+    def segfault(*args: Any, **kwargs: Any) -> bool:
+        os.kill(os.getpid(), signal.SIGSEGV)
+        raise AssertionError("still alive")
+
+    audiodecode.extract = segfault  # type: ignore[assignment]  # this child's copy only
+    result: dict[str, Any] | None = extract_audio_job(params, ctx)
+    return result
+
+
+class CrashingExtractAudio(ENDPOINTS["extract_audio"]):  # type: ignore[misc,valid-type]
+    """The real endpoint, its PyAV decode crashing: offered by this test's server only."""
+
+    name = "extract_audio_crashing"
+    target = staticmethod(crash_in_pyav)
+    reuse_child = False
+
+
+async def test_a_retry_after_pyav_crashed_the_child_goes_to_ffmpeg(
+    samples: SampleCache, tmp_path: Path
+) -> None:
+    """A short file whose sound crashes PyAV's decoder takes the job's child with it
+    (SUBPROCESS_CRASHED, nothing left behind); the server remembers the input, and the next
+    run on it — a retry — goes through an ffmpeg process. Another input still gets PyAV."""
+    server = EndpointServer({CrashingExtractAudio.name: CrashingExtractAudio}, TOKEN)
+    port = await server.start()
+    clip, other = samples.get("mkv"), samples.get("mp4")
+
+    async def run(input: Path, output: Path) -> dict[str, Any]:
+        async with open_task(port, name=CrashingExtractAudio.name) as ws:
+            await start(ws, input=str(input), output=str(output))
+            frames = await frames_until(ws, "result", "error", within=60)
+        return frames[-1]
+
+    try:
+        first = await run(clip, tmp_path / "a.wav")
+        assert first["type"] == "error" and first["error_type"] == "SUBPROCESS_CRASHED"
+        assert "SIGSEGV" in first["error"]
+        assert os.listdir(tmp_path) == []  # its temporary file removed
+        again = await run(clip, tmp_path / "a.wav")
+        assert again["type"] == "result" and again["result"]["tool"] == "ffmpeg", again
+        assert samples_of(tmp_path / "a.wav")[:2] == (16000, 1)
+        elsewhere = await run(other, tmp_path / "b.wav")
+        assert elsewhere["type"] == "error" and "SIGSEGV" in elsewhere["error"]
+    finally:
+        await server.close()
+    await assert_no_job_process_left()
