@@ -15,7 +15,7 @@ payload models and the executors that reach the endpoints (``fredica_app.jobs``)
 A row names what runs the job (``"python_endpoints.jobs.media:transcode_job"``) rather than
 holding it: the app reads every row at each start, and the job modules (PyAV, the ffmpeg
 argv builders, speech, downloads) are the server's to import — ``fredica add`` and the
-engine's process start without them (``tests/endpoints/test_catalogue.py`` says so).
+engine's process start without them (``tests/app/test_catalogue.py`` says so).
 
 Adding a job: its params model in :mod:`python_endpoints.params`, its function in
 :mod:`python_endpoints.jobs`, one row here.
