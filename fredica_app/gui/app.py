@@ -23,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 from PySide6.QtWidgets import QApplication
 
 from fredica_app.gui import theme
+from fredica_app.gui.collector import GuiThreadCollector
 from fredica_app.gui.host import AppHost
 from fredica_app.gui.icon import app_icon
 from fredica_app.gui.notices import NoticeWatcher
@@ -85,6 +86,9 @@ class GuiApp:
         #: Closing the window while tasks run hides it in the tray (``settings``).
         self.close_to_tray = settings.close_to_tray
         self.host = AppHost(self.paths.data_dir)
+        #: Garbage collection on this thread only, from the host's start to its end: the
+        #: host's thread must not finalize Qt objects (``collector``).
+        self.collector = GuiThreadCollector()
         self.notifier = Notifier(enabled=settings.notifications)
         self.tray = Tray.create()
         if self.tray is not None:
@@ -127,6 +131,7 @@ class GuiApp:
         open the data directory."""
         if not (hidden and self.tray is not None):
             self.window.show()
+        self.collector.start()
         self.host.start()
 
     # --- the window and the tray -------------------------------------------------------------
@@ -210,6 +215,7 @@ class GuiApp:
         if self.tray is not None:
             self.tray.hide()
         self.notifier.close()
+        self.collector.stop()  # the host's thread, and the engine's, have ended
 
     def switch_language(self, language: str) -> None:
         """Show the window again in ``language``; work goes on meanwhile."""

@@ -25,6 +25,21 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
+def _collect_on_the_gui_thread(qapp: Any) -> Iterator[None]:
+    """Garbage collection on the GUI thread during each test, as the app has it
+    (``GuiApp.collector``): the host's engine thread of one test must not finalize the
+    widgets another left in a cycle. Torn down last: a final collection here, then the
+    interpreter's own collection back for the tests of other folders."""
+    from fredica_app.gui.collector import GuiThreadCollector
+
+    collector = GuiThreadCollector()
+    collector.start()
+    yield
+    collector.stop()
+    collector.deleteLater()
+
+
+@pytest.fixture(autouse=True)
 def _quit_without_asking(monkeypatch: pytest.MonkeyPatch) -> None:
     """A window closed at a test's end (pytest-qt closes the widgets it was given) must not
     wait on a question nobody answers; a test that checks the question patches its window."""
