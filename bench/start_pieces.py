@@ -1,16 +1,19 @@
 """Pieces of a command's start and of a batch's first jobs, each against what it replaced.
 
-1. ``import fredica_app.services`` in a new interpreter, with the garbage collector on and
-   off (what :func:`fredica_app.cli.imports_without_collection` does), interleaved; median
-   seconds of each.
+1. ``import fredica_app.services.app`` (what every command that opens the data directory
+   imports) in a new interpreter, with the garbage collector on and off (what
+   :func:`fredica_app.cli.imports_without_collection` does), interleaved; median seconds of
+   each.
 2. The hardware encoder test of every encoder the bundled ffmpeg lists, whether or not a
    device for it is here: one after another, and side by side
    (:func:`python_endpoints.jobs.media.first_working`); median seconds of each. What the
    server runs now is neither where no driver has a device: nothing.
-3. With ``--against REV``: ``fredica --data-dir COPY process CLIP --template transcode_mp4``
-   (a 5 s clip of the batch bench's) from a checkout of REV and from this one, alternately;
-   median seconds from the command's start to its first task's ``started_at``, to its end,
-   and of its first PROBE task.
+3. With ``--against REV``: from a checkout of REV and from this one, alternately, on a copy
+   of a migrated data directory each time and a 5 s clip of the batch bench's: ``fredica add
+   CLIP --template transcode_mp4`` then ``fredica worker --until-idle`` (the batch bench's
+   second lane), and ``fredica process CLIP --template transcode_mp4`` (its first); median
+   seconds of ``add``, of the worker's start to its first claim (``claimed_at``) and to its
+   end, and of ``process``'s start to its first task's ``started_at`` and to its end.
 
     python -m bench.start_pieces [--rounds N] [--against REV]
 """
@@ -37,7 +40,7 @@ IMPORT = (
     "import gc, time\n"
     "{off}"
     "t = time.perf_counter()\n"
-    "import fredica_app.services\n"
+    "import fredica_app.services.app\n"
     "print(time.perf_counter() - t)\n"
 )
 
@@ -77,14 +80,12 @@ def encoder_tests(rounds: int) -> dict[str, float]:
     return {f"{k} ({len(listed)} listed)": statistics.median(v) for k, v in out.items()}
 
 
-def process_once(tree: Path, clip: Path, base: Path, work: Path) -> tuple[float, float, float]:
-    data = work / "data"
-    shutil.rmtree(data, ignore_errors=True)
-    shutil.copytree(base, data)
+def timed(tree: Path, data: Path, *args: str) -> tuple[float, float]:
+    """Run ``fredica --data-dir DATA ARGS`` from ``tree``: its start (UNIX time) and seconds."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     began, t0 = time.time(), time.perf_counter()
     subprocess.run(
-        [*FREDICA, "--data-dir", str(data), "process", str(clip), "--template", "transcode_mp4"],
+        [*FREDICA, "--data-dir", str(data), *args],
         cwd=tree,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -92,17 +93,35 @@ def process_once(tree: Path, clip: Path, base: Path, work: Path) -> tuple[float,
         check=True,
         timeout=300,
     )
-    whole = time.perf_counter() - t0
+    return began, time.perf_counter() - t0
+
+
+def first_task(data: Path, column: str) -> float:
+    """The earliest ``column`` (``claimed_at``, ``started_at``) of the data directory's tasks."""
     conn = sqlite3.connect(f"{(data / 'fredica.db').as_uri()}?mode=ro", uri=True)
     try:
-        first = conn.execute("SELECT MIN(started_at) FROM task").fetchone()[0]
-        row = conn.execute(
-            "SELECT completed_at - started_at FROM task WHERE type = 'PROBE'"
-        ).fetchone()
-        probe = float("nan") if row is None or row[0] is None else row[0]  # none any more
+        return float(conn.execute(f"SELECT MIN({column}) FROM task").fetchone()[0])
     finally:
         conn.close()
-    return first - began, whole, probe
+
+
+def commands_once(tree: Path, clip: Path, base: Path, work: Path) -> dict[str, float]:
+    """Both of the batch bench's Fredica lanes on ``clip``, each on a fresh copy of ``base``."""
+    data = work / "data"
+    figures: dict[str, float] = {}
+    template = ("--template", "transcode_mp4")
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(base, data)
+    figures["add CLIP"] = timed(tree, data, "add", str(clip), *template)[1]
+    began, whole = timed(tree, data, "worker", "--until-idle")
+    figures["worker: start -> first claim"] = first_task(data, "claimed_at") - began
+    figures["worker: whole run"] = whole
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(base, data)
+    began, whole = timed(tree, data, "process", str(clip), *template)
+    figures["process CLIP: start -> first task"] = first_task(data, "started_at") - began
+    figures["process CLIP: whole run"] = whole
+    return figures
 
 
 def against(rev: str, rounds: int) -> dict[str, dict[str, float]]:
@@ -143,21 +162,17 @@ def against(rev: str, rounds: int) -> dict[str, dict[str, float]]:
                     capture_output=True,
                 )
             trees = {rev: other, "this checkout": ROOT}
-            seen: dict[str, list[tuple[float, float, float]]] = {k: [] for k in trees}
+            seen: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
             for i in range(rounds):
                 order = list(trees.items())
                 for name, tree in order if i % 2 else order[::-1]:
-                    seen[name].append(process_once(tree, clip, bases[tree], work))
+                    seen[name].append(commands_once(tree, clip, bases[tree], work))
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, capture_output=True
             )
     return {
-        name: {
-            "start -> first task": statistics.median(r[0] for r in runs),
-            "whole run": statistics.median(r[1] for r in runs),
-            "first PROBE task": statistics.median(r[2] for r in runs),
-        }
+        name: {what: statistics.median(r[what] for r in runs) for what in runs[0]}
         for name, runs in seen.items()
     }
 
@@ -165,7 +180,9 @@ def against(rev: str, rounds: int) -> dict[str, dict[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.start_pieces", description=__doc__)
     p.add_argument("--rounds", type=int, default=8, help="runs of each way (default 8)")
-    p.add_argument("--against", metavar="REV", help="also time `process` against this commit")
+    p.add_argument(
+        "--against", metavar="REV", help="also time add, worker and process against this commit"
+    )
     args = p.parse_args(argv)
     byte_compile()
     imports: dict[bool, list[float]] = {False: [], True: []}
@@ -174,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             imports[off].append(import_seconds(off))
     rows = [
         (
-            f"import fredica_app.services, collector {'off' if off else 'on'}",
+            f"import fredica_app.services.app, collector {'off' if off else 'on'}",
             f"{statistics.median(v):.3f} s",
             f"median of {len(v)}; min {min(v):.3f} s",
             "",
@@ -184,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in encoder_tests(max(3, args.rounds // 2)).items():
         rows.append((f"hardware encoder tests, {name}", f"{seconds * 1000:.0f} ms", "median", ""))
     if args.against:
-        for name, figures in against(args.against, args.rounds).items():
-            for what, seconds in figures.items():
-                rows.append((f"process CLIP, {name}: {what}", f"{seconds:.3f} s", "median", ""))
+        by_tree = against(args.against, args.rounds)
+        for what in next(iter(by_tree.values())):
+            for name, figures in by_tree.items():
+                rows.append((f"{what}, {name}", f"{figures[what]:.3f} s", "median", ""))
     print(table(rows))
     return 0
 

@@ -14,9 +14,9 @@ import os
 from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fredica_app import endpoint_hosts, jobs
+from fredica_app import jobs
 from fredica_app.database import open_database, open_shared_database
 from fredica_app.desktop.awake import AwakeWhileBusy, KeepAwake, keep_awake_for_platform
 from fredica_app.endpoints import EndpointsProcess
@@ -30,12 +30,14 @@ from fredica_app.version import fredica_version
 from workers.db import redact_url
 from workers.engine import WorkerEngine
 from workers.events import Event, TaskChanged
-from workers.executors.remote import Router
 from workers.records import RestartLogEntry, TaskRecord, WorkerRecord
 from workers.retention import RetentionPolicy
 from workers.running import RESOURCE_NAMES, default_slots
 from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
+
+if TYPE_CHECKING:
+    from workers.executors.remote import Router
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +194,10 @@ class Fredica(Submission):
     # --- running -------------------------------------------------------------------------
 
     def make_engine(self, *, max_workers: int | None = None) -> WorkerEngine:
+        # Here, as the executors (fredica_app.jobs): a command that runs no engine (`add`)
+        # imports no websocket client.
+        from fredica_app import endpoint_hosts
+
         self.router = endpoint_hosts.router(self.settings.endpoint_hosts)
         engine = WorkerEngine(
             self.store,

@@ -29,9 +29,18 @@ class SleepEndpoint(ProcessEndpoint):
     reuse_child = True
 
 
+def _load(job: Job, reference: str) -> object:
+    """What ``reference`` names, or an ImportError naming ``job``'s row as well."""
+    try:
+        return load(reference)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(f"{job.name}: {reference} cannot be loaded ({exc})") from exc
+
+
 def endpoint_class(job: Job) -> type[TaskEndpoint]:
-    """The endpoint class of a catalogue row."""
-    base = MediaEndpoint if job.endpoint is None else load(job.endpoint)
+    """The endpoint class of a catalogue row; an error naming the row when a reference of it
+    names nothing (ImportError) or not what it must (TypeError)."""
+    base = MediaEndpoint if job.endpoint is None else _load(job, job.endpoint)
     if not (isinstance(base, type) and issubclass(base, TaskEndpoint)):
         raise TypeError(f"{job.name}: {job.endpoint} is not an endpoint class")
     attrs: dict[str, Any] = {
@@ -48,7 +57,7 @@ def endpoint_class(job: Job) -> type[TaskEndpoint]:
     if issubclass(base, MediaEndpoint):
         attrs["job"] = job.task_type
     if job.target is not None:
-        target = load(job.target)
+        target = _load(job, job.target)
         if not callable(target):
             raise TypeError(f"{job.name}: {job.target} is not a function")
         attrs["target"] = staticmethod(target)

@@ -3,7 +3,9 @@ all derived from the row and agreeing with it; the app's values fill the params 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 from dataclasses import replace
@@ -19,6 +21,7 @@ from fredica_app.probing import ProbeExecutor
 from fredica_app.services import Fredica
 from fredica_app.settings import Settings, save_settings
 from python_endpoints.catalogue import CATALOGUE, Job, load
+from python_endpoints.jobs.sample import make_sample
 from python_endpoints.params import SleepParams
 from python_endpoints.serving.endpoint import LoopEndpoint, ProcessEndpoint
 from python_endpoints.serving.jobendpoints import MediaEndpoint
@@ -118,6 +121,28 @@ def test_the_app_registry_is_the_queue_diagnostics_and_the_catalogue() -> None:
 
 #: What the jobs run with, imported only where used (and by a warm spare ahead of its job).
 JOB_LIBRARIES = ("av", "imageio_ffmpeg", "httpx", "pysubs2", "psutil", "yt_dlp", "yake", "numpy")
+#: What only a process that runs work needs: the jobs, the executors and their client.
+NOT_FOR_SUBMITTING = (
+    "python_endpoints.jobs",
+    "fredica_app.endpoint_hosts",
+    "workers.executors",
+    "websockets",
+)
+
+
+def imported_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules whose names start with one of ``prefixes`` that a fresh interpreter has
+    imported after running ``code`` (its last line of output, which must print nothing)."""
+    code += (
+        "\nimport sys\n"
+        f"print('modules:', *sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    last = found.stdout.splitlines()[-1].split()
+    assert last[0] == "modules:", found.stdout + found.stderr
+    return last[1:]
 
 
 def test_importing_the_catalogue_imports_none_of_the_jobs() -> None:
@@ -125,26 +150,44 @@ def test_importing_the_catalogue_imports_none_of_the_jobs() -> None:
     name the jobs' functions and endpoint classes, so neither their modules nor the
     libraries they run with (PyAV, httpx…) are imported with it — nor the server's machinery
     (an endpoint's child processes), nor the engine's executors by the task types alone."""
+    code = "import python_endpoints.catalogue, fredica_app.jobs\nfredica_app.jobs.registry()"
+    others = ("python_endpoints.downloads", "python_endpoints.serving", "multiprocessing")
+    assert imported_after(code, (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING, *others)) == []
+
+
+def test_fredica_add_imports_no_executor_and_no_job(tmp_path: Path) -> None:
+    """``fredica add`` submits: the engine's executors, the websocket client, the endpoint
+    hosts' router and the jobs' code are for the commands that run work."""
+    clip = make_sample(tmp_path / "media" / "clip.mkv", 1.0)
+    data = tmp_path / "data"
     code = (
-        "import sys, python_endpoints.catalogue, fredica_app.jobs\n"
-        "fredica_app.jobs.registry()\n"
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith(("
-        f"{JOB_LIBRARIES!r} + ('python_endpoints.jobs', 'python_endpoints.downloads', "
-        "'python_endpoints.serving', 'workers.executors', 'websockets', 'multiprocessing'))))))"
+        "from fredica_app.cli import main\n"
+        f"assert main(['--data-dir', {str(data)!r}, 'add', {str(clip)!r}, "
+        "'--template', 'transcode_mp4']) == 0"
     )
-    found = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert found.stdout.split() == []
+    assert imported_after(code, (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING)) == []
+    with contextlib.closing(sqlite3.connect(data / "fredica.db")) as db:
+        assert db.execute("SELECT template FROM workflow_run").fetchall() == [("transcode_mp4",)]
 
 
-@pytest.mark.parametrize("reference", ["python_endpoints.params:nothing", "no_such_module:f"])
-def test_a_row_naming_what_is_not_there_fails_the_servers_start(reference: str) -> None:
+@pytest.mark.parametrize(
+    ("reference", "why"),
+    [
+        ("python_endpoints.params:nothing", "has no attribute 'nothing'"),
+        ("no_such_module:f", "No module named 'no_such_module'"),
+        ("python_endpoints.params", "has no attribute ''"),  # no ":name"
+    ],
+)
+def test_a_row_naming_what_is_not_there_fails_the_servers_start(reference: str, why: str) -> None:
     """A misspelt reference is found when the server builds its table, by name, not at a
-    job's first run."""
-    job = replace(CATALOGUE[0], target=reference)
-    with pytest.raises((AttributeError, ImportError)):
-        endpoint_class(job)
+    job's first run: the row, the reference and Python's reason."""
+    for field in ("target", "endpoint"):
+        job = replace(CATALOGUE[0], **{field: reference})
+        with pytest.raises(ImportError) as raised:
+            endpoint_class(job)
+        message = str(raised.value)
+        assert message.startswith(f"probe: {reference} cannot be loaded ("), message
+        assert why in message
 
 
 def test_a_row_naming_what_is_no_endpoint_class_is_refused() -> None:
