@@ -25,7 +25,11 @@
    task view, scrolled a wheel step (3 rows) at a time from top to bottom and back, 400 steps
    each, every step repainted on the GUI thread (wall time per step; target p99 < 20 ms).
 
-    .venv/bin/python bench/gui_app.py [--quick] [--only N]
+Parts 2 to 5 run in the bench's process with the app's garbage collection: automatic
+collection off, the GUI thread collecting by a timer (``fredica_app.gui.collector``);
+``--interpreter-gc`` leaves it to the interpreter, in whichever thread, for comparison.
+
+    .venv/bin/python bench/gui_app.py [--quick] [--only N] [--interpreter-gc]
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from PySide6.QtWidgets import QWidget
 from bench._common import pct
 from fredica_app.gui.app import make_qapplication
 from fredica_app.gui.bridge import INTERVAL_MS
+from fredica_app.gui.collector import GuiThreadCollector
 from fredica_app.gui.host import AppHost
 from fredica_app.gui.window import MainWindow
 from fredica_app.paths import resolve_paths
@@ -422,12 +427,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 launch, 1 open, 2 bursts, 5 s idle")
     parser.add_argument("--only", type=int, choices=[1, 2, 3, 4, 5], help="run this part only")
+    parser.add_argument(
+        "--interpreter-gc",
+        action="store_true",
+        help="parts 2-5: collect garbage as the interpreter does, in any thread (for comparison)",
+    )
     args = parser.parse_args()
     parts = [args.only] if args.only else [1, 2, 3, 4, 5]
     rows: list[Row] = []
     if 1 in parts:
         rows += part_launch(1 if args.quick else 3)
     qapp = make_qapplication([sys.argv[0]])  # in-process parts: the app's own settings
+    # …and its garbage collection, on the GUI thread only (GuiApp.collector): a collection
+    # there is a stall of the GUI thread the figures must include.
+    collector = GuiThreadCollector()
+    if not args.interpreter_gc:
+        collector.start()
     cpus = psutil.cpu_count()
     print(f"  Qt {qVersion()} ({qapp.platformName()}, {qapp.style().name()}), {cpus} CPUs")
     if {2, 3} & set(parts):
@@ -444,6 +459,9 @@ def main() -> None:
         rows += part_idle(5.0 if args.quick else 10.0)
     if 5 in parts:
         rows += part_library(1 if args.quick else 3, 100 if args.quick else 400)
+    if collector.running:
+        collector.stop()
+        print(f"  collections on the GUI thread, by generation: {collector.collections}")
     table = [("what", "figure", "target", "result"), *rows]
     widths = [max(len(r[n]) for r in table) for n in range(4)]
     print()
