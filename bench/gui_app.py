@@ -387,8 +387,10 @@ def part_library(rounds: int, steps: int) -> list[Row]:
             window = MainWindow(host, d)
             window.nav.setCurrentRow(MainWindow.LIBRARY)
             window.show()
+            # The page, empty (its table is hidden until it has rows: waiting for the
+            # table's paint here waited out until_painted's two minutes).
+            until_painted(window.library)
             viewport = window.library.table.viewport()
-            until_painted(viewport)
             library, tasks = window.library.model, window.queue.tasks
             begun = time.perf_counter()
             host.start()

@@ -181,7 +181,8 @@ def test_drain_part_drains_every_lane(tmp_path: Path) -> None:
 
 def test_start_pieces_times_each_piece_against_what_it_replaced(tmp_path: Path) -> None:
     """``python -m bench.start_pieces --rounds 1 --against HEAD``: the imports both ways, the
-    encoder tests both ways, and ``process`` from a checkout of HEAD and from this one."""
+    encoder tests both ways, and ``add``, ``worker`` and ``process`` from a checkout of HEAD
+    and from this one."""
 
     def worktrees() -> list[str]:
         listed = subprocess.run(
@@ -191,13 +192,18 @@ def test_start_pieces_times_each_piece_against_what_it_replaced(tmp_path: Path) 
 
     before = worktrees()
     rows = _table(tmp_path, "bench.start_pieces", "--rounds", "1", "--against", "HEAD")
+
+    def seconds(row: str) -> float:
+        return float(rows[row].removesuffix(" s"))
+
     for way in ("on", "off"):
-        assert float(rows[f"import fredica_app.services, collector {way}"].removesuffix(" s")) > 0
+        assert seconds(f"import fredica_app.services.app, collector {way}") > 0
     assert sum(k.startswith("hardware encoder tests, ") for k in rows) == 2
     for tree in ("HEAD", "this checkout"):
-        first = float(rows[f"process CLIP, {tree}: start -> first task"].removesuffix(" s"))
-        whole = float(rows[f"process CLIP, {tree}: whole run"].removesuffix(" s"))
-        assert 0 < first < whole, tree
+        assert seconds(f"add CLIP, {tree}") > 0
+        for lane, first in (("worker", "first claim"), ("process CLIP", "first task")):
+            start = seconds(f"{lane}: start -> {first}, {tree}")
+            assert 0 < start < seconds(f"{lane}: whole run, {tree}"), (lane, tree)
     assert worktrees() == before  # the checkout it made is gone
 
 
