@@ -25,16 +25,17 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _collect_on_the_gui_thread(qapp: Any) -> Iterator[None]:
+def _collect_on_the_gui_thread(qapp: Any) -> Iterator[Any]:
     """Garbage collection on the GUI thread during each test, as the app has it
     (``GuiApp.collector``): the host's engine thread of one test must not finalize the
     widgets another left in a cycle. Torn down last: a final collection here, then the
-    interpreter's own collection back for the tests of other folders."""
+    interpreter's own collection back for the tests of other folders. Yields the collector
+    (a test of the collector itself stops it first)."""
     from fredica_app.gui.collector import GuiThreadCollector
 
     collector = GuiThreadCollector()
     collector.start()
-    yield
+    yield collector
     collector.stop()
     collector.deleteLater()
 

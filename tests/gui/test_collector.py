@@ -40,9 +40,11 @@ def leave_a_cycle_then_churn_elsewhere(kept: list[Any]) -> list[str]:
 
 @pytest.fixture
 def interpreter_collects(_collect_on_the_gui_thread: Any) -> Iterator[None]:
-    """The folder's own collector stopped: the interpreter collects, as outside the app."""
+    """The folder's own collector stopped: the interpreter collects, as outside the app, and
+    no collector but a test's own collects on this thread."""
     thresholds = gc.get_threshold()
-    gc.enable()
+    _collect_on_the_gui_thread.stop()
+    assert gc.isenabled()
     yield
     gc.set_threshold(*thresholds)
 
