@@ -12,8 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.schema import CreateIndex
+from sqlalchemy.sql.compiler import DDLCompiler
+from sqlalchemy.types import TypeEngine
 
 from workers.states import RunStatus, TaskStatus
 
@@ -26,9 +30,50 @@ NAMING_CONVENTION = {
 }
 
 JSONValue = Any
-#: JSON columns: JSONB on PostgreSQL (compared by value, so that the change triggers can tell
-#: a changed result; indexable), JSON text on SQLite.
-JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+class JSONDocument(sa.types.TypeDecorator[Any]):
+    """JSON columns: JSONB on PostgreSQL (compared by value, so that the change triggers can
+    tell a changed result; indexable), JSON text on SQLite.
+
+    Chosen when a dialect compiles or binds it, rather than as ``with_variant(JSONB())``:
+    naming JSONB here would load SQLAlchemy's PostgreSQL dialect (~20 ms) into every command
+    on a SQLite file."""
+
+    impl = sa.JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(sa.JSON())
+
+
+JSON = JSONDocument()
+
+
+def partial_index(name: str, *expressions: Any, where: str, unique: bool = False) -> sa.Index:
+    """An index of the rows ``where`` holds, on SQLite and on PostgreSQL.
+
+    SQLite's ``WHERE`` is SQLAlchemy's ``sqlite_where``; PostgreSQL's is added when the index
+    is compiled for it (:func:`_create_partial_index_on_postgresql`), not given as
+    ``postgresql_where``, whose check would load the PostgreSQL dialect (see
+    :class:`JSONDocument`). The migrations create the same indexes with both options."""
+    return sa.Index(
+        name, *expressions, unique=unique, sqlite_where=sa.text(where), info={"where": where}
+    )
+
+
+@compiles(CreateIndex, "postgresql")
+def _create_partial_index_on_postgresql(
+    create: CreateIndex, compiler: DDLCompiler, **kw: Any
+) -> str:
+    text: str = compiler.visit_create_index(create, **kw)  # type: ignore[no-untyped-call]
+    where = create.element.info.get("where")
+    return f"{text} WHERE {where}" if where else text
+
 
 #: The claimable indexes' predicate. The claim's WHERE repeats it word for word: SQLite uses a
 #: partial index only when it can see that the query's WHERE implies the index's.
@@ -64,12 +109,7 @@ class WorkflowRun(Base):
     __tablename__ = "workflow_run"
     __table_args__ = (
         # Retention: finished runs, by when they finished.
-        sa.Index(
-            "ix_workflow_run_finished",
-            "completed_at",
-            sqlite_where=sa.text(FINISHED_RUN),
-            postgresql_where=sa.text(FINISHED_RUN),
-        ),
+        partial_index("ix_workflow_run_finished", "completed_at", where=FINISHED_RUN),
     )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
@@ -102,46 +142,28 @@ class Task(Base):
         # walks past tasks that wait. The unfiltered claim walks ix_task_claimable; a claim
         # for some resource classes takes the head of each class in ix_task_claimable_by_resource,
         # so that what other classes have queued costs it nothing.
-        sa.Index(
-            "ix_task_claimable",
-            sa.text("priority DESC"),
-            "created_at",
-            sqlite_where=sa.text(CLAIMABLE),
-            postgresql_where=sa.text(CLAIMABLE),
-        ),
-        sa.Index(
+        partial_index("ix_task_claimable", sa.text("priority DESC"), "created_at", where=CLAIMABLE),
+        partial_index(
             "ix_task_claimable_by_resource",
             "resource",
             sa.text("priority DESC"),
             "created_at",
-            sqlite_where=sa.text(CLAIMABLE),
-            postgresql_where=sa.text(CLAIMABLE),
+            where=CLAIMABLE,
         ),
         # One active task per idempotency key; a finished task's key may be used again.
-        sa.Index(
+        partial_index(
             "uq_task_idempotency_active",
             "idempotency_key",
             unique=True,
-            sqlite_where=sa.text(
-                "idempotency_key IS NOT NULL AND status IN ('pending', 'claimed', 'running')"
-            ),
-            postgresql_where=sa.text(
-                "idempotency_key IS NOT NULL AND status IN ('pending', 'claimed', 'running')"
-            ),
+            where="idempotency_key IS NOT NULL AND status IN ('pending', 'claimed', 'running')",
         ),
         # Heartbeats and recovery look only at held tasks.
-        sa.Index(
-            "ix_task_held",
-            "worker_id",
-            sqlite_where=sa.text("status IN ('claimed', 'running')"),
-            postgresql_where=sa.text("status IN ('claimed', 'running')"),
-        ),
+        partial_index("ix_task_held", "worker_id", where="status IN ('claimed', 'running')"),
         # The engine's retry timer: the earliest next_run_at among waiting retries.
-        sa.Index(
+        partial_index(
             "ix_task_retry_due",
             "next_run_at",
-            sqlite_where=sa.text("status = 'pending' AND next_run_at IS NOT NULL"),
-            postgresql_where=sa.text("status = 'pending' AND next_run_at IS NOT NULL"),
+            where="status = 'pending' AND next_run_at IS NOT NULL",
         ),
         sa.CheckConstraint("progress >= 0 AND progress <= 100", name="progress_range"),
         sa.CheckConstraint("unmet_deps >= 0", name="unmet_deps_nonnegative"),

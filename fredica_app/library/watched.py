@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from fredica_app.library.models import Material, WatchedFile
 from workers.db import READ_ONLY
@@ -86,13 +85,18 @@ class WatchedFiles:
             "created_at": time.time() if now is None else now,
             "submitted_at": None,
         }
-        insert = postgresql.insert if self._engine.dialect.name == "postgresql" else sqlite.insert
-        stmt = (
-            insert(watched_t)
-            .values(values)
-            .on_conflict_do_nothing(index_elements=list(_KEY))
-            .returning(*watched_t.c)
-        )
+        # The dialect's own INSERT (ON CONFLICT), imported for the engine's dialect only: a
+        # SQLite file's commands do without SQLAlchemy's PostgreSQL dialect (workers.models).
+        stmt: Any
+        if self._engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            stmt = pg_insert(watched_t).on_conflict_do_nothing(index_elements=list(_KEY))
+        else:
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            stmt = sqlite_insert(watched_t).on_conflict_do_nothing(index_elements=list(_KEY))
+        stmt = stmt.values(values).returning(*watched_t.c)
         with self._engine.begin() as conn:
             row = conn.execute(stmt).first()
         return None if row is None else _record(row)

@@ -155,19 +155,54 @@ def test_importing_the_catalogue_imports_none_of_the_jobs() -> None:
     assert imported_after(code, (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING, *others)) == []
 
 
-def test_fredica_add_imports_no_executor_and_no_job(tmp_path: Path) -> None:
-    """``fredica add`` submits: the engine's executors, the websocket client, the endpoint
-    hosts' router and the jobs' code are for the commands that run work."""
+#: SQLAlchemy's PostgreSQL dialect: for a shared queue, not for a command on a SQLite file
+#: (the migrations load it, a one-off of a new or upgraded file: the tests migrate first).
+POSTGRESQL_DIALECT = "sqlalchemy.dialects.postgresql"
+
+
+def adding_a_clip(tmp_path: Path) -> tuple[Path, str]:
+    """A data directory whose database a first command has made and migrated, and the code
+    that ``fredica add``-s a new 1 s clip to it in-process."""
     clip = make_sample(tmp_path / "media" / "clip.mkv", 1.0)
     data = tmp_path / "data"
+    subprocess.run(
+        [sys.executable, "-m", "fredica_app.cli", "--data-dir", str(data), "runs"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     code = (
         "from fredica_app.cli import main\n"
         f"assert main(['--data-dir', {str(data)!r}, 'add', {str(clip)!r}, "
-        "'--template', 'transcode_mp4']) == 0"
+        "'--template', 'transcode_mp4']) == 0\n"
     )
-    assert imported_after(code, (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING)) == []
+    return data, code
+
+
+def test_fredica_add_imports_no_executor_and_no_job(tmp_path: Path) -> None:
+    """``fredica add`` submits: the engine's executors, the websocket client, the endpoint
+    hosts' router and the jobs' code are for the commands that run work."""
+    data, code = adding_a_clip(tmp_path)
+    prefixes = (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING, POSTGRESQL_DIALECT)
+    assert imported_after(code, prefixes) == []
     with contextlib.closing(sqlite3.connect(data / "fredica.db")) as db:
         assert db.execute("SELECT template FROM workflow_run").fetchall() == [("transcode_mp4",)]
+
+
+def test_a_worker_on_a_sqlite_file_runs_its_work_without_the_postgresql_dialect(
+    tmp_path: Path,
+) -> None:
+    """The queue's JSON columns and partial indexes say what they are on PostgreSQL without
+    loading its dialect (workers.models): a worker on a SQLite file claims, runs and
+    completes a transcode — JSON payloads and results written and read, the claim through
+    the partial indexes — and never imports it."""
+    data, code = adding_a_clip(tmp_path)
+    code += f"assert main(['--data-dir', {str(data)!r}, 'worker', '--until-idle']) == 0"
+    assert imported_after(code, (POSTGRESQL_DIALECT,)) == []
+    with contextlib.closing(sqlite3.connect(data / "fredica.db")) as db:
+        done = db.execute("SELECT status, json_extract(result, '$.outputs[0]') FROM task")
+        [(status, output)] = done.fetchall()
+    assert status == "completed" and Path(output).is_file()
 
 
 @pytest.mark.parametrize(
