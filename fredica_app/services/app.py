@@ -18,10 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from fredica_app import jobs
 from fredica_app.database import open_database, open_shared_database
-from fredica_app.desktop.awake import AwakeWhileBusy, KeepAwake, keep_awake_for_platform
 from fredica_app.endpoints import EndpointsProcess
 from fredica_app.library.store import LibraryStore
-from fredica_app.lock import DataDirLock
 from fredica_app.paths import ENV_DB_URL, AppPaths, home_id, resolve_paths
 from fredica_app.services.control import Control
 from fredica_app.services.submission import Submission
@@ -37,6 +35,8 @@ from workers.store import TaskStore
 from workers.tasktypes import TaskTypeRegistry
 
 if TYPE_CHECKING:
+    from fredica_app.desktop.awake import AwakeWhileBusy, KeepAwake
+    from fredica_app.lock import DataDirLock
     from workers.executors.remote import Router
 
 log = logging.getLogger(__name__)
@@ -228,6 +228,10 @@ class Fredica(Submission):
 
     @property
     def lock(self) -> DataDirLock:
+        # Imported here, as the keep-awake backends below: commands that only submit
+        # (``add``) take no lock and keep nothing awake.
+        from fredica_app.lock import DataDirLock
+
         return DataDirLock(self.paths.engine_lock)
 
     def start_endpoints_early(self, task_types: Collection[str]) -> None:
@@ -271,6 +275,8 @@ class Fredica(Submission):
                 self.endpoints.warm = jobs.endpoints_of(engine.executors.values(), queued)
                 early = asyncio.create_task(self.endpoints.address())
             if self.settings.keep_awake:
+                from fredica_app.desktop.awake import AwakeWhileBusy, keep_awake_for_platform
+
                 backend = self.awake_backend or keep_awake_for_platform()
                 awake = AwakeWhileBusy(engine.bus, backend)
             await engine.start()

@@ -127,6 +127,10 @@ NOT_FOR_SUBMITTING = (
     "fredica_app.endpoint_hosts",
     "workers.executors",
     "websockets",
+    # The engine's lock and keeping the computer awake: for the commands that run an engine.
+    "fredica_app.lock",
+    "filelock",
+    "fredica_app.desktop.awake",
 )
 
 
@@ -181,7 +185,8 @@ def adding_a_clip(tmp_path: Path) -> tuple[Path, str]:
 
 def test_fredica_add_imports_no_executor_and_no_job(tmp_path: Path) -> None:
     """``fredica add`` submits: the engine's executors, the websocket client, the endpoint
-    hosts' router and the jobs' code are for the commands that run work."""
+    hosts' router, the engine's lock, the keep-awake backends and the jobs' code are for the
+    commands that run work."""
     data, code = adding_a_clip(tmp_path)
     prefixes = (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING, POSTGRESQL_DIALECT)
     assert imported_after(code, prefixes) == []
