@@ -75,6 +75,11 @@ def start_worker(data: Path, url: str, procs: list[subprocess.Popen[str]]) -> su
     return p
 
 
+def logs_of(data: Path) -> str:
+    """The end of a data directory's logs (the engine's and the endpoints server's)."""
+    return "".join(p.read_text() for p in sorted((data / "logs").glob("*.log")))[-6000:]
+
+
 def wait_for(predicate: Any, within: float = 30.0) -> Any:
     deadline = time.monotonic() + within
     while True:
@@ -150,54 +155,69 @@ def test_two_hosts_share_the_work_and_a_killed_one_loses_nothing(
     one running the long task is killed (kill -9): the other takes the task over once its
     lease has run out, from its checkpoint; every task completes once; the killed host's
     restart log says what happened to what it ran, the other host's does not."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    for d in (a, b):
+    homes = [tmp_path / "a", tmp_path / "b"]
+    for d in homes:
         settle(d, lease_seconds=3, heartbeat_seconds=0.5, max_workers=2)
-    long_task = [{"key": "long", "type": "SLEEP", "payload": {"seconds": 8}}]
-    short = [{"key": f"n{i}", "type": "SLEEP", "payload": {"seconds": 0.3}} for i in range(6)]
-    first = json.loads(fredica(a, pg, "submit", spec(tmp_path, long_task), "--json").stdout)
-    wa = start_worker(a, pg, workers)
     raw = RawDB(pg)
-    wait_for(lambda: raw.scalar("SELECT count(*) FROM task WHERE status = 'running'") == 1)
-    wb = start_worker(b, pg, workers)
-    second = json.loads(fredica(b, pg, "submit", spec(tmp_path, short), "--json").stdout)
-    hosts = wait_for(
-        lambda: [h for h in json.loads(fredica(a, pg, "hosts", "--json").stdout)] or None
-    )
-    assert len(hosts) >= 1
-    wait_for(lambda: raw.scalar("SELECT checkpoint ->> 'slept' FROM task WHERE key = 'long'"))
-    os.killpg(wa.pid, signal.SIGKILL)  # the host of the long task dies, its children too
-    wa.communicate(timeout=30)
+    procs = [start_worker(d, pg, workers) for d in homes]
+    # Both running before there is work: whichever claims the long task is the one killed,
+    # as soon as the task has a checkpoint (on a loaded machine a command or a start takes
+    # seconds: the long task must still be running when its host dies).
+    wait_for(lambda: raw.scalar("SELECT count(*) FROM worker WHERE stopped_at IS NULL") == 2)
+    long_task = [{"key": "long", "type": "SLEEP", "payload": {"seconds": 8}}]
+    first = json.loads(fredica(homes[0], pg, "submit", spec(tmp_path, long_task), "--json").stdout)
+
+    def slept() -> float:
+        return float(
+            raw.scalar("SELECT checkpoint ->> 'slept' FROM task WHERE key = 'long'") or 0.0
+        )
+
+    wait_for(lambda: slept() >= 4.0)  # half done
+    holder = raw.scalar("SELECT worker_id FROM task WHERE key = 'long'")
+    pids = [p.pid for p in procs]
+    killed = pids.index(int(holder.rsplit(":", 2)[1]))
+    os.killpg(procs[killed].pid, signal.SIGKILL)  # the host of the long task dies, its children too
     killed_at = time.monotonic()
+    procs[killed].communicate(timeout=30)
+    assert raw.scalar("SELECT status FROM task WHERE key = 'long'") == "running"
+    dead, alive = homes[killed], homes[1 - killed]
+    short = [{"key": f"n{i}", "type": "SLEEP", "payload": {"seconds": 0.3}} for i in range(6)]
+    second = json.loads(fredica(alive, pg, "submit", spec(tmp_path, short), "--json").stdout)
     wait_for(
         lambda: raw.scalar("SELECT count(*) FROM task WHERE status = 'completed'") == 7,
         within=60,
     )
-    taken_over = time.monotonic() - killed_at
-    assert taken_over < 3 + 0.5 * 2 + 8  # a lease, a renewal, what was left of the task
+    # Quiet, it takes a lease, a renewal and what was left of the task (about 8 s); the
+    # bound is for a loaded machine. That it resumed, not restarted, the restart log says.
+    assert time.monotonic() - killed_at < 40
+    hosts = json.loads(fredica(dead, pg, "hosts", "--json").stdout)
+    assert len(hosts) >= 1
     rows = raw.rows(
         "SELECT key, attempt, interruptions, charged_interruptions, retry_count FROM task"
     )
     by_key = {r[0]: r[1:] for r in rows}
-    assert by_key["long"][0] == 2 and by_key["long"][1:] == (1, 0, 0)
+    assert by_key["long"] == (2, 1, 0, 0)
+    assert all(by_key[f"n{i}"] == (1, 0, 0, 0) for i in range(6))
     completed = raw.rows(
         "SELECT task_id, count(*) FROM task_event WHERE kind = 'completed' GROUP BY task_id"
     )
     assert sorted(n for _, n in completed) == [1] * 7
-    log_a = json.loads(fredica(a, pg, "restart-log", "--json").stdout)
-    log_b = json.loads(fredica(b, pg, "restart-log", "--json").stdout)
-    # What the killed host was running when it died — the long task, and one of the short
-    # ones if it had one then — is in its restart log, and is what the other host ran again.
-    again = {tid for tid, attempt in raw.rows("SELECT id, attempt FROM task") if attempt == 2}
-    assert first["task_ids"]["long"] in again
-    assert sorted(e["task_id"] for e in log_a) == sorted(again)
-    assert log_b == []
+    log_dead = json.loads(fredica(dead, pg, "restart-log", "--json").stdout)
+    log_alive = json.loads(fredica(alive, pg, "restart-log", "--json").stdout)
+    # What the killed host was running when it died is in its restart log, and is what the
+    # other host ran again.
+    assert [(e["task_id"], e["action"]) for e in log_dead] == [
+        (first["task_ids"]["long"], "resumed")
+    ]
+    assert log_dead[0]["progress"] >= 50  # from its checkpoint, half done
+    assert log_alive == []
     assert raw.scalar("SELECT status FROM workflow_run WHERE id = ?", second["run_id"]) == (
         "completed"
     )
-    wb.send_signal(signal.SIGTERM)
-    wb.communicate(timeout=30)
-    assert wb.returncode == 0
+    survivor = procs[1 - killed]
+    survivor.send_signal(signal.SIGTERM)
+    _, err = survivor.communicate(timeout=30)
+    assert survivor.returncode == 0, err
 
 
 @pytest.mark.slow
@@ -238,7 +258,10 @@ def test_a_worker_stopped_past_its_lease_is_taken_over_and_its_late_result_refus
         )
         == 1
     )
-    for w in (wa, wb):
+    for w, d in ((wa, a), (wb, b)):
         w.send_signal(signal.SIGTERM)
-        w.communicate(timeout=30)
-        assert w.returncode == 0
+        try:
+            _, err = w.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{d.name}'s worker still runs 30 s after SIGTERM; its logs:\n{logs_of(d)}")
+        assert w.returncode == 0, err + logs_of(d)
