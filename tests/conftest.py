@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from fredica_app.database import open_database
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN
-from tests.support import postgres
+from tests.support import deb_tests, postgres
 from tests.support.httpserver import HTTPTestServer
 from tests.support.rawdb import RawDB
 from workers.db import create_engine_for_url, create_sqlite_engine, sqlite_url
@@ -120,6 +121,26 @@ async def endpoints() -> AsyncIterator[int]:
     port = await srv.start()
     yield port
     await srv.close()
+
+
+#: The tests that use the .deb: its build starts when they are collected.
+DEB_TESTS = "tests/packaging/test_deb_install.py::"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """When the .deb's tests are to run, start its build now, beside the other tests."""
+    if session.config.option.collectonly or not deb_tests.can_build():
+        return
+    if any(item.nodeid.startswith(DEB_TESTS) for item in session.items):
+        folder = Path(tempfile.mkdtemp(prefix="fredica-deb-build-"))
+        session.config.stash[deb_tests.BUILD] = deb_tests.start_build(folder)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    build = session.config.stash.get(deb_tests.BUILD, None)
+    if build is not None:
+        build.stop()
+        shutil.rmtree(build.folder.parent, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,6 +1,7 @@
 """The Linux bundle and its ``.deb``, built for real, installed into a clean Debian root.
 
-One build per module run (``packaging/build.py``, PyInstaller then ``dpkg-deb``: minutes), then
+One build per test session (``packaging/build.py``, PyInstaller then ``dpkg-deb``: minutes,
+started beside the other tests when these are collected: ``tests/support/deb_tests.py``), then
 the package as a user meets it: ``apt-get install`` into a Debian root made by debootstrap,
 with no Python but the bundle's; ``fredica --version``, ``--selftest`` and the main job run
 inside it (chroot); ``apt-get purge`` leaves nothing of the package and keeps the user's data.
@@ -24,6 +25,8 @@ from typing import Any
 
 import check_deb
 import pytest
+
+from tests.support import deb_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,23 +52,18 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    out = tmp_path_factory.mktemp("dist")
-    work = tmp_path_factory.mktemp("build")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "packaging" / "build.py"),
-            "--out",
-            str(out),
-            "--work",
-            str(work),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The build the session started beside the other tests (tests/support/deb_tests.py),
+    or one started now when none was."""
+    build = request.config.stash.get(deb_tests.BUILD, None)
+    if build is None:
+        folder = tmp_path_factory.mktemp("deb-build")
+        build = deb_tests.start_build(folder)
+        request.addfinalizer(build.stop)
+    status = build.wait(timeout=3000)
+    assert status == 0, build.output[-6000:]
+    folder = build.folder.parent
+    out, work = deb_tests.dist(folder), deb_tests.work(folder)
     report = json.loads((work / "report.json").read_text())
     return Built(out, work, out / report["installer"], report)
 
