@@ -121,6 +121,9 @@ class EndpointServer:
             ping_timeout=self.ping_timeout,
             # A peer that stopped answering will not answer the closing handshake either.
             close_timeout=2,
+            # Frames are small JSON, mostly on loopback: permessage-deflate (the library's
+            # default) would spend CPU and a zlib context per connection for nothing.
+            compression=None,
             ssl=ssl_context,
         )
         sockets = list(self._server.sockets)

@@ -166,6 +166,16 @@ async def test_wrong_or_missing_token_is_refused_at_the_handshake(
     assert info.value.response.status_code == 401
 
 
+async def test_connections_are_not_compressed(server: tuple[EndpointServer, int]) -> None:
+    """A client that offers permessage-deflate (the library's default) is not granted it:
+    the frames are small JSON, mostly on loopback."""
+    async with open_task(server[1]) as ws:
+        assert "permessage-deflate" in ws.request.headers["Sec-WebSocket-Extensions"]
+        assert "Sec-WebSocket-Extensions" not in ws.response.headers
+        await start(ws, seconds=0.1)
+        assert (await frames_until(ws, "result"))[-1]["type"] == "result"
+
+
 async def test_unknown_endpoint_is_refused_with_a_reason(
     server: tuple[EndpointServer, int],
 ) -> None:
