@@ -166,13 +166,15 @@ class EndpointsProcess:
         assert self.process is not None and self.process.stdout is not None
         line = b""
         try:
-            line = await asyncio.wait_for(self.process.stdout.readline(), self.start_timeout)
+            async with asyncio.timeout(self.start_timeout):
+                line = await self.process.stdout.readline()
             port = int(json.loads(line)["port"])
         except (TimeoutError, ValueError, KeyError, TypeError) as exc:
             process = self.process
             if not line and not isinstance(exc, TimeoutError):
                 with contextlib.suppress(TimeoutError):  # its end, rather than a stop's
-                    await asyncio.wait_for(process.wait(), 2)
+                    async with asyncio.timeout(2):
+                        await process.wait()
             await self.stop()
             if isinstance(exc, TimeoutError):
                 why = f"it said no port within {self.start_timeout:g} s"
@@ -195,7 +197,8 @@ class EndpointsProcess:
             return
         process.terminate()
         try:
-            await asyncio.wait_for(process.wait(), 10)
+            async with asyncio.timeout(10):
+                await process.wait()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()

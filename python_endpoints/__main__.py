@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import ipaddress
 import json
@@ -206,10 +207,9 @@ async def serve(args: argparse.Namespace, token: str, ssl_context: ssl.SSLContex
             break  # our parent died: we were re-parented (at its death, before it is reaped)
         if args.parent_pid is not None and not _alive(args.parent_pid):
             break
-        try:
-            await asyncio.wait_for(stop.wait(), 0.5)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await stop.wait()
     await server.close()
     log.info("stopped")
     return 0

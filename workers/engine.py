@@ -910,7 +910,8 @@ class WorkerEngine(ControlChannels, SharedQueue):
                 self._fail_engine(exc)  # what finished is left to recovery
         for job in list(self._background):
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(job, 5)
+                async with asyncio.timeout(5):
+                    await job
         for executor in self.executors.values():
             release = getattr(executor, "release", None)  # optional: BaseExecutor's
             if release is not None:

@@ -107,8 +107,11 @@ class SharedQueue:
                     if self.store.shared:
                         # A renewal that does not come back (a cut link: the statement waits
                         # for the network) counts as one that failed, in time to stop our
-                        # attempts before their leases run out.
-                        await asyncio.wait_for(self.heartbeat(), self.store.lease_seconds / 3)
+                        # attempts before their leases run out. (Not asyncio.wait_for: on
+                        # Python 3.11 a cancel that lands as the renewal ends is lost there,
+                        # and this loop, the engine's run with it, would never end.)
+                        async with asyncio.timeout(self.store.lease_seconds / 3):
+                            await self.heartbeat()
                     else:
                         await self.heartbeat()
                 except StoreUnavailable as exc:

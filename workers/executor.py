@@ -188,7 +188,8 @@ class ExecutionContext:
     async def sleep(self, seconds: float) -> None:
         """Sleep, waking early (with :class:`Cancelled`) when the task is cancelled."""
         try:
-            await asyncio.wait_for(self.cancel_event.wait(), timeout=seconds)
+            async with asyncio.timeout(seconds):
+                await self.cancel_event.wait()
         except TimeoutError:
             return
         raise Cancelled(self.task.id)

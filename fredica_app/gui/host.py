@@ -269,10 +269,12 @@ class AppHost(QObject):
                 except DatabaseLocked as exc:  # a worker runs on it: view it from here
                     self._set_state(Mode.ATTACHED, attached_to=str(exc))
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stop.wait(), ATTACH_RETRY)
+                        async with asyncio.timeout(ATTACH_RETRY):
+                            await self._stop.wait()
                     while not self._stop.is_set() and app.lock.is_held_elsewhere():
                         with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(self._stop.wait(), ATTACH_RETRY)
+                            async with asyncio.timeout(ATTACH_RETRY):
+                                await self._stop.wait()
                 except Exception as exc:  # the database failed under the engine
                     log.exception("the engine stopped")
                     self.failed.emit(f"the engine stopped: {exc}")

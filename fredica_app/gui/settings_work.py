@@ -314,7 +314,8 @@ async def _run(argv: list[str]) -> tuple[int, str]:
         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
     )
     try:
-        out, _ = await asyncio.wait_for(process.communicate(), FFMPEG_TIMEOUT)
+        async with asyncio.timeout(FFMPEG_TIMEOUT):
+            out, _ = await process.communicate()
     except TimeoutError:
         return -1, ""
     finally:

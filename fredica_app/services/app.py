@@ -187,7 +187,8 @@ class Fredica(Submission):
         commit each cost the app as much as its engine's turn). :meth:`close` writes them at
         once."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._closing.wait(), FILL_EVERY)
+            async with asyncio.timeout(FILL_EVERY):
+                await self._closing.wait()
         fills, self._fills = self._fills, {}
         await asyncio.to_thread(self.library.update_from_probes, fills)
 

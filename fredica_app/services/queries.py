@@ -92,7 +92,8 @@ class Queries:
                     yield changes
                 if not changes.more:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), self.poll)
+                        async with asyncio.timeout(self.poll):
+                            await wake.wait()
 
     @contextlib.asynccontextmanager
     async def commit_event(self) -> AsyncIterator[asyncio.Event]:

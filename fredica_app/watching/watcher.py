@@ -258,7 +258,8 @@ class FolderWatcher:
                 if any(f.tracker.unsettled() for f in self._folders):
                     delay = min(delay, self.poll)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(delay, 0.0))
+                    async with asyncio.timeout(max(delay, 0.0)):
+                        await self._wake.wait()
         finally:
             await asyncio.shield(self._stop_events(self._folders))
 
@@ -402,7 +403,8 @@ class FolderWatcher:
                 continue
             stop.set()  # the event thread sees it within its step (50 ms) and returns
             try:
-                await asyncio.wait_for(asyncio.shield(task), 10)
+                async with asyncio.timeout(10):
+                    await asyncio.shield(task)
             except TimeoutError:  # pragma: no cover - a stuck watch thread
                 task.cancel()
 

@@ -154,7 +154,8 @@ class LoopContext:
             if self.cancel_event.is_set():
                 raise JobCancelled
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.resume_event.wait(), 0.1)
+                async with asyncio.timeout(0.1):
+                    await self.resume_event.wait()
         if self.cancel_event.is_set():
             raise JobCancelled
 

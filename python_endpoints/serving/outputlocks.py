@@ -163,7 +163,8 @@ async def take_turn(
             await asyncio.sleep(POLL)  # paused with its turn come: wait for the resume
         else:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(claim.granted.wait(), POLL)
+                async with asyncio.timeout(POLL):
+                    await claim.granted.wait()
     await asyncio.to_thread(remove_leftovers, job, params)
     if not waits:
         return None

@@ -322,3 +322,29 @@ async def test_a_lost_notification_loses_no_work(
     await until(lambda: listener.connections >= 2 and listener.connected.is_set(), within=15)
     await engine.stop()
     await asyncio.wait_for(runner, 10)
+
+
+async def test_a_stop_that_lands_as_a_lease_renewal_returns_ends_the_renewals(
+    stores: Callable[..., TaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's stop cancels its renewal loop; the cancel may land just as a renewal
+    comes back. Python 3.11's ``asyncio.wait_for`` then returns the renewal's result and
+    loses the cancel: the loop went on, and a worker told to stop (SIGTERM) never ended. Here
+    the cancel lands at that very moment every time: from inside the renewal, as it returns."""
+    engine = WorkerEngine(stores(lease_seconds=3.0), [SleepExecutor()], heartbeat_interval=0.05)
+    await engine.start(recover=False)
+    renew = engine.heartbeat
+    renewals = 0
+
+    async def cancelled_as_it_returns() -> None:
+        nonlocal renewals
+        await renew()
+        renewals += 1
+        loop.cancel()
+
+    monkeypatch.setattr(engine, "heartbeat", cancelled_as_it_returns)
+    loop = asyncio.create_task(engine._heartbeat_loop())
+    done, _ = await asyncio.wait({loop}, timeout=5)
+    assert done == {loop} and loop.cancelled()
+    assert renewals == 1
+    await engine.stop()
