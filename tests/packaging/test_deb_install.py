@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +32,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(3600),
     pytest.mark.skipif(
-        not sys.platform.startswith("linux") or shutil.which("dpkg-deb") is None,
-        reason="the .deb is built on Linux with dpkg-deb",
+        not deb_tests.can_build(), reason="the .deb is built on Linux with dpkg-deb"
     ),
 ]
 
