@@ -9,8 +9,13 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.support import background
+
+pytestmark = pytest.mark.skipif(
+    os.name != "posix", reason="the runner forks and makes a session of its own (POSIX)"
+)
 
 
 def test_a_failing_command_s_status_and_output_come_back(tmp_path: Path) -> None:
