@@ -235,16 +235,20 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     args = parse_args(argv)
     if args.log_file is not None:
         setup_logging(args.log_file, prog)
-    # First: only processes forked after it know to leave their orphans to this one.
-    reaper.become_subreaper()
     try:
         ssl_context = tls_context(args)
+        if not args.options_on_stdin:
+            token = read_token(args)
+        # Before the first fork (only processes forked after it leave their orphans to this
+        # one), and after the checks that refuse to start: a refusal leaves the process as it
+        # was (one that called main in-process would otherwise adopt every orphan after).
+        reaper.become_subreaper()
         if args.options_on_stdin:
             # The fork server's imports, then, run while the parent gets the options ready.
             starting.start_early()
             if not read_late_options(args, sys.stdin.readline()):
                 return 0
-        token = read_token(args)
+            token = read_token(args)
     except StartError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1

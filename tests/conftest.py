@@ -16,6 +16,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fredica_app.database import open_database
+from python_endpoints.serving import reaper
 from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN
@@ -31,6 +32,18 @@ from workers.tasktypes import TaskTypeRegistry, builtin_registry
 def _isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test ever touches the user's real folders."""
     monkeypatch.setenv("FREDICA_DATA_DIR", str(tmp_path / "fredica-data"))
+
+
+@pytest.fixture(autouse=True)
+def _pytest_adopts_no_orphans() -> Iterator[None]:
+    """A test that runs the endpoints server's ``main`` in-process could leave pytest a
+    subreaper: every orphan after it would be pytest's child (a zombie, never reaped) and the
+    tests that look for leftover children would see them. Such a test fails, and the flag is
+    cleared for the tests after it."""
+    yield
+    if reaper.is_subreaper():
+        reaper.become_subreaper(False)
+        pytest.fail("the test left pytest a subreaper (it adopts every orphan after it)")
 
 
 @pytest.fixture(scope="session")

@@ -16,17 +16,29 @@ import sys
 from collections.abc import Iterable
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 
 
-def become_subreaper() -> bool:
-    """Make this process adopt its descendants' orphans (Linux 3.4 and later). Whether it
-    did."""
+def become_subreaper(on: bool = True) -> bool:
+    """Make this process adopt its descendants' orphans (Linux 3.4 and later), or no longer
+    (``on=False``). Whether it did."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
 
     prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return bool(prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    return bool(prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+
+
+def is_subreaper() -> bool:
+    """Whether this process adopts its descendants' orphans (False off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return bool(prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
 
 
 def reap(pids: Iterable[int]) -> list[int]:
