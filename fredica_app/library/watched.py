@@ -17,6 +17,7 @@ Its transactions are short and rare, so they run synchronously on the caller's t
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, replace
@@ -85,17 +86,11 @@ class WatchedFiles:
             "created_at": time.time() if now is None else now,
             "submitted_at": None,
         }
-        # The dialect's own INSERT (ON CONFLICT), imported for the engine's dialect only: a
-        # SQLite file's commands do without SQLAlchemy's PostgreSQL dialect (workers.models).
-        stmt: Any
-        if self._engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            stmt = pg_insert(watched_t).on_conflict_do_nothing(index_elements=list(_KEY))
-        else:
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-            stmt = sqlite_insert(watched_t).on_conflict_do_nothing(index_elements=list(_KEY))
+        # The dialect's own INSERT (ON CONFLICT: SQLite's and PostgreSQL's take the same
+        # arguments), imported for the engine's dialect only: a SQLite file's commands do
+        # without SQLAlchemy's PostgreSQL dialect (workers.models).
+        dialect: Any = importlib.import_module(f"sqlalchemy.dialects.{self._engine.dialect.name}")
+        stmt = dialect.insert(watched_t).on_conflict_do_nothing(index_elements=list(_KEY))
         stmt = stmt.values(values).returning(*watched_t.c)
         with self._engine.begin() as conn:
             row = conn.execute(stmt).first()
