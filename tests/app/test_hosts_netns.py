@@ -244,8 +244,7 @@ def test_a_cut_link_then_a_dead_host_lose_nothing_and_double_nothing(
         # --- a host killed whole (everything in its namespace) ------------------------------
         third = submit(raw, cluster, tmp_path, 6, 2.0)
         wait_for("host 2 to run tasks", lambda: len(held_by(raw, w2.pid)) >= 1, 60)
-        for pid in h2.pids():
-            os.kill(pid, signal.SIGKILL)
+        h2.kill_all()
         w2.communicate(timeout=30)
         wait_for("the third run", lambda: run_done(raw, third, 6), 120)
         assert completed_once(raw, third) == [1] * 6
@@ -354,8 +353,7 @@ def test_an_endpoints_host_cut_off_then_killed_loses_no_task(
             ),
             60,
         )
-        for pid in gpu.pids():
-            os.kill(pid, signal.SIGKILL)
+        gpu.kill_all()
         server.communicate(timeout=30)
         time.sleep(2)
         server = start_endpoints_host(gpu, tmp_path, share_there)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,12 +88,22 @@ class Host:
         )
         return [int(p) for p in done.stdout.split()]
 
+    def kill_all(self, timeout: float = 10.0) -> None:
+        """SIGKILL every process of the host — as a power cut would end them — until none is
+        left: one may end between the listing and its kill (a job's child finishing), and
+        one may start meanwhile (a child forked for the next job)."""
+        deadline = time.monotonic() + timeout
+        while pids := self.pids():
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: processes still there after SIGKILL: {pids}")
+            time.sleep(0.05)
+
     def down(self) -> None:
-        for pid in self.pids():
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        with contextlib.suppress(TimeoutError):
+            self.kill_all()
         subprocess.run(["ip", "link", "del", self.outside], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
