@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -22,23 +23,28 @@ _PR_GET_CHILD_SUBREAPER = 37
 def become_subreaper(on: bool = True) -> bool:
     """Make this process adopt its descendants' orphans (Linux 3.4 and later), or no longer
     (``on=False``). Whether it did."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return bool(prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+    prctl = _prctl()
+    return prctl is not None and prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
 
 
 def is_subreaper() -> bool:
     """Whether this process adopts its descendants' orphans (False off Linux)."""
-    if not sys.platform.startswith("linux"):
+    prctl = _prctl()
+    if prctl is None:
         return False
     import ctypes
 
     flag = ctypes.c_int(0)
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return bool(prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
+    return prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and bool(flag.value)
+
+
+def _prctl() -> Any:
+    """The C library's ``prctl`` (None off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl
 
 
 def reap(pids: Iterable[int]) -> list[int]:
