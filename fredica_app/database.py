@@ -36,13 +36,12 @@ from fredica_app.errors import (
 )
 from fredica_app.library import models as _library_models  # noqa: F401 - registers tables
 from workers.db import Synchronous, create_postgres_engine, create_sqlite_engine, redact_url
-from workers.models import Base
+from workers.models import metadata as metadata  # every table, the library's registered above
 
 if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-metadata = Base.metadata
 
 #: What SQLite raises (raw or wrapped by SQLAlchemy) when a file is damaged or unreadable.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.DatabaseError, sa.exc.DatabaseError)

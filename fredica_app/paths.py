@@ -148,7 +148,7 @@ def posters_dir(data_dir: Path) -> Path:
 
 def home_id(data_dir: Path) -> str:
     """This data directory's id among the engines of a shared queue (its *home*: see
-    ``workers.models.Worker``): made once, kept in ``<data>/home-id``."""
+    the ``worker`` table): made once, kept in ``<data>/home-id``."""
     path = data_dir / "home-id"
     try:
         text = path.read_text(encoding="ascii").strip()

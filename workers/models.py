@@ -14,7 +14,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.schema import CreateIndex
 from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy.types import TypeEngine
@@ -82,15 +81,10 @@ CLAIMABLE = "status = 'pending' AND unmet_deps = 0 AND NOT is_paused AND next_ru
 FINISHED_RUN = "status IN ('completed', 'failed', 'cancelled')"
 
 
-class Base(DeclarativeBase):
-    """Declarative base shared by every table of the one Fredica database."""
-
-    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {  # noqa: RUF012 - SQLAlchemy reads this class attribute
-        dict[str, Any]: JSON,
-        list[str]: JSON,
-        float: sa.Float(),
-    }
+#: The one Fredica database's tables (the queue's here, the media library's in
+#: :mod:`fredica_app.library.models`). Plain tables: the stores write SQL expressions, never
+#: mapped objects, so ``sqlalchemy.orm`` (~50 ms of every command's start) is not loaded.
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 
 def _enum(cls: type[TaskStatus] | type[RunStatus], name: str) -> sa.Enum:
@@ -105,220 +99,232 @@ def _enum(cls: type[TaskStatus] | type[RunStatus], name: str) -> sa.Enum:
     )
 
 
-class WorkflowRun(Base):
-    __tablename__ = "workflow_run"
-    __table_args__ = (
-        # Retention: finished runs, by when they finished.
-        partial_index("ix_workflow_run_finished", "completed_at", where=FINISHED_RUN),
-    )
+def _required(name: str, type_: Any, *args: Any, **kw: Any) -> sa.Column[Any]:
+    """A NOT NULL column (a nullable one is ``sa.Column``'s default)."""
+    return sa.Column(name, type_, *args, nullable=False, **kw)
 
-    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
-    material_id: Mapped[str | None] = mapped_column(sa.String(64), index=True)
-    template: Mapped[str | None] = mapped_column(sa.String(128))
-    status: Mapped[RunStatus] = mapped_column(_enum(RunStatus, "run_status"))
-    total_tasks: Mapped[int] = mapped_column(server_default="0")
+
+def _count(name: str, **kw: Any) -> sa.Column[Any]:
+    """A NOT NULL integer that starts at 0."""
+    return _required(name, sa.Integer(), server_default="0", **kw)
+
+
+workflow_run_t = sa.Table(
+    "workflow_run",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("material_id", sa.String(64), index=True),
+    sa.Column("template", sa.String(128)),
+    _required("status", _enum(RunStatus, "run_status")),
+    _count("total_tasks"),
     # How many tasks are in each status, kept in the transaction of every task change so that
     # the run's status is derived in O(1) whatever the size of the run.
-    done_tasks: Mapped[int] = mapped_column(server_default="0")
-    pending_tasks: Mapped[int] = mapped_column(server_default="0")
-    claimed_tasks: Mapped[int] = mapped_column(server_default="0")
-    running_tasks: Mapped[int] = mapped_column(server_default="0")
-    failed_tasks: Mapped[int] = mapped_column(server_default="0")
-    cancelled_tasks: Mapped[int] = mapped_column(server_default="0")
-    created_at: Mapped[float]
-    completed_at: Mapped[float | None]
-    #: Where the run's last visible change stands in the change stream (set by a trigger).
-    change_seq: Mapped[int] = mapped_column(server_default="0", index=True)
-    #: The home (a host's data directory) it was submitted from; NULL: not said.
-    home_id: Mapped[str | None] = mapped_column(sa.String(64))
+    _count("done_tasks"),
+    _count("pending_tasks"),
+    _count("claimed_tasks"),
+    _count("running_tasks"),
+    _count("failed_tasks"),
+    _count("cancelled_tasks"),
+    _required("created_at", sa.Float()),
+    sa.Column("completed_at", sa.Float()),
+    # Where the run's last visible change stands in the change stream (set by a trigger).
+    _count("change_seq", index=True),
+    # The home (a host's data directory) it was submitted from; NULL: not said.
+    sa.Column("home_id", sa.String(64)),
+    # Retention: finished runs, by when they finished.
+    partial_index("ix_workflow_run_finished", "completed_at", where=FINISHED_RUN),
+)
 
-
-class Task(Base):
-    __tablename__ = "task"
-    __table_args__ = (
-        # Serve the claim: only what could be claimed now is in them, in claim order. A task
-        # waiting for its retry timer (next_run_at set) is not: the claim first clears the
-        # next_run_at of retries that came due (through ix_task_retry_due), so a claim never
-        # walks past tasks that wait. The unfiltered claim walks ix_task_claimable; a claim
-        # for some resource classes takes the head of each class in ix_task_claimable_by_resource,
-        # so that what other classes have queued costs it nothing.
-        partial_index("ix_task_claimable", sa.text("priority DESC"), "created_at", where=CLAIMABLE),
-        partial_index(
-            "ix_task_claimable_by_resource",
-            "resource",
-            sa.text("priority DESC"),
-            "created_at",
-            where=CLAIMABLE,
-        ),
-        # One active task per idempotency key; a finished task's key may be used again.
-        partial_index(
-            "uq_task_idempotency_active",
-            "idempotency_key",
-            unique=True,
-            where="idempotency_key IS NOT NULL AND status IN ('pending', 'claimed', 'running')",
-        ),
-        # Heartbeats and recovery look only at held tasks.
-        partial_index("ix_task_held", "worker_id", where="status IN ('claimed', 'running')"),
-        # The engine's retry timer: the earliest next_run_at among waiting retries.
-        partial_index(
-            "ix_task_retry_due",
-            "next_run_at",
-            where="status = 'pending' AND next_run_at IS NOT NULL",
-        ),
-        sa.CheckConstraint("progress >= 0 AND progress <= 100", name="progress_range"),
-        sa.CheckConstraint("unmet_deps >= 0", name="unmet_deps_nonnegative"),
-    )
-
-    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
-    key: Mapped[str | None] = mapped_column(sa.String(128))
-    type: Mapped[str] = mapped_column(sa.String(64))
-    workflow_run_id: Mapped[str | None] = mapped_column(
-        sa.ForeignKey("workflow_run.id", ondelete="SET NULL"), index=True
-    )
-    material_id: Mapped[str | None] = mapped_column(sa.String(64), index=True)
-    status: Mapped[TaskStatus] = mapped_column(_enum(TaskStatus, "task_status"))
-    priority: Mapped[int] = mapped_column(server_default="0")
-    depends_on: Mapped[list[str]] = mapped_column(server_default="[]")
-    payload: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
-    result: Mapped[dict[str, Any] | None]
-    error: Mapped[str | None] = mapped_column(sa.Text)
-    error_type: Mapped[str | None] = mapped_column(sa.String(64))
-    idempotency_key: Mapped[str | None] = mapped_column(sa.String(256))
-    retry_count: Mapped[int] = mapped_column(server_default="0")
-    max_retries: Mapped[int] = mapped_column(server_default="0")
-    progress: Mapped[float] = mapped_column(server_default="0")
-    is_paused: Mapped[bool] = mapped_column(server_default=sa.false())
-    is_pausable: Mapped[bool] = mapped_column(server_default=sa.true())
-    created_at: Mapped[float]
-    claimed_at: Mapped[float | None]
-    started_at: Mapped[float | None]
-    completed_at: Mapped[float | None]
-    heartbeat_at: Mapped[float | None]
+task_t = sa.Table(
+    "task",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("key", sa.String(128)),
+    _required("type", sa.String(64)),
+    sa.Column(
+        "workflow_run_id",
+        sa.String(36),
+        sa.ForeignKey("workflow_run.id", ondelete="SET NULL"),
+        index=True,
+    ),
+    sa.Column("material_id", sa.String(64), index=True),
+    _required("status", _enum(TaskStatus, "task_status")),
+    _count("priority"),
+    _required("depends_on", JSON, server_default="[]"),
+    _required("payload", JSON, server_default="{}"),
+    sa.Column("result", JSON),
+    sa.Column("error", sa.Text()),
+    sa.Column("error_type", sa.String(64)),
+    sa.Column("idempotency_key", sa.String(256)),
+    _count("retry_count"),
+    _count("max_retries"),
+    _required("progress", sa.Float(), server_default="0"),
+    _required("is_paused", sa.Boolean(), server_default=sa.false()),
+    _required("is_pausable", sa.Boolean(), server_default=sa.true()),
+    _required("created_at", sa.Float()),
+    sa.Column("claimed_at", sa.Float()),
+    sa.Column("started_at", sa.Float()),
+    sa.Column("completed_at", sa.Float()),
+    sa.Column("heartbeat_at", sa.Float()),
     # What a durable queue needs beyond a task's record (docs/architecture.md).
-    unmet_deps: Mapped[int] = mapped_column(server_default="0")
-    attempt: Mapped[int] = mapped_column(server_default="0")
-    lease_token: Mapped[str | None] = mapped_column(sa.String(36))
-    worker_id: Mapped[str | None] = mapped_column(sa.String(128))
-    lease_until: Mapped[float | None]
-    next_run_at: Mapped[float | None]
-    resource: Mapped[str] = mapped_column(sa.String(16), server_default="cpu")
-    status_text: Mapped[str | None] = mapped_column(sa.String(512))
-    checkpoint: Mapped[dict[str, Any] | None]
-    #: Times the app (or the endpoints server running it) stopped while this task ran, by a
-    #: crash: not failures, they use no retry. Past a ceiling the task is held for review.
-    interruptions: Mapped[int] = mapped_column(server_default="0")
-    #: Where the task's last visible change stands in the change stream (set by a trigger).
-    change_seq: Mapped[int] = mapped_column(server_default="0", index=True)
-    #: Of the interruptions, those charged to the task (``max_interruptions`` limits them): its
-    #: work ran in the engine's process, and it saved no checkpoint since its previous one.
-    charged_interruptions: Mapped[int] = mapped_column(server_default="0")
-    #: Checkpoints saved so far, and how many there were at its last interruption.
-    checkpoint_seq: Mapped[int] = mapped_column(server_default="0")
-    checkpoint_seq_at_interruption: Mapped[int | None]
-    #: ``status_text`` as the job said it: message ids and arguments (the endpoints' status
-    #: catalogue), for a client to say in its own language; None when the text is the engine's
-    #: or a job's plain words. A client uses it only while its English is ``status_text``.
-    status_parts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    _count("unmet_deps"),
+    _count("attempt"),
+    sa.Column("lease_token", sa.String(36)),
+    sa.Column("worker_id", sa.String(128)),
+    sa.Column("lease_until", sa.Float()),
+    sa.Column("next_run_at", sa.Float()),
+    _required("resource", sa.String(16), server_default="cpu"),
+    sa.Column("status_text", sa.String(512)),
+    sa.Column("checkpoint", JSON),
+    # Times the app (or the endpoints server running it) stopped while this task ran, by a
+    # crash: not failures, they use no retry. Past a ceiling the task is held for review.
+    _count("interruptions"),
+    # Where the task's last visible change stands in the change stream (set by a trigger).
+    _count("change_seq", index=True),
+    # Of the interruptions, those charged to the task (``max_interruptions`` limits them): its
+    # work ran in the engine's process, and it saved no checkpoint since its previous one.
+    _count("charged_interruptions"),
+    # Checkpoints saved so far, and how many there were at its last interruption.
+    _count("checkpoint_seq"),
+    sa.Column("checkpoint_seq_at_interruption", sa.Integer()),
+    # ``status_text`` as the job said it: message ids and arguments (the endpoints' status
+    # catalogue), for a client to say in its own language; None when the text is the engine's
+    # or a job's plain words. A client uses it only while its English is ``status_text``.
+    sa.Column("status_parts", JSON),
+    # Serve the claim: only what could be claimed now is in them, in claim order. A task
+    # waiting for its retry timer (next_run_at set) is not: the claim first clears the
+    # next_run_at of retries that came due (through ix_task_retry_due), so a claim never
+    # walks past tasks that wait. The unfiltered claim walks ix_task_claimable; a claim
+    # for some resource classes takes the head of each class in ix_task_claimable_by_resource,
+    # so that what other classes have queued costs it nothing.
+    partial_index("ix_task_claimable", sa.text("priority DESC"), "created_at", where=CLAIMABLE),
+    partial_index(
+        "ix_task_claimable_by_resource",
+        "resource",
+        sa.text("priority DESC"),
+        "created_at",
+        where=CLAIMABLE,
+    ),
+    # One active task per idempotency key; a finished task's key may be used again.
+    partial_index(
+        "uq_task_idempotency_active",
+        "idempotency_key",
+        unique=True,
+        where="idempotency_key IS NOT NULL AND status IN ('pending', 'claimed', 'running')",
+    ),
+    # Heartbeats and recovery look only at held tasks.
+    partial_index("ix_task_held", "worker_id", where="status IN ('claimed', 'running')"),
+    # The engine's retry timer: the earliest next_run_at among waiting retries.
+    partial_index(
+        "ix_task_retry_due",
+        "next_run_at",
+        where="status = 'pending' AND next_run_at IS NOT NULL",
+    ),
+    sa.CheckConstraint("progress >= 0 AND progress <= 100", name="progress_range"),
+    sa.CheckConstraint("unmet_deps >= 0", name="unmet_deps_nonnegative"),
+)
 
+#: One edge of the DAG: ``task_id`` waits for ``depends_on_id``.
+task_dependency_t = sa.Table(
+    "task_dependency",
+    metadata,
+    sa.Column(
+        "task_id", sa.String(36), sa.ForeignKey("task.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column(
+        "depends_on_id",
+        sa.String(36),
+        sa.ForeignKey("task.id", ondelete="CASCADE"),
+        primary_key=True,
+        index=True,
+    ),
+)
 
-class TaskDependency(Base):
-    """One edge of the DAG: ``task_id`` waits for ``depends_on_id``."""
-
-    __tablename__ = "task_dependency"
-
-    task_id: Mapped[str] = mapped_column(
-        sa.ForeignKey("task.id", ondelete="CASCADE"), primary_key=True
-    )
-    depends_on_id: Mapped[str] = mapped_column(
-        sa.ForeignKey("task.id", ondelete="CASCADE"), primary_key=True, index=True
-    )
-
-
-class TaskEvent(Base):
-    """The timeline a user reads. Progress ticks are not events."""
-
-    __tablename__ = "task_event"
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+#: The timeline a user reads. Progress ticks are not events.
+task_event_t = sa.Table(
+    "task_event",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
     # No index on the task id: task ids are random, so each event would land on a random
     # index page (measured: 5 of a drain transaction's 12 WAL pages). Indexed by run, new
     # events append at the end of their run's range; a task's timeline is read within its run.
-    task_id: Mapped[str] = mapped_column(sa.ForeignKey("task.id", ondelete="CASCADE"))
-    workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36), index=True)
-    at: Mapped[float]
-    kind: Mapped[str] = mapped_column(sa.String(32))
-    detail: Mapped[dict[str, Any] | None]
+    _required("task_id", sa.String(36), sa.ForeignKey("task.id", ondelete="CASCADE")),
+    sa.Column("workflow_run_id", sa.String(36), index=True),
+    _required("at", sa.Float()),
+    _required("kind", sa.String(32)),
+    sa.Column("detail", JSON),
+)
 
+#: What start-up recovery found and did, with a disposition the user can act on.
+restart_task_log_t = sa.Table(
+    "restart_task_log",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    _required("session_id", sa.String(36), index=True),
+    _required("task_id", sa.String(36), index=True),
+    _required("task_type", sa.String(64)),
+    sa.Column("workflow_run_id", sa.String(36)),
+    sa.Column("material_id", sa.String(64)),
+    _required("status_at_restart", sa.String(16)),
+    _required("progress", sa.Float(), server_default="0"),
+    _required("action", sa.String(16)),
+    _required("disposition", sa.String(16), server_default="pending_review"),
+    sa.Column("detail", sa.Text()),
+    _required("created_at", sa.Float()),
+    _required("updated_at", sa.Float()),
+    # The home (host and data directory, ``worker``) of the engine that held the task when it
+    # was interrupted: each host reviews what it ran itself. NULL: not known.
+    sa.Column("home_id", sa.String(64)),
+)
 
-class RestartTaskLog(Base):
-    """What start-up recovery found and did, with a disposition the user can act on."""
+#: An engine on the queue: registered when it starts, renewed by its heartbeat, marked when it
+#: stops. With several hosts on one database (PostgreSQL), how they see each other (``fredica
+#: hosts``) and how one is asked to drain.
+worker_t = sa.Table(
+    "worker",
+    metadata,
+    # The engine's worker id: ``HOST:PID:RANDOM``, new for each start.
+    sa.Column("id", sa.String(128), primary_key=True),
+    _required("host", sa.String(255)),
+    # This host's data directory, as a stable id: the engines of one home are one after
+    # another (the data directory's lock), so a starting engine takes over what its home's
+    # earlier engines left, and nothing of another home's.
+    _required("home_id", sa.String(64), index=True),
+    _required("pid", sa.Integer()),
+    # The Fredica version it runs.
+    _required("build", sa.String(64)),
+    _required("slots", JSON, server_default="{}"),
+    # The task types it runs, each with the newest payload version it understands.
+    _required("task_types", JSON, server_default="{}"),
+    # Asked to finish what it runs and claim nothing more (``fredica drain``).
+    _required("draining", sa.Boolean(), server_default=sa.false()),
+    _required("started_at", sa.Float()),
+    _required("heartbeat_at", sa.Float()),
+    sa.Column("stopped_at", sa.Float()),
+)
 
-    __tablename__ = "restart_task_log"
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
-    session_id: Mapped[str] = mapped_column(sa.String(36), index=True)
-    task_id: Mapped[str] = mapped_column(sa.String(36), index=True)
-    task_type: Mapped[str] = mapped_column(sa.String(64))
-    workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36))
-    material_id: Mapped[str | None] = mapped_column(sa.String(64))
-    status_at_restart: Mapped[str] = mapped_column(sa.String(16))
-    progress: Mapped[float] = mapped_column(server_default="0")
-    action: Mapped[str] = mapped_column(sa.String(16))
-    disposition: Mapped[str] = mapped_column(sa.String(16), server_default="pending_review")
-    detail: Mapped[str | None] = mapped_column(sa.Text)
-    created_at: Mapped[float]
-    updated_at: Mapped[float]
-    #: The home (host and data directory, :class:`Worker`) of the engine that held the task
-    #: when it was interrupted: each host reviews what it ran itself. None: not known.
-    home_id: Mapped[str | None] = mapped_column(sa.String(64))
-
-
-class Worker(Base):
-    """An engine on the queue: registered when it starts, renewed by its heartbeat, marked
-    when it stops. With several hosts on one database (PostgreSQL), how they see each other
-    (``fredica hosts``) and how one is asked to drain."""
-
-    __tablename__ = "worker"
-
-    #: The engine's worker id: ``HOST:PID:RANDOM``, new for each start.
-    id: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
-    host: Mapped[str] = mapped_column(sa.String(255))
-    #: This host's data directory, as a stable id: the engines of one home are one after
-    #: another (the data directory's lock), so a starting engine takes over what its home's
-    #: earlier engines left, and nothing of another home's.
-    home_id: Mapped[str] = mapped_column(sa.String(64), index=True)
-    pid: Mapped[int]
-    #: The Fredica version it runs.
-    build: Mapped[str] = mapped_column(sa.String(64))
-    slots: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
-    #: The task types it runs, each with the newest payload version it understands.
-    task_types: Mapped[dict[str, Any]] = mapped_column(server_default="{}")
-    #: Asked to finish what it runs and claim nothing more (``fredica drain``).
-    draining: Mapped[bool] = mapped_column(server_default=sa.false())
-    started_at: Mapped[float]
-    heartbeat_at: Mapped[float]
-    stopped_at: Mapped[float | None]
-
-
-class Notice(Base):
-    """A run's end the user is to be told of (it completed, or it failed), written in the
-    transaction that ends the run, whoever ends it (the desktop app's engine or a headless
-    ``fredica worker``). The desktop app takes each one once (``shown_at``), also at its next
-    start when it was not running then. Deleted with its run."""
-
-    __tablename__ = "notice"
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
-    #: ``run_completed`` or ``run_failed``.
-    kind: Mapped[str] = mapped_column(sa.String(32))
-    workflow_run_id: Mapped[str] = mapped_column(
-        sa.ForeignKey("workflow_run.id", ondelete="CASCADE"), index=True
-    )
-    created_at: Mapped[float]
-    #: When a desktop app took it to show; NULL: not yet.
-    shown_at: Mapped[float | None] = mapped_column(index=True)
-    #: The home its run was submitted from (its window tells it); NULL: any window may.
-    home_id: Mapped[str | None] = mapped_column(sa.String(64))
+#: A run's end the user is to be told of (it completed, or it failed), written in the
+#: transaction that ends the run, whoever ends it (the desktop app's engine or a headless
+#: ``fredica worker``). The desktop app takes each one once (``shown_at``), also at its next
+#: start when it was not running then. Deleted with its run.
+notice_t = sa.Table(
+    "notice",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    # ``run_completed`` or ``run_failed``.
+    _required("kind", sa.String(32)),
+    _required(
+        "workflow_run_id",
+        sa.String(36),
+        sa.ForeignKey("workflow_run.id", ondelete="CASCADE"),
+        index=True,
+    ),
+    _required("created_at", sa.Float()),
+    # When a desktop app took it to show; NULL: not yet.
+    sa.Column("shown_at", sa.Float(), index=True),
+    # The home its run was submitted from (its window tells it); NULL: any window may.
+    sa.Column("home_id", sa.String(64)),
+)
 
 
 # --- the change stream ----------------------------------------------------------------------
@@ -330,33 +336,31 @@ class Notice(Base):
 # order and a reader asking for ``change_seq > cursor`` never misses a change committed later
 # with a smaller number (docs/architecture.md, "The change stream").
 
+#: The change stream's counter: one row (``id = 1``).
+change_counter_t = sa.Table(
+    "change_counter",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
+    # The last number handed out.
+    _count("seq"),
+    # Tombstones up to this number were pruned: a cursor below it may have missed deletions.
+    _count("pruned_seq"),
+    sa.CheckConstraint("id = 1", name="one_row"),
+)
 
-class ChangeCounter(Base):
-    """The change stream's counter: one row (``id = 1``)."""
-
-    __tablename__ = "change_counter"
-    __table_args__ = (sa.CheckConstraint("id = 1", name="one_row"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    #: The last number handed out.
-    seq: Mapped[int] = mapped_column(server_default="0")
-    #: Tombstones up to this number were pruned: a cursor below it may have missed deletions.
-    pruned_seq: Mapped[int] = mapped_column(server_default="0")
-
-
-class ChangeTombstone(Base):
-    """A deleted task or run (retention, ``fredica remove``), for readers of the stream."""
-
-    __tablename__ = "change_tombstone"
-
-    seq: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    #: ``task`` or ``run``.
-    kind: Mapped[str] = mapped_column(sa.String(8))
-    row_id: Mapped[str] = mapped_column(sa.String(36))
-    #: The run of a deleted task (a deleted run: itself), so that a reader of one run sees it.
-    workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36))
-    #: Unix seconds, by SQLite's clock; tombstones are pruned by age (workers.retention).
-    deleted_at: Mapped[float]
+#: A deleted task or run (retention, ``fredica remove``), for readers of the stream.
+change_tombstone_t = sa.Table(
+    "change_tombstone",
+    metadata,
+    sa.Column("seq", sa.Integer(), primary_key=True, autoincrement=False),
+    # ``task`` or ``run``.
+    _required("kind", sa.String(8)),
+    _required("row_id", sa.String(36)),
+    # The run of a deleted task (a deleted run: itself), so that a reader of one run sees it.
+    sa.Column("workflow_run_id", sa.String(36)),
+    # Unix seconds, by SQLite's clock; tombstones are pruned by age (workers.retention).
+    _required("deleted_at", sa.Float()),
+)
 
 
 #: What a viewer shows of a task (docs/cli.md's task object, less what never changes): an
@@ -487,10 +491,10 @@ POSTGRES_CHANGE_TRIGGERS = (
 NOTIFY_CHANNEL = "fredica"
 
 
-@sa.event.listens_for(Base.metadata, "after_create")
+@sa.event.listens_for(metadata, "after_create")
 def _create_change_stream(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
     """``create_all`` makes what the migrations make: the counter's row and the triggers."""
-    if ChangeCounter.__table__ not in kw.get("tables", ()):
+    if change_counter_t not in kw.get("tables", ()):
         return
     connection.exec_driver_sql("INSERT INTO change_counter (id, seq, pruned_seq) VALUES (1, 0, 0)")
     postgres = connection.dialect.name == "postgresql"

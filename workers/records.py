@@ -342,7 +342,7 @@ class RestartLogEntry(_FromRow):
 
 @dataclass(frozen=True, slots=True)
 class NoticeRecord(_FromRow):
-    """A run's end to tell the user of (:class:`workers.models.Notice`)."""
+    """A run's end to tell the user of (the ``notice`` table)."""
 
     id: int
     kind: str

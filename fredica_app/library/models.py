@@ -4,13 +4,10 @@ submitted). Only :mod:`fredica_app.library.store` writes ``material``; only
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
-from sqlalchemy.orm import Mapped, mapped_column
 
 from fredica_app.library.fspath import from_stored, to_stored
-from workers.models import Base
+from workers.models import JSON, metadata
 
 
 class StoredPath(sa.TypeDecorator[str]):
@@ -27,42 +24,42 @@ class StoredPath(sa.TypeDecorator[str]):
         return None if value is None else from_stored(value)
 
 
-class Material(Base):
-    """One media item the user brought in."""
-
-    __tablename__ = "material"
-
-    id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
-    source: Mapped[str] = mapped_column(StoredPath)  # the path or URL it came from
-    title: Mapped[str] = mapped_column(sa.String(512))
-    local_path: Mapped[str | None] = mapped_column(StoredPath)
-    kind: Mapped[str] = mapped_column(sa.String(16), server_default="unknown")
-    size: Mapped[int | None] = mapped_column(sa.BigInteger)
-    duration: Mapped[float | None]
+#: One media item the user brought in.
+material_t = sa.Table(
+    "material",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    # The path or URL it came from.
+    sa.Column("source", StoredPath(), nullable=False),
+    sa.Column("title", sa.String(512), nullable=False),
+    sa.Column("local_path", StoredPath()),
+    sa.Column("kind", sa.String(16), nullable=False, server_default="unknown"),
+    sa.Column("size", sa.BigInteger()),
+    sa.Column("duration", sa.Float()),
     # size + mtime + hash of the first and last blocks: cheap on multi-GB files.
-    fingerprint: Mapped[str | None] = mapped_column(sa.String(128), index=True)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", server_default="{}")
-    created_at: Mapped[float]
+    sa.Column("fingerprint", sa.String(128), index=True),
+    sa.Column("metadata", JSON, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.Float(), nullable=False),
+)
 
-
-class WatchedFile(Base):
-    """A file a watch folder took in, by its content: a restart, a rename or a touch of the
-    same bytes submits nothing again; changed bytes are a new row, and a new run."""
-
-    __tablename__ = "watched_file"
-    __table_args__ = (sa.UniqueConstraint("folder", "template", "content_fingerprint"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
-    #: The watch folder (as in the settings) and the template it submits.
-    folder: Mapped[str] = mapped_column(StoredPath)
-    template: Mapped[str] = mapped_column(sa.String(128))
-    #: Size and a hash of the first and last blocks, not the mtime (a touch changes nothing).
-    content_fingerprint: Mapped[str] = mapped_column(sa.String(128))
-    #: Where the file was when it was last seen.
-    path: Mapped[str] = mapped_column(StoredPath)
-    material_id: Mapped[str | None] = mapped_column(sa.String(64))
-    #: The run submitted for it; NULL while the submission has not been made (a crash between
-    #: taking the file in and submitting it: the next start submits it).
-    workflow_run_id: Mapped[str | None] = mapped_column(sa.String(36))
-    created_at: Mapped[float]
-    submitted_at: Mapped[float | None]
+#: A file a watch folder took in, by its content: a restart, a rename or a touch of the same
+#: bytes submits nothing again; changed bytes are a new row, and a new run.
+watched_file_t = sa.Table(
+    "watched_file",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    # The watch folder (as in the settings) and the template it submits.
+    sa.Column("folder", StoredPath(), nullable=False),
+    sa.Column("template", sa.String(128), nullable=False),
+    # Size and a hash of the first and last blocks, not the mtime (a touch changes nothing).
+    sa.Column("content_fingerprint", sa.String(128), nullable=False),
+    # Where the file was when it was last seen.
+    sa.Column("path", StoredPath(), nullable=False),
+    sa.Column("material_id", sa.String(64)),
+    # The run submitted for it; NULL while the submission has not been made (a crash between
+    # taking the file in and submitting it: the next start submits it).
+    sa.Column("workflow_run_id", sa.String(36)),
+    sa.Column("created_at", sa.Float(), nullable=False),
+    sa.Column("submitted_at", sa.Float()),
+    sa.UniqueConstraint("folder", "template", "content_fingerprint"),
+)

@@ -9,16 +9,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 import sqlalchemy as sa
 
-from fredica_app.library.models import Material
+from fredica_app.library.models import material_t
 from fredica_app.library.quick import escape_like
 from fredica_app.library.records import MaterialRecord
 from python_endpoints.text import clean_text, is_text
-
-material_t = cast(sa.Table, Material.__table__)
 
 
 def _record(row: sa.Row[Any]) -> MaterialRecord:

@@ -21,15 +21,13 @@ import importlib
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 
 import sqlalchemy as sa
 
-from fredica_app.library.models import Material, WatchedFile
+from fredica_app.library.models import material_t
+from fredica_app.library.models import watched_file_t as watched_t
 from workers.db import READ_ONLY
-
-watched_t = cast(sa.Table, WatchedFile.__table__)
-material_t = cast(sa.Table, Material.__table__)
 
 _KEY = ("folder", "template", "content_fingerprint")
 

@@ -162,6 +162,8 @@ def test_importing_the_catalogue_imports_none_of_the_jobs() -> None:
 #: SQLAlchemy's PostgreSQL dialect: for a shared queue, not for a command on a SQLite file
 #: (the migrations load it, a one-off of a new or upgraded file: the tests migrate first).
 POSTGRESQL_DIALECT = "sqlalchemy.dialects.postgresql"
+#: SQLAlchemy's ORM: the tables are plain ``sa.Table``-s, written with SQL expressions.
+SQLALCHEMY_ORM = "sqlalchemy.orm"
 
 
 def adding_a_clip(tmp_path: Path) -> tuple[Path, str]:
@@ -186,9 +188,9 @@ def adding_a_clip(tmp_path: Path) -> tuple[Path, str]:
 def test_fredica_add_imports_no_executor_and_no_job(tmp_path: Path) -> None:
     """``fredica add`` submits: the engine's executors, the websocket client, the endpoint
     hosts' router, the engine's lock, the keep-awake backends and the jobs' code are for the
-    commands that run work."""
+    commands that run work; SQLAlchemy's ORM for none."""
     data, code = adding_a_clip(tmp_path)
-    prefixes = (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING, POSTGRESQL_DIALECT)
+    prefixes = (*JOB_LIBRARIES, *NOT_FOR_SUBMITTING, POSTGRESQL_DIALECT, SQLALCHEMY_ORM)
     assert imported_after(code, prefixes) == []
     with contextlib.closing(sqlite3.connect(data / "fredica.db")) as db:
         assert db.execute("SELECT template FROM workflow_run").fetchall() == [("transcode_mp4",)]
@@ -200,10 +202,10 @@ def test_a_worker_on_a_sqlite_file_runs_its_work_without_the_postgresql_dialect(
     """The queue's JSON columns and partial indexes say what they are on PostgreSQL without
     loading its dialect (workers.models): a worker on a SQLite file claims, runs and
     completes a transcode — JSON payloads and results written and read, the claim through
-    the partial indexes — and never imports it."""
+    the partial indexes — and never imports it, nor SQLAlchemy's ORM."""
     data, code = adding_a_clip(tmp_path)
     code += f"assert main(['--data-dir', {str(data)!r}, 'worker', '--until-idle']) == 0"
-    assert imported_after(code, (POSTGRESQL_DIALECT,)) == []
+    assert imported_after(code, (POSTGRESQL_DIALECT, SQLALCHEMY_ORM)) == []
     with contextlib.closing(sqlite3.connect(data / "fredica.db")) as db:
         done = db.execute("SELECT status, json_extract(result, '$.outputs[0]') FROM task")
         [(status, output)] = done.fetchall()

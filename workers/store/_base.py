@@ -15,15 +15,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from workers import states
+from workers import models, states
 from workers.db import DB_NOW, READ_ONLY
 from workers.errors import NotFound, StoreUnavailable, store_unavailable
-from workers.models import RestartTaskLog, TaskDependency, TaskEvent, Worker, WorkflowRun
-from workers.models import Task as TaskModel
 from workers.records import (
     TaskRecord,
 )
@@ -42,12 +40,13 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-task_t = cast(sa.Table, TaskModel.__table__)
-run_t = cast(sa.Table, WorkflowRun.__table__)
-dep_t = cast(sa.Table, TaskDependency.__table__)
-event_t = cast(sa.Table, TaskEvent.__table__)
-log_t = cast(sa.Table, RestartTaskLog.__table__)
-worker_t = cast(sa.Table, Worker.__table__)
+# The tables, by the names the store's modules use.
+task_t = models.task_t
+run_t = models.workflow_run_t
+dep_t = models.task_dependency_t
+event_t = models.task_event_t
+log_t = models.restart_task_log_t
+worker_t = models.worker_t
 
 S = TaskStatus
 HELD = (S.CLAIMED, S.RUNNING)

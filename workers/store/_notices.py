@@ -6,15 +6,11 @@ ends the run; here it is read and marked shown.
 
 from __future__ import annotations
 
-from typing import cast
-
 import sqlalchemy as sa
 
-from workers.models import Notice
+from workers.models import notice_t
 from workers.records import NoticeRecord
 from workers.store._base import StoreBase
-
-notice_t = cast(sa.Table, Notice.__table__)
 
 
 class NoticesMixin(StoreBase):
