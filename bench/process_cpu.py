@@ -7,11 +7,13 @@
    child's word.
 2. CPU per process: one ``fredica --data-dir NEW process DIR --template transcode_mp4`` of the
    batch bench's remux clips (50 of 5 s; ``--batch reencode``: its 8 re-encode clips of
-   30 s; ``--quick``: 2), every process of its tree sampled
-   with psutil every 20 ms; the CPU time (user + system) each had when last seen, summed by
-   kind: the app's process, the endpoints server with its fork server and job children,
-   ffmpeg. A process that ends between two samples loses up to 20 ms of its time; ffmpeg's
-   short runs are undercounted most.
+   30 s; ``--quick``: 2) — or, with ``--command worker``, the same folder added (``fredica
+   add``, untimed) and run by ``fredica worker --until-idle`` — every process of its tree
+   sampled with psutil every 20 ms; the CPU time (user + system) each had when last seen,
+   summed by kind: the app's process, the endpoints server with its fork server and job
+   children, ffmpeg; over the whole run, and at the first sample that saw a job's ffmpeg
+   (one given an input: the start's share, before it). A process that ends between two
+   samples loses up to 20 ms of its time; ffmpeg's short runs are undercounted most.
 3. CPU per job: the app's endpoints server (started once, untimed), three jobs of each kind
    to warm it, then 50 (``--quick``: 3) PROBE jobs and 50 remux TRANSCODE_MP4 jobs of the
    batch bench's clips, one at a time, each on its own connection as the engine sends them;
@@ -24,7 +26,7 @@
    starting a process costs a job's child with and without the hook that makes it die with
    the child, and what a fork of this process costs by itself.
 
-    python -m bench.process_cpu [--quick] [--batch reencode]
+    python -m bench.process_cpu [--quick] [--batch reencode] [--command worker]
 """
 
 from __future__ import annotations
@@ -75,10 +77,24 @@ def _kind(process: psutil.Process, root: int) -> str:
     return "endpoints server, fork server, job children"
 
 
-def cpu_by_kind(count: int, batch: str = "remux") -> tuple[float, dict[str, tuple[float, int]]]:
+#: What :func:`cpu_by_kind` gives per kind of process: CPU seconds and how many processes.
+ByKind = dict[str, tuple[float, int]]
+
+
+def _summed(seen: dict[int, tuple[str, float]]) -> ByKind:
+    by_kind: dict[str, list[float]] = collections.defaultdict(list)
+    for kind, cpu in seen.values():
+        by_kind[kind].append(cpu)
+    return {k: (sum(v), len(v)) for k, v in by_kind.items()}
+
+
+def cpu_by_kind(
+    count: int, batch: str = "remux", command: str = "process"
+) -> tuple[float, ByKind, ByKind]:
     """One ``process DIR`` of ``count`` clips of the batch bench's part ``batch`` (remux: 5 s
-    mkv; reencode: 30 s legacy): its wall time and, per kind of process, CPU seconds and how
-    many processes."""
+    mkv; reencode: 30 s legacy), or (``command`` "worker") the folder added, then run by
+    ``worker --until-idle``: the command's wall time, and per kind of process its CPU over
+    the whole run and before the first ffmpeg."""
     kind, seconds = ("mkv", 5.0) if batch == "remux" else ("legacy", 30.0)
     source = clips(kind, seconds, count)[0].parent
     with tempfile.TemporaryDirectory() as work:
@@ -90,24 +106,25 @@ def cpu_by_kind(count: int, batch: str = "remux") -> tuple[float, dict[str, tupl
         subprocess.run(
             [*FREDICA, "--data-dir", str(data), "runs"], check=True, cwd=ROOT, capture_output=True
         )  # the database made first, untimed
+        add = ["add", str(folder), "--template", "transcode_mp4"]
+        if command == "worker":
+            subprocess.run(
+                [*FREDICA, "--data-dir", str(data), *add], check=True, cwd=ROOT, capture_output=True
+            )
+            words = ["worker", "--until-idle"]
+        else:
+            words = ["process", *add[1:]]
         t0 = time.perf_counter()
-        command = subprocess.Popen(
-            [
-                *FREDICA,
-                "--data-dir",
-                str(data),
-                "process",
-                str(folder),
-                "--template",
-                "transcode_mp4",
-            ],
+        running = subprocess.Popen(
+            [*FREDICA, "--data-dir", str(data), *words],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        root = psutil.Process(command.pid)
+        root = psutil.Process(running.pid)
         seen: dict[int, tuple[str, float]] = {}
-        while command.poll() is None:
+        start: ByKind | None = None
+        while running.poll() is None:
             try:
                 tree = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
@@ -121,17 +138,17 @@ def cpu_by_kind(count: int, batch: str = "remux") -> tuple[float, dict[str, tupl
                     kind = seen[p.pid][0] if p.pid in seen else ""
                     if kind != "ffmpeg":
                         kind = _kind(p, root.pid)
+                        # A job's (an input to read), not a `-version` of the server's start.
+                        if start is None and kind == "ffmpeg" and "-i" in p.cmdline():
+                            start = _summed(seen)
                     seen[p.pid] = (kind, cpu.user + cpu.system)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
             time.sleep(0.02)
         wall = time.perf_counter() - t0
-        if command.returncode:
-            raise RuntimeError(f"fredica process exited {command.returncode}")
-    by_kind: dict[str, list[float]] = collections.defaultdict(list)
-    for kind, cpu in seen.values():
-        by_kind[kind].append(cpu)
-    return wall, {k: (sum(v), len(v)) for k, v in by_kind.items()}
+        if running.returncode:
+            raise RuntimeError(f"fredica {words[0]} exited {running.returncode}")
+    return wall, _summed(seen), start or {}
 
 
 def _server_cpu(server: psutil.Process) -> dict[str, float]:
@@ -201,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         default="remux",
         help="the clips of part 2: the batch bench's remux (50 of 5 s) or reencode (8 of 30 s)",
     )
+    p.add_argument(
+        "--command",
+        choices=("process", "worker"),
+        default="process",
+        help="part 2 runs `process DIR`, or `add DIR` (untimed) then `worker --until-idle`",
+    )
     args = p.parse_args(argv)
     byte_compile()
     rows = [
@@ -216,11 +239,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     count = 2 if args.quick else 50 if args.batch == "remux" else 8
-    wall, by_kind = cpu_by_kind(count, args.batch)
+    wall, by_kind, start = cpu_by_kind(count, args.batch, args.command)
     for kind, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         rows.append((f"CPU: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
+    for kind, (cpu, n) in sorted(start.items(), key=lambda kv: -kv[1][0]):
+        rows.append((f"CPU before the first ffmpeg: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
     what = "remux clips of 5 s" if args.batch == "remux" else "re-encode clips of 30 s"
-    rows.append(("process DIR, wall", f"{wall:.2f} s", f"{count} {what}", ""))
+    label = "process DIR" if args.command == "process" else "worker --until-idle"
+    rows.append((f"{label}, wall", f"{wall:.2f} s", f"{count} {what}", ""))
     jobs = 3 if args.quick else 50
     for name, ms in asyncio.run(_cpu_per_job(jobs)).items():
         for key, what in (

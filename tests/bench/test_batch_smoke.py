@@ -138,6 +138,10 @@ def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Pa
         assert rows["child start, fork server"].endswith(" ms")
     for kind in ("the app's process", "ffmpeg", "endpoints server, fork server, job children"):
         assert float(rows[f"CPU: {kind}"].removesuffix(" s")) > 0, kind
+        # The start's share: taken before the end, so no more than the whole run's.
+        before = float(rows[f"CPU before the first ffmpeg: {kind}"].removesuffix(" s"))
+        assert before <= float(rows[f"CPU: {kind}"].removesuffix(" s")), kind
+    assert float(rows["CPU before the first ffmpeg: the app's process"].removesuffix(" s")) > 0
     assert rows["process DIR, wall"].endswith(" s")
     ms = {k: float(v.removesuffix(" ms")) for k, v in rows.items() if k.startswith("per ")}
     for job in ("PROBE", "TRANSCODE_MP4 remux"):
@@ -162,6 +166,18 @@ def test_process_cpu_times_a_child_s_start_and_splits_a_batch_s_cpu(tmp_path: Pa
     if sys.platform.startswith("linux"):
         starts = [v for k, v in rows.items() if k.startswith("start a process from a job's")]
         assert len(starts) == 2 and all(v.endswith(" ms") for v in starts)
+
+
+def test_process_cpu_splits_a_worker_s_cpu_too() -> None:
+    """``--command worker``: the folder added, then run by a real ``worker --until-idle``,
+    whose tree is sampled as ``process``'s is: its app started the server, which ran ffmpeg."""
+    from bench.process_cpu import cpu_by_kind
+
+    wall, whole, start = cpu_by_kind(2, "remux", "worker")
+    assert wall > 0
+    assert whole["ffmpeg"][0] > 0 and whole["the app's process"][1] == 1
+    assert 0 < start["the app's process"][0] <= whole["the app's process"][0]
+    assert start["endpoints server, fork server, job children"][0] > 0
 
 
 def test_drain_part_drains_every_lane(tmp_path: Path) -> None:
