@@ -163,13 +163,22 @@ async def test_cancel_while_running(
 async def test_pause_and_resume_from_the_engine(
     store: TaskStore, registry: TaskTypeRegistry, address: Callable[[], Any]
 ) -> None:
-    task_id = await submit(store, registry, seconds=0.8)
+    # Long enough that the pause reaches the child before the job ends on a loaded machine;
+    # the test then waits for the child to say it has stopped, not for the job's length.
+    task_id = await submit(store, registry, seconds=4.0)
     eng = engine(store, address)
     runner = asyncio.create_task(eng.run(until_idle=True))
     await until(lambda: _running(store, task_id))
     await eng.pause(task_id)
-    await asyncio.sleep(1.5)  # longer than the whole job: paused, it cannot have finished
-    assert (await store.get_task(task_id)).status is TaskStatus.RUNNING
+
+    async def stopped() -> bool:
+        return ((await store.get_task(task_id)).status_text or "").startswith("paused")
+
+    await until(stopped)
+    held = await store.get_task(task_id)
+    await asyncio.sleep(1.0)  # paused: no progress, no end
+    task = await store.get_task(task_id)
+    assert task.status is TaskStatus.RUNNING and task.progress == held.progress < 100
     await eng.resume(task_id)
     await asyncio.wait_for(runner, 20)
     assert (await store.get_task(task_id)).status is TaskStatus.COMPLETED
