@@ -106,14 +106,16 @@ def cpu_by_kind(
         subprocess.run(
             [*FREDICA, "--data-dir", str(data), "runs"], check=True, cwd=ROOT, capture_output=True
         )  # the database made first, untimed
-        add = ["add", str(folder), "--template", "transcode_mp4"]
+        items = [str(folder), "--template", "transcode_mp4"]
+        words = ["process", *items]
         if command == "worker":
             subprocess.run(
-                [*FREDICA, "--data-dir", str(data), *add], check=True, cwd=ROOT, capture_output=True
+                [*FREDICA, "--data-dir", str(data), "add", *items],
+                check=True,
+                cwd=ROOT,
+                capture_output=True,
             )
             words = ["worker", "--until-idle"]
-        else:
-            words = ["process", *add[1:]]
         t0 = time.perf_counter()
         running = subprocess.Popen(
             [*FREDICA, "--data-dir", str(data), *words],

@@ -109,7 +109,8 @@ def _count(name: str, **kw: Any) -> sa.Column[Any]:
     return _required(name, sa.Integer(), server_default="0", **kw)
 
 
-workflow_run_t = sa.Table(
+#: A workflow run: the tasks submitted together, and their counts by status.
+run_t = sa.Table(
     "workflow_run",
     metadata,
     sa.Column("id", sa.String(36), primary_key=True),
@@ -135,6 +136,7 @@ workflow_run_t = sa.Table(
     partial_index("ix_workflow_run_finished", "completed_at", where=FINISHED_RUN),
 )
 
+#: A task of the queue: a node of its run's DAG.
 task_t = sa.Table(
     "task",
     metadata,
@@ -225,7 +227,7 @@ task_t = sa.Table(
 )
 
 #: One edge of the DAG: ``task_id`` waits for ``depends_on_id``.
-task_dependency_t = sa.Table(
+dep_t = sa.Table(
     "task_dependency",
     metadata,
     sa.Column(
@@ -241,7 +243,7 @@ task_dependency_t = sa.Table(
 )
 
 #: The timeline a user reads. Progress ticks are not events.
-task_event_t = sa.Table(
+event_t = sa.Table(
     "task_event",
     metadata,
     sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
@@ -256,7 +258,7 @@ task_event_t = sa.Table(
 )
 
 #: What start-up recovery found and did, with a disposition the user can act on.
-restart_task_log_t = sa.Table(
+log_t = sa.Table(
     "restart_task_log",
     metadata,
     sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
@@ -337,7 +339,7 @@ notice_t = sa.Table(
 # with a smaller number (docs/architecture.md, "The change stream").
 
 #: The change stream's counter: one row (``id = 1``).
-change_counter_t = sa.Table(
+counter_t = sa.Table(
     "change_counter",
     metadata,
     sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
@@ -349,7 +351,7 @@ change_counter_t = sa.Table(
 )
 
 #: A deleted task or run (retention, ``fredica remove``), for readers of the stream.
-change_tombstone_t = sa.Table(
+tombstone_t = sa.Table(
     "change_tombstone",
     metadata,
     sa.Column("seq", sa.Integer(), primary_key=True, autoincrement=False),
@@ -494,7 +496,7 @@ NOTIFY_CHANNEL = "fredica"
 @sa.event.listens_for(metadata, "after_create")
 def _create_change_stream(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
     """``create_all`` makes what the migrations make: the counter's row and the triggers."""
-    if change_counter_t not in kw.get("tables", ()):
+    if counter_t not in kw.get("tables", ()):
         return
     connection.exec_driver_sql("INSERT INTO change_counter (id, seq, pruned_seq) VALUES (1, 0, 0)")
     postgres = connection.dialect.name == "postgresql"

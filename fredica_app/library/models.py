@@ -44,7 +44,7 @@ material_t = sa.Table(
 
 #: A file a watch folder took in, by its content: a restart, a rename or a touch of the same
 #: bytes submits nothing again; changed bytes are a new row, and a new run.
-watched_file_t = sa.Table(
+watched_t = sa.Table(
     "watched_file",
     metadata,
     sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),

@@ -25,8 +25,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from fredica_app.library.models import material_t
-from fredica_app.library.models import watched_file_t as watched_t
+from fredica_app.library.models import material_t, watched_t
 from workers.db import READ_ONLY
 
 _KEY = ("folder", "template", "content_fingerprint")

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from python_endpoints.text import clean_text
 from workers import states
 from workers.errors import FredicaError, InvalidState
+from workers.models import run_t, task_t
 from workers.records import (
     ClaimedTask,
     Completion,
@@ -36,8 +37,6 @@ from workers.store._base import (
     StoreBase,
     _event,
     _event_row,
-    run_t,
-    task_t,
 )
 from workers.store._dialect import driver_errors
 

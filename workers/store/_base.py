@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from workers import models, states
+from workers import states
 from workers.db import DB_NOW, READ_ONLY
 from workers.errors import NotFound, StoreUnavailable, store_unavailable
+from workers.models import dep_t, log_t, run_t, task_t, worker_t
 from workers.records import (
     TaskRecord,
 )
@@ -39,14 +40,6 @@ from workers.store._dialect import (
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-# The tables, by the names the store's modules use.
-task_t = models.task_t
-run_t = models.workflow_run_t
-dep_t = models.task_dependency_t
-event_t = models.task_event_t
-log_t = models.restart_task_log_t
-worker_t = models.worker_t
 
 S = TaskStatus
 HELD = (S.CLAIMED, S.RUNNING)

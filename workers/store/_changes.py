@@ -32,8 +32,9 @@ from workers.changes import (
     Tombstone,
 )
 from workers.errors import CursorExpired, NotFound
+from workers.models import run_t, task_t
 from workers.records import RunRecord, TaskRecord
-from workers.store._base import StoreBase, _task_record, run_t, task_t
+from workers.store._base import StoreBase, _task_record
 
 COUNTER_SQL = "SELECT seq, pruned_seq FROM change_counter WHERE id = 1"
 

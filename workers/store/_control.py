@@ -11,23 +11,14 @@ import sqlalchemy as sa
 from python_endpoints.text import clean_text
 from workers import states
 from workers.errors import InvalidState, NotFound
+from workers.models import dep_t, run_t, task_t
 from workers.records import (
     CancelOutcome,
     CreatedRun,
 )
 from workers.spec import PreparedRun
 from workers.states import ErrorType, RunStatus, TaskStatus
-from workers.store._base import (
-    HELD,
-    S,
-    StoreBase,
-    _event_row,
-    dep_t,
-    downstream,
-    run_t,
-    task_t,
-    upstream,
-)
+from workers.store._base import HELD, S, StoreBase, _event_row, downstream, upstream
 
 
 class ControlMixin(StoreBase):

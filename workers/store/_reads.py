@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from python_endpoints.text import is_text
 from workers import states
 from workers.errors import AmbiguousId, NotFound
+from workers.models import event_t, log_t, run_t, task_t
 from workers.records import (
     EventRecord,
     HeartbeatOutcome,
@@ -18,16 +19,7 @@ from workers.records import (
     TaskRecord,
 )
 from workers.store import _hot
-from workers.store._base import (
-    HELD,
-    S,
-    StoreBase,
-    _task_record,
-    event_t,
-    log_t,
-    run_t,
-    task_t,
-)
+from workers.store._base import HELD, S, StoreBase, _task_record
 
 
 class ReadsMixin(StoreBase):

@@ -31,17 +31,11 @@ import sqlalchemy as sa
 
 from workers import states
 from workers.errors import NotFound
+from workers.models import log_t, run_t, task_t
 from workers.records import CHARGED, NOT_CHARGED, RecoveryReport, RestartLogEntry
 from workers.states import RunStatus, TaskStatus
 from workers.store import _hot
-from workers.store._base import (
-    HELD,
-    MAX_TOTAL_INTERRUPTIONS,
-    StoreBase,
-    log_t,
-    run_t,
-    task_t,
-)
+from workers.store._base import HELD, MAX_TOTAL_INTERRUPTIONS, StoreBase
 
 DISPOSITIONS = ("pending_review", "dismissed", "retried", "settled")
 

@@ -42,8 +42,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from workers.errors import InvalidState, NotFound
+from workers.models import task_t, worker_t
 from workers.retention import PruneReport, RetentionPolicy
-from workers.store._base import HELD, StoreBase, task_t, worker_t
+from workers.store._base import HELD, StoreBase
 
 T = TypeVar("T")
 

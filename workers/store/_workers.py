@@ -7,8 +7,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from workers.errors import NotFound
+from workers.models import task_t, worker_t
 from workers.records import WorkerInfo, WorkerRecord
-from workers.store._base import HELD, StoreBase, task_t, worker_t
+from workers.store._base import HELD, StoreBase
 
 
 class WorkersMixin(StoreBase):
