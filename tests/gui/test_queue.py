@@ -674,11 +674,19 @@ def test_ten_thousand_rows_take_a_burst_without_stalling_or_reset(
     if narrowed == "state":
         qtbot.waitUntil(lambda: page.filter.rowCount() == 10_000 - done, timeout=5000)
         assert resets == []
-    # What the actions offer, over a selection of every row (selectedRows() took 0.2 s).
+    # What the actions offer, over a selection of every row: read from the selection's
+    # ranges, never from selectedRows(), which asks every cell of every row (0.2 s alone).
     page.tasks_view.selectAll()
+    selected = page.tasks_view.selectionModel()
+
+    def cell_by_cell(*_: Any) -> None:
+        raise AssertionError("selectedRows() read the selection cell by cell")
+
+    selected.selectedRows = cell_by_cell
     began = time.perf_counter()
     page.commands.refresh()
-    assert time.perf_counter() - began < 0.2
+    # A stall guard only (0.03-0.18 s here; 0.24 s seen on a loaded machine).
+    assert time.perf_counter() - began < 1.0
     assert len(page.selection().tasks) == page.filter.rowCount()
 
 
