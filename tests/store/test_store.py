@@ -755,3 +755,26 @@ async def test_any_string_a_job_returns_is_kept_as_it_was(
     assert failed.error == "bad\ufffdbyte in caf\ufffd"
     run = await store.get_run(created.run_id)
     assert (run.done_tasks, run.failed_tasks) == (1, 1)
+
+
+async def test_data_changed_tells_another_programs_commit(
+    store: TaskStore, registry: TaskTypeRegistry, raw: RawDB
+) -> None:
+    """What an idle engine looks at every half second. Another program's commit is seen
+    once, and so is a submission through the same store (a window's, a watch folder's); on
+    SQLite an engine's bookkeeping of its attempts (claims, progress, completions) is not,
+    so it does not make the engine read its control state and look for work again."""
+    assert not await store.data_changed()  # the baseline
+    await submit(store, registry, [noop("a")])
+    assert await store.data_changed()
+    [a] = await store.claim("w")
+    assert await store.report_progress(a.id, a.lease_token, progress=40.0)
+    own = await store.data_changed()
+    assert own is (raw.dialect == "postgresql")  # its counter moves with every write
+    assert not await store.data_changed()
+    with raw.connect() as conn:  # a pause from another process, as the CLI writes it
+        conn.execute("UPDATE task SET is_paused = ? WHERE id = ?", (True, a.id))
+    assert await store.data_changed()
+    assert not await store.data_changed()  # seen once
+    await store.complete(a.id, a.lease_token, {})
+    assert await store.data_changed() is (raw.dialect == "postgresql")

@@ -138,6 +138,7 @@ class AttemptsMixin(StoreBase):
             inline,
             inline_budget,
             progress,
+            quiet=True,
         )
 
     def _tick_tx(
@@ -293,7 +294,13 @@ class AttemptsMixin(StoreBase):
         commit.
         """
         return await self._write(
-            self._claim_tx, worker_id, slots, limit, start, lease_seconds or self.lease_seconds
+            self._claim_tx,
+            worker_id,
+            slots,
+            limit,
+            start,
+            lease_seconds or self.lease_seconds,
+            quiet=True,
         )
 
     def _claim_tx(
@@ -357,7 +364,7 @@ class AttemptsMixin(StoreBase):
 
     async def mark_running(self, task_id: str, lease_token: str) -> bool:
         """claimed → running. False when the lease is no longer ours."""
-        return await self._write(self._mark_running_tx, task_id, lease_token)
+        return await self._write(self._mark_running_tx, task_id, lease_token, quiet=True)
 
     def _mark_running_tx(self, conn: sa.Connection, task_id: str, lease_token: str) -> bool:
         now = self.now()
@@ -392,7 +399,7 @@ class AttemptsMixin(StoreBase):
         values = progress_values(progress, status_text, is_pausable, checkpoint, status_parts)
         if not values:
             return True
-        return await self._write(self._fenced_update_tx, task_id, lease_token, values)
+        return await self._write(self._fenced_update_tx, task_id, lease_token, values, quiet=True)
 
     def _fenced_update_tx(
         self, conn: sa.Connection, task_id: str, lease_token: str, values: dict[str, Any]
@@ -420,7 +427,11 @@ class AttemptsMixin(StoreBase):
         if not task_ids and not self.shared:
             return HeartbeatOutcome(frozenset(), frozenset(), frozenset())
         return await self._write(
-            self._heartbeat_tx, worker_id, list(task_ids), lease_seconds or self.lease_seconds
+            self._heartbeat_tx,
+            worker_id,
+            list(task_ids),
+            lease_seconds or self.lease_seconds,
+            quiet=True,
         )
 
     def _heartbeat_tx(
@@ -463,14 +474,16 @@ class AttemptsMixin(StoreBase):
         their ``depends_on`` are keys of tasks of that run (this one included). False when the
         lease is no longer ours: nothing is written.
         """
-        return await self._write(self._complete_tx, task_id, lease_token, result, new_tasks)
+        return await self._write(
+            self._complete_tx, task_id, lease_token, result, new_tasks, quiet=True
+        )
 
     async def complete_many(
         self, items: Sequence[tuple[str, str, dict[str, Any] | None]]
     ) -> list[bool]:
         """Group commit: complete several attempts ``(task_id, lease_token, result)`` in one
         transaction. Each is fenced on its own."""
-        return await self._write(self._complete_many_tx, items)
+        return await self._write(self._complete_many_tx, items, quiet=True)
 
     def _complete_many_tx(
         self, conn: sa.Connection, items: Sequence[tuple[str, str, dict[str, Any] | None]]
@@ -566,7 +579,7 @@ class AttemptsMixin(StoreBase):
         allows it, else a permanent failure that cancels everything downstream with
         ``DEPENDENCY_FAILED``. Fenced by ``lease_token``."""
         return await self._write(
-            self._fail_tx, task_id, lease_token, error, str(error_type), retryable
+            self._fail_tx, task_id, lease_token, error, str(error_type), retryable, quiet=True
         )
 
     def _fail_tx(

@@ -186,7 +186,6 @@ class StoreBase:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-write")
         self._readers = ThreadPoolExecutor(2, thread_name_prefix="fredica-db-read")
         self._watcher = ThreadPoolExecutor(1, thread_name_prefix="fredica-db-watch")
-        self._watch_conn: Any = None
         self._data_version: int | tuple[Any, ...] | None = None
         #: Called on the writer thread after each commit that changed the status of runs,
         #: with ``[(run_id, new status)]``. Listeners must be quick and thread-safe.
@@ -198,6 +197,9 @@ class StoreBase:
         self._run_changes: list[tuple[str, RunStatus]] = []
         self._batch: _Batch | None = None
         self._write_conn: sa.Connection | None = None
+        #: A write through this store that :meth:`data_changed` reports (on SQLite, where
+        #: the writer's own commits do not move its ``data_version``); the writer's thread.
+        self._loud = False
         #: Called (on the listener's thread) when another connection's commit changed the
         #: queue: a shared database's LISTEN/NOTIFY, a hint only (see _listen).
         self._wakeups: list[Callable[[], None]] = []
@@ -276,8 +278,6 @@ class StoreBase:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         self._watcher.shutdown(wait=True)
-        if self._watch_conn is not None:
-            self._watch_conn.close()
         self._engine.dispose()
 
     def _close_write_conn(self) -> None:
@@ -287,11 +287,22 @@ class StoreBase:
 
     async def data_changed(self) -> bool:
         """Whether any other connection — another process included — committed since the
-        last call (SQLite's ``PRAGMA data_version`` on a connection kept for this). Costs no
-        disk read: it is how an idle engine notices a submission from the CLI quickly."""
+        last call. Costs no disk read: it is how an idle engine notices a submission from the
+        CLI quickly.
+
+        On SQLite it is ``PRAGMA data_version`` on the writer's own connection, on the
+        writer's thread: the value moves for every other connection's commit and never for
+        that connection's own, so an engine's bookkeeping of its attempts (the writes made
+        ``quiet``: claims, progress, outcomes) does not make it read its control state and
+        look for work again; the other writes through this store are reported. On PostgreSQL it
+        is the change stream's counter, which the store's own writes move too (notifications
+        are the quick path there)."""
         loop = asyncio.get_running_loop()
+        sqlite = self.dialect != POSTGRESQL
         try:
-            return await loop.run_in_executor(self._watcher, self._data_changed)
+            return await loop.run_in_executor(
+                self._writer if sqlite else self._watcher, self._data_changed
+            )
         except (*driver_operational_errors(), sa.exc.OperationalError) as exc:  # type: ignore[misc]
             raise store_unavailable(exc) from exc
 
@@ -327,16 +338,15 @@ class StoreBase:
             changed = self._data_version is not None and version != self._data_version
             self._data_version = version
             return changed
-        if self._watch_conn is None:
-            self._watch_conn = self._engine.raw_connection()
-        cur = self._watch_conn.cursor()
-        try:
-            cur.execute("PRAGMA data_version")
-            version = cur.fetchone()[0]
-        finally:
-            cur.close()
-        changed = self._data_version is not None and version != self._data_version
-        self._data_version = version
+        if self._write_conn is None:
+            self._write_conn = self._engine.connect()
+        # The driver's own connection: a PRAGMA there opens no transaction (SQLAlchemy's
+        # connection would begin one, and the store's begin takes the write lock).
+        version = self._write_conn.connection.driver_connection.execute(  # type: ignore[union-attr]
+            "PRAGMA data_version"
+        ).fetchone()[0]
+        changed = self._loud or (self._data_version is not None and version != self._data_version)
+        self._data_version, self._loud = version, False
         return changed
 
     def retry_horizon(self, now: float) -> float:
@@ -346,13 +356,23 @@ class StoreBase:
 
     # --- plumbing -------------------------------------------------------------------------
 
-    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _write(self, fn: Callable[..., T], *args: Any, quiet: bool = False) -> T:
         """Run ``fn(conn, *args)`` in one write transaction on the writer thread.
 
-        The transaction runs to its end even if the awaiting task is cancelled.
+        The transaction runs to its end even if the awaiting task is cancelled. ``quiet``:
+        an engine's own bookkeeping of its attempts (claims, progress, outcomes), which
+        :meth:`data_changed` does not report; every other write through this store (a
+        submission, a retry, a pause) it does, as another program's commit.
         """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, functools.partial(self._tx, fn, *args))
+        return await loop.run_in_executor(
+            self._writer, functools.partial(self._noted_tx, quiet, fn, *args)
+        )
+
+    def _noted_tx(self, quiet: bool, fn: Callable[..., T], *args: Any) -> T:
+        result = self._tx(fn, *args)
+        self._loud = self._loud or not quiet  # committed
+        return result
 
     def _tx(self, fn: Callable[..., T], *args: Any) -> T:
         self._check_file()
