@@ -135,8 +135,8 @@ class Fredica(Submission):
         self._closing.set()  # what waits to be written goes now
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
-        await self.endpoints.stop()
-        await self.store.close()
+        # The server's exit and the database's (its last checkpoint) side by side.
+        await asyncio.gather(self.endpoints.stop(), self.store.close())
 
     @property
     def control(self) -> Control:
@@ -295,11 +295,11 @@ class Fredica(Submission):
                     await engine.stop()
                 finally:
                     self.running_engine = None
-                await self.endpoints.stop()
+                self.endpoints.stop_soon()  # the app's close waits for it
         finally:
             if early is not None:
                 await _settled(early)
-                await self.endpoints.stop()  # started after the stop above, or left alone
+                self.endpoints.stop_soon()  # started after the stop above, or left alone
             if awake is not None:
                 await awake.close()
             lock.release()

@@ -40,6 +40,25 @@ async def test_the_server_is_up_before_any_job_and_gone_after(tmp_path: Path) ->
         await app.close()
 
 
+async def test_the_app_s_close_waits_for_the_server_the_session_stopped(tmp_path: Path) -> None:
+    """The session tells the server to stop and goes on (its exit overlaps the app's last
+    steps); the app's close is what waits for it: nothing outlives the app."""
+    app = Fredica.open(tmp_path / "data")
+    closed = False
+    try:
+        async with app.engine_session(start_endpoints=True):
+            await _until(lambda: app.endpoints.starts == 1)
+            assert app.endpoints.process is not None
+            server = psutil.Process(app.endpoints.process.pid)
+        assert app.endpoints.process is None  # no longer the app's to use
+        await app.close()
+        closed = True
+        assert not server.is_running()  # reaped by the close, not later
+    finally:
+        if not closed:
+            await app.close()
+
+
 def _alive_children() -> set[int]:
     alive = set()
     for child in psutil.Process().children(recursive=True):
