@@ -338,13 +338,10 @@ class StoreBase:
             changed = self._data_version is not None and version != self._data_version
             self._data_version = version
             return changed
-        if self._write_conn is None:
-            self._write_conn = self._engine.connect()
         # The driver's own connection: a PRAGMA there opens no transaction (SQLAlchemy's
         # connection would begin one, and the store's begin takes the write lock).
-        version = self._write_conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-            "PRAGMA data_version"
-        ).fetchone()[0]
+        driver = self._writer_conn().connection.driver_connection
+        version = driver.execute("PRAGMA data_version").fetchone()[0]  # type: ignore[union-attr]
         changed = self._loud or (self._data_version is not None and version != self._data_version)
         self._data_version, self._loud = version, False
         return changed
@@ -362,7 +359,8 @@ class StoreBase:
         The transaction runs to its end even if the awaiting task is cancelled. ``quiet``:
         an engine's own bookkeeping of its attempts (claims, progress, outcomes), which
         :meth:`data_changed` does not report; every other write through this store (a
-        submission, a retry, a pause) it does, as another program's commit.
+        submission, a retry, a pause) it does, as another program's commit. (Removals and
+        pruning, :meth:`_timed_write`, are quiet too: they give an engine nothing to do.)
         """
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
@@ -374,19 +372,23 @@ class StoreBase:
         self._loud = self._loud or not quiet  # committed
         return result
 
+    def _writer_conn(self) -> sa.Connection:
+        """The writer thread's connection, connected now if it has none. The thread keeps it
+        between transactions: no pool checkout and reset per transaction (a checkout checks
+        a pooled connection first: pool_pre_ping)."""
+        if self._write_conn is None:
+            try:
+                self._write_conn = self._engine.connect()
+            except sa.exc.OperationalError as exc:  # the server cannot be reached
+                raise store_unavailable(exc) from exc
+        return self._write_conn
+
     def _tx(self, fn: Callable[..., T], *args: Any) -> T:
         self._check_file()
         for attempt in range(1, TX_ATTEMPTS + 1):
             self._run_changes = []
             self._batch = None
-            # The writer thread keeps its connection: no pool checkout and reset per
-            # transaction (a checkout checks a pooled connection first: pool_pre_ping).
-            if self._write_conn is None:
-                try:
-                    self._write_conn = self._engine.connect()
-                except sa.exc.OperationalError as exc:  # the server cannot be reached
-                    raise store_unavailable(exc) from exc
-            conn = self._write_conn
+            conn = self._writer_conn()
             try:
                 began = False
                 with conn.begin():

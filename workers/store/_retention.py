@@ -362,9 +362,7 @@ class RetentionMixin(StoreBase):
         driver = None
         # (PostgreSQL checks them: the rows go children first, so nothing is refused.)
         if not foreign_keys and self.dialect == "sqlite":
-            if self._write_conn is None:
-                self._write_conn = self._engine.connect()
-            driver = self._write_conn.connection.driver_connection
+            driver = self._writer_conn().connection.driver_connection
             assert isinstance(driver, sqlite3.Connection)
             driver.execute("PRAGMA foreign_keys = OFF")
         try:
