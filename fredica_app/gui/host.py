@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from fredica_app.errors import DatabaseLocked, FredicaError
 from workers.records import RecoveryReport
@@ -141,6 +141,11 @@ class AppHost(QObject):
     def shutdown(self) -> None:
         """Stop the engine gracefully and close the application; :attr:`stopped` follows.
         Returns at once."""
+        if self._thread is None:  # never started: stopped now, said once this call returns
+            self._open_for_calls(False)
+            self._set_state(Mode.STOPPED)
+            QTimer.singleShot(0, self.stopped.emit)
+            return
         loop, stop = self._loop, self._stop
         if loop is None or stop is None:
             self._ready.wait(5)

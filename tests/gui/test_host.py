@@ -48,3 +48,25 @@ def test_the_engine_runs_work_submitted_through_a_call(qtbot: Any, app_host: Any
         return (await app.store.get_run(run_id)).status.value
 
     qtbot.waitUntil(lambda: call(app_host, status) == "completed", timeout=20_000)
+
+
+def test_a_window_whose_host_never_started_closes_at_once(qtbot: Any, data_dir: Any) -> None:
+    """Closing it asks the host to stop; a host that never started has nothing to stop and
+    says so at once (it waited 5 s for an opening that would never come, on the GUI
+    thread)."""
+    import time
+
+    from fredica_app.gui.host import AppHost
+    from fredica_app.gui.window import MainWindow
+
+    host = AppHost(data_dir)
+    window = MainWindow(host, data_dir)
+    qtbot.addWidget(window)
+    window.show()
+    started = time.monotonic()
+    with qtbot.waitSignal(window.closed, timeout=3_000):
+        window.quit()  # File > Quit: no keeping to the tray
+    assert time.monotonic() - started < 1.0
+    assert host.state.mode is Mode.STOPPED
+    assert window.isHidden()
+    assert host.join(0)  # no thread was ever started
