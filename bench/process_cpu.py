@@ -244,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     wall, by_kind, start = cpu_by_kind(count, args.batch, args.command)
     for kind, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         rows.append((f"CPU: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
-    for kind, (cpu, n) in sorted(start.items(), key=lambda kv: -kv[1][0]):
+    # Every kind of the whole run, 0 where none was seen before the first job's ffmpeg (the
+    # server's `ffmpeg -version` at its start is caught by the 20 ms samples only at times).
+    before = {kind: start.get(kind, (0.0, 0)) for kind in by_kind}
+    for kind, (cpu, n) in sorted(before.items(), key=lambda kv: -kv[1][0]):
         rows.append((f"CPU before the first ffmpeg: {kind}", f"{cpu:.2f} s", f"{n} processes", ""))
     what = "remux clips of 5 s" if args.batch == "remux" else "re-encode clips of 30 s"
     label = "process DIR" if args.command == "process" else "worker --until-idle"
