@@ -142,8 +142,7 @@ class AppHost(QObject):
         """Stop the engine gracefully and close the application; :attr:`stopped` follows.
         Returns at once."""
         if self._thread is None:  # never started: stopped now, said once this call returns
-            self._open_for_calls(False)
-            self._set_state(Mode.STOPPED)
+            self._ended()
             QTimer.singleShot(0, self.stopped.emit)
             return
         loop, stop = self._loop, self._stop
@@ -241,10 +240,14 @@ class AppHost(QObject):
         try:
             asyncio.run(self._serve())
         finally:
-            self._ready.set()  # nobody waits for a host that never opened
-            self._open_for_calls(False)
-            self._set_state(Mode.STOPPED)
+            self._ended()
             self.stopped.emit()
+
+    def _ended(self) -> None:
+        """Stopped, or never to start: nobody waits for it to open, calls fail at once."""
+        self._ready.set()
+        self._open_for_calls(False)
+        self._set_state(Mode.STOPPED)
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()

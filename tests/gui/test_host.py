@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from fredica_app.gui.host import Mode
@@ -54,8 +55,6 @@ def test_a_window_whose_host_never_started_closes_at_once(qtbot: Any, data_dir: 
     """Closing it asks the host to stop; a host that never started has nothing to stop and
     says so at once (it waited 5 s for an opening that would never come, on the GUI
     thread)."""
-    import time
-
     from fredica_app.gui.host import AppHost
     from fredica_app.gui.window import MainWindow
 
