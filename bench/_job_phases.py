@@ -47,6 +47,9 @@ class _Context:
     ) -> None:
         pass
 
+    def finishing(self) -> None:
+        pass
+
 
 def _params(source: Path, output: Path) -> dict[str, Any]:
     row = next(job for job in CATALOGUE if job.name == "transcode_mp4")

@@ -69,6 +69,9 @@ class InitData(_Frame):
     #: ``init_param_and_run`` (a batch of short jobs pays one handshake, not one a job). A
     #: command that comes between two jobs belongs to the one that ended: it is ignored.
     keep_open: bool = False
+    #: Send ``finishing`` when the job's heavy part is done (its ffmpeg has exited), so that
+    #: the client may start its next task meanwhile. A client that does not ask never gets it.
+    say_finishing: bool = False
 
 
 class InitParamAndRun(_Frame):
@@ -148,6 +151,14 @@ class Paused(_Frame):
     held: bool = False
 
 
+class Finishing(_Frame):
+    """The job's heavy part is done (its ffmpeg has exited): what is left is light — checking
+    the output and committing it to disk — so the client may give the job's slot to its next
+    task. Sent at most once a job, and only to a client that asked (``say_finishing``)."""
+
+    type: Literal["finishing"] = "finishing"
+
+
 class Segment(_Frame):
     """A piece of streamed output (a transcript segment…), for whoever shows it. What a next
     attempt resumes from travels in a progress frame's ``extras["checkpoint"]``."""
@@ -179,7 +190,7 @@ class Cancelled(_Frame):
 
 
 #: What a running job sends (through the server) before its end.
-JobFrame = Progress | PauseRequest | ResumeRequest | Paused | Segment
+JobFrame = Progress | PauseRequest | ResumeRequest | Paused | Finishing | Segment
 
 ServerFrame = Annotated[
     JobFrame | StatusReply | Result | Error | Cancelled,

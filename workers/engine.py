@@ -750,6 +750,7 @@ class WorkerEngine(ControlChannels, SharedQueue):
                 sink,
                 pause_sink,
                 _park_sink=lambda held: self._parked(running, held),
+                _finish_sink=lambda: self._finishing(running),
             )
             if payload.check_skip and await executor.can_skip(task):
                 result = ExecuteResult(result=executor.skipped_result(task))

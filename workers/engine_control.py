@@ -145,6 +145,12 @@ class ControlChannels:
         )
         self.wake()
 
+    def _finishing(self, r: Running) -> None:
+        """The attempt's heavy part is done: the next task may take its class's slot now,
+        while it checks and commits its output."""
+        if self._slots.finishing(r.token) and not self._stopping:
+            self.wake()
+
     def _resume_running(self, r: Running) -> None:
         """Resume at once when the attempt kept its slot or a slot is free; otherwise it stays
         stopped, waiting for a slot ("waiting for a free GPU slot"), ahead of new claims."""

@@ -121,6 +121,10 @@ def _no_park_sink(held: bool) -> None:
     return None
 
 
+def _no_finish_sink() -> None:
+    return None
+
+
 @dataclass
 class ExecutionContext:
     """One attempt's view of the engine. Created and torn down by the engine."""
@@ -131,6 +135,7 @@ class ExecutionContext:
     _sink: ProgressSink
     _pause_sink: PauseSink = _no_pause_sink
     _park_sink: ParkSink = _no_park_sink
+    _finish_sink: Callable[[], None] = _no_finish_sink
     cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
     resume_event: asyncio.Event = field(default_factory=asyncio.Event)
     #: Minimum seconds between two progress writes to the database.
@@ -168,6 +173,13 @@ class ExecutionContext:
         slot while paused unless its executor says its resources are still held)."""
         if self.paused:
             self._park_sink(held)
+
+    def finishing(self) -> None:
+        """The attempt's heavy part is done (its ffmpeg has exited; what is left is checking
+        and committing the output): the engine gives its class's slot to the next task, and
+        the attempt keeps its place in ``max_workers`` until it ends (see
+        :meth:`workers.slots.SlotTable.finishing`)."""
+        self._finish_sink()
 
     async def wait_if_paused(self) -> None:
         """Return at once when running; while paused, wait for resume (or raise on cancel).

@@ -14,7 +14,11 @@ from its start to its end, except while it is paused with nothing held:
 - on resume, an attempt whose slot was lent takes a free one at once, or waits for one, still
   stopped; waiting attempts get freed slots before new claims, longest waiting first;
 - an attempt that goes on by itself (its job resumed without being asked) holds its slot again
-  at once, whatever the count says: it is running.
+  at once, whatever the count says: it is running;
+- an attempt whose heavy part is done (*finishing*: its ffmpeg has exited, what is left is
+  checking and committing the output) gives its class's slot to the next claim at once, and
+  keeps its place in ``max_workers`` until it ends — the next file's encode starts while the
+  last one's output is verified and synced, and no more attempts run than ``max_workers``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ class Seat:
     #: Resumed while its slot was lent: waits (still paused) for a free slot since then (the
     #: caller's clock). None when it does not wait.
     waiting_since: float | None = None
+    #: Its heavy part is done: it no longer counts against its class's slots, only against
+    #: ``max_workers`` (while held).
+    finishing: bool = False
 
     @property
     def waiting(self) -> bool:
@@ -101,16 +108,27 @@ class SlotTable:
         free_total = self.max_workers - len(holding)
         used: dict[str, int] = {}
         for s in holding:
-            used[s.resource] = used.get(s.resource, 0) + 1
+            if not s.finishing:
+                used[s.resource] = used.get(s.resource, 0) + 1
         per_class = {k: min(v - used.get(k, 0), free_total) for k, v in self.slots.items()}
         return free_total, {k: v for k, v in per_class.items() if v > 0}
 
     def _take(self, seat: Seat) -> bool:
         free_total, per_class = self.free()
-        if free_total > 0 and per_class.get(seat.resource, 0) > 0:
+        if free_total > 0 and (seat.finishing or per_class.get(seat.resource, 0) > 0):
             seat.held = True
             return True
         return False
+
+    def finishing(self, key: str) -> bool:
+        """The attempt's heavy part is done: its class's slot is free for the next claim (it
+        still counts against ``max_workers`` while it holds its place). True when that freed
+        a slot of its class now (it held one, and had not said so before)."""
+        seat = self._seats.get(key)
+        if seat is None or seat.finishing:
+            return False
+        seat.finishing = True
+        return seat.held
 
     # --- pause and resume -----------------------------------------------------------------
 

@@ -135,6 +135,8 @@ class SleepSubprocessPayload(TaskPayload):
     signal: Literal["SIGKILL", "SIGTERM", "SIGSEGV", "SIGABRT"] | None = None
     #: Exit 0 at the end without a result.
     exit_silently: bool = False
+    #: After this many seconds, say ``finishing`` (its heavy part done) and sleep on.
+    finishing_after: float | None = Field(default=None, ge=0)
     #: Say after the result that its child may not take another job.
     not_reusable: bool = False
 

@@ -567,6 +567,7 @@ def add_subtitle_track_job(params: dict[str, Any], ctx: ChildContext) -> dict[st
             raise ffmpeg_failed(run, f"adding {given.name} to {input.name} (its streams are "
                                 "copied as they are: if MP4 cannot hold one, make an MP4 "
                                 "first, with transcode_mp4)")  # fmt: skip
+        ctx.finishing()  # what is left, reading the output back, takes no slot
         counts = {kind: sum(1 for s in keep if s.type == kind) for kind in ("video", "audio")}
         counts["subtitle"] = sum(1 for s in keep if s.type == "subtitle") + 1
         verified = verify_media(
@@ -717,6 +718,7 @@ def _transcode(
             return None
         if run.returncode:
             raise ffmpeg_failed(run, f"{verb} {input.name}")
+        ctx.finishing()  # the next file's encode may start while this one is checked and synced
         verified = verify_media(
             temp,
             "mp4",
@@ -849,6 +851,7 @@ def extract_audio_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, An
                 return None
             if run.returncode:
                 raise ffmpeg_failed(run, f"extracting the audio of {input.name}")
+            ctx.finishing()  # a short file's in-process decode is light all through: unsaid
         verified = verify_media(
             temp,
             fmt,

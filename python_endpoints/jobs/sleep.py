@@ -1,7 +1,7 @@
 """``/tasks/sleep``: a diagnostic job in a child process that can take every path a real job can
 — progress, a pause it asks for itself (and a resume it does itself), a crash by exit code or
-by signal, an exit without a result — so that each is tested for real, and ``fredica doctor``
-can check the whole chain.
+by signal, an exit without a result, the word that its heavy part is done — so that each is
+tested for real, and ``fredica doctor`` can check the whole chain.
 
 This module runs in the child: standard library only. Its params were validated by the server
 (:class:`python_endpoints.params.SleepParams`)."""
@@ -37,6 +37,7 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
         "signal": None,
         "exit_silently": False,
         "not_reusable": False,
+        "finishing_after": None,
     }
     p = SimpleNamespace(**{**defaults, **params})
     slept = 0.0
@@ -59,6 +60,8 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
                 100.0 * slept / p.seconds if p.seconds else 100.0,
                 said("seconds_left", seconds=f"{p.seconds - slept:.1f}"),
             )
+        if p.finishing_after is not None and slept >= p.finishing_after:
+            ctx.finishing()  # said once, however often it is called
         if p.pause_after is not None and not asked and slept >= p.pause_after:
             asked = True
             ctx.request_pause("requested", p.resume_after)

@@ -71,6 +71,7 @@ class ChildContext:
         self.cancel_event = cancel_event
         self.resume_event = resume_event
         self._said_paused = False  # a ``paused`` frame was sent for the current pause
+        self._said_finishing = False
 
     @property
     def cancelled(self) -> bool:
@@ -98,6 +99,15 @@ class ChildContext:
 
     def segment(self, data: dict[str, Any]) -> None:
         self.status_queue.put({"type": "segment", "data": data})
+
+    def finishing(self) -> None:
+        """Say that the job's heavy part is done — its ffmpeg has exited with the output
+        written; what is left is checking it and committing it — so that the engine may start
+        its next task on the slot meanwhile. Once a job; call it only when no heavy work can
+        follow (not before a retry on another encoder)."""
+        if not self._said_finishing:
+            self._said_finishing = True
+            self.status_queue.put({"type": "finishing"})
 
     def allow_suspend(self, allowed: bool) -> None:
         """Tell the server whether a pause may suspend this process now, rather than wait

@@ -41,6 +41,7 @@ from python_endpoints.protocol import (
     Cancel,
     Cancelled,
     Error,
+    Finishing,
     InitParamAndRun,
     JobFrame,
     Pause,
@@ -195,6 +196,8 @@ class Session:
         self.finished = False
         #: The client keeps the connection for its next run after this one's final frame.
         self.keep_open = False
+        #: The client asked for ``finishing`` frames.
+        self.say_finishing = False
         self.aborting = False  # the server is shutting down: not the client's cancel
         self._send_lock = asyncio.Lock()
 
@@ -206,6 +209,8 @@ class Session:
     async def _emit(self, frame: JobFrame) -> None:
         if isinstance(frame, Progress):
             self.percent = frame.percent
+        elif isinstance(frame, Finishing) and not self.say_finishing:
+            return  # a client that did not ask may not know the frame
         await self._send(frame)
 
     async def serve(self) -> None:
@@ -256,6 +261,7 @@ class Session:
                 return True
             self.check_skip = frame.data.check_skip
             self.keep_open = frame.data.keep_open
+            self.say_finishing = frame.data.say_finishing
             self.job = asyncio.create_task(self._run(frame.data.params))
             return False
         if self.finished and self.keep_open:

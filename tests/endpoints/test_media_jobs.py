@@ -25,7 +25,15 @@ from python_endpoints.jobs import ffmpeg as ff
 from python_endpoints.jobs import media, outputs
 from python_endpoints.jobs.sample import make_sample, sample_cues
 from python_endpoints.params import TranscodeParams
-from python_endpoints.protocol import Cancel, Pause, Resume, Status, dump
+from python_endpoints.protocol import (
+    Cancel,
+    InitData,
+    InitParamAndRun,
+    Pause,
+    Resume,
+    Status,
+    dump,
+)
 from python_endpoints.serving import child, jobendpoints, outputlocks
 from python_endpoints.serving.registry import ENDPOINTS, TranscodeEndpoint
 from python_endpoints.serving.server import EndpointServer
@@ -261,6 +269,28 @@ async def test_reencode_falls_back_to_libx264_and_reports_progress(
     # The server tested the encoders once and told the child: it did not test them again.
     assert "looking for a hardware encoder" not in texts
     assert_said_in_messages(frames)
+
+
+async def test_a_transcode_says_finishing_once_its_ffmpeg_has_exited(
+    server: int, samples: SampleCache, tmp_path: Path
+) -> None:
+    """To a client that asks (``say_finishing``), a transcode says ``finishing`` once its
+    ffmpeg has exited and before it checks and commits the output — the engine starts the
+    next file's encode meanwhile; to a client that does not ask, it never does."""
+    params = {"input": str(samples.get("mkv")), "mode": "reencode"}
+    async with open_task(server, name="transcode_mp4") as ws:
+        data = InitData(params={**params, "output": str(tmp_path / "a.mp4")}, say_finishing=True)
+        await ws.send(dump(InitParamAndRun(data=data)))
+        before = await frames_until(ws, "finishing", "result", "error", within=60)
+        assert before[-1]["type"] == "finishing", before[-1]
+        assert ffmpeg_processes(str(tmp_path)) == []  # its ffmpeg has exited
+        after = await frames_until(ws, "result", "error", within=60)
+    # What follows: the output checked, committed, its sidecar written, then the last report.
+    assert [f["type"] for f in after] == ["progress", "result"]
+    assert after[0]["percent"] == 100 and media_summary(tmp_path / "a.mp4")["streams"]
+    frames = await run_job(server, "transcode_mp4", **params, output=str(tmp_path / "b.mp4"))
+    assert frames[-1]["type"] == "result"
+    assert "finishing" not in [f["type"] for f in frames]
 
 
 def assert_said_in_messages(frames: list[dict[str, Any]]) -> None:

@@ -197,6 +197,9 @@ def test_loudness_is_normalised_to_ebu_r128_in_two_passes(tmp_path: Path) -> Non
     )
     assert result is not None and result["video_encoder"] == "copy"  # only audio re-encoded
     assert any(text and "measuring loudness" in text for _, text in ctx.reports)
+    # Its heavy part ends with the encode, not with the measuring run before it: only the
+    # last report (done) follows the word.
+    assert ctx.finishing_after == len(ctx.reports) - 1 and ctx.reports[-1][0] == 100
     assert abs(integrated_loudness(out) - ff.LOUDNESS_TARGET) <= 1.5
     assert_plays_everywhere(out)
 

@@ -22,6 +22,7 @@ from workers.tasktypes import NoopPayload, TaskType, TaskTypeRegistry
 HOLD = TaskType("HOLD", NoopPayload, "gpu")
 BUSY = TaskType("BUSY", NoopPayload, "gpu")
 SLOW = TaskType("SLOW_TO_STOP", NoopPayload, "gpu")
+FINISHING = TaskType("FINISHES_LIGHT", NoopPayload, "gpu")
 
 
 class HoldingExecutor(BaseExecutor):
@@ -76,7 +77,7 @@ def gpu_sleep(key: str, seconds: float) -> dict[str, Any]:
 
 
 def gpu_registry(registry: TaskTypeRegistry) -> TaskTypeRegistry:
-    for t in (HOLD, BUSY, SLOW):
+    for t in (HOLD, BUSY, SLOW, FINISHING):
         if t.name not in registry:
             registry.register(t)
     return registry
@@ -219,3 +220,63 @@ async def test_a_task_waiting_for_a_slot_can_be_cancelled(
     cancelled, finished = await store.get_task(a), await store.get_task(b)
     assert (cancelled.status, cancelled.error_type) == (TaskStatus.CANCELLED, ErrorType.CANCELLED)
     assert finished.status is TaskStatus.COMPLETED
+
+
+# --- an attempt whose heavy part is done --------------------------------------------------
+
+
+class FinishingExecutor(BaseExecutor):
+    """Its heavy part, then ``ctx.finishing()`` and a light tail that lasts until another task
+    has started (as a job checks and syncs its output while the next file's encode runs), or
+    ``tail`` seconds."""
+
+    task_type = FINISHING
+
+    def __init__(self, tail: float) -> None:
+        self.tail = tail
+        self.started: list[str] = []
+        self.overlapped: dict[str, bool] = {}
+        self._another = asyncio.Event()
+
+    async def execute(self, task: TaskRecord, ctx: ExecutionContext) -> ExecuteResult:
+        self.started.append(task.id)
+        if len(self.started) > 1:
+            self._another.set()
+        await ctx.sleep(0.1)  # the heavy part
+        ctx.finishing()
+        try:
+            await asyncio.wait_for(self._another.wait(), self.tail)
+            self.overlapped[task.id] = True
+        except TimeoutError:
+            self.overlapped[task.id] = False
+        return ExecuteResult(result={})
+
+
+def finishing_task(key: str) -> dict[str, Any]:
+    return {"key": key, "type": FINISHING.name, "payload": {}}
+
+
+@pytest.mark.parametrize(
+    ("max_workers", "overlaps"),
+    [
+        pytest.param(4, True, id="the next starts while the first checks its output"),
+        pytest.param(1, False, id="max_workers 1: the first keeps its place to its end"),
+    ],
+)
+async def test_a_finishing_task_gives_its_class_slot_to_the_next_one(
+    store: TaskStore, registry: TaskTypeRegistry, max_workers: int, overlaps: bool
+) -> None:
+    """One gpu slot, two tasks: the first says its heavy part is done, then lingers."""
+    gpu_registry(registry)
+    created = await submit(store, registry, [finishing_task("a"), finishing_task("b")])
+    executor = FinishingExecutor(tail=5.0 if overlaps else 0.5)
+    engine = engine_for(store, executor, max_workers=max_workers, slots={"gpu": 1})
+    await asyncio.wait_for(engine.run(until_idle=True), 20)
+    first_id, second_id = executor.started
+    assert executor.overlapped[first_id] is overlaps
+    tasks = await store.list_tasks(created.run_id)
+    assert all(t.status is TaskStatus.COMPLETED for t in tasks)
+    by_id = {t.id: t for t in tasks}
+    second_start, first_end = by_id[second_id].started_at, by_id[first_id].completed_at
+    assert second_start is not None and first_end is not None
+    assert (second_start < first_end) is overlaps

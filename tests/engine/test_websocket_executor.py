@@ -596,3 +596,20 @@ async def test_tasks_one_after_another_share_one_connection_and_a_closed_one_is_
 
 async def _none_left(*servers: EndpointServer) -> bool:
     return not any(server.sessions for server in servers)
+
+
+async def test_a_job_that_says_finishing_lets_the_next_task_start_on_its_slot(
+    store: TaskStore, registry: TaskTypeRegistry, address: Callable[[], Any]
+) -> None:
+    """The whole chain: the child's word, the server's ``finishing`` frame, the executor, the
+    engine's slots. One ``io`` slot: the second task runs (and ends) while the first, which
+    said its heavy part was done, sleeps on."""
+    first = await submit(store, registry, seconds=3.0, finishing_after=0.2)
+    second = await submit(store, registry, seconds=0.2)
+    await asyncio.wait_for(
+        engine(store, address, max_workers=2, slots={"io": 1}).run(until_idle=True), 30
+    )
+    a, b = await store.get_task(first), await store.get_task(second)
+    assert a.status is TaskStatus.COMPLETED and b.status is TaskStatus.COMPLETED
+    assert a.completed_at is not None and b.started_at is not None and b.completed_at is not None
+    assert b.started_at < a.completed_at and b.completed_at < a.completed_at

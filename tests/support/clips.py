@@ -31,9 +31,15 @@ class JobContext:
         self.checkpoints: list[dict[str, Any]] = []
         #: What a job waiting on something else (a model's answer) watches.
         self.cancel_event = threading.Event()
+        #: How many reports came before the job said its heavy part was done (None: never).
+        self.finishing_after: int | None = None
 
     def wait_if_paused(self, timeout: float | None = None, *, held: bool = False) -> bool:
         return True  # never paused here
+
+    def finishing(self) -> None:
+        assert self.finishing_after is None, "said twice"
+        self.finishing_after = len(self.reports)
 
     def progress(
         self,

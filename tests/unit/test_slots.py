@@ -168,6 +168,50 @@ def test_an_attempt_that_goes_on_by_itself_holds_its_slot_whatever_the_count() -
     assert t.free() == (-1, {})  # over the limits until one of them ends: nothing is claimed
 
 
+# --- an attempt whose heavy part is done ------------------------------------------------------
+
+
+def test_a_finishing_attempt_gives_its_class_slot_and_keeps_its_place_in_the_total() -> None:
+    t = table(max_workers=4, a="gpu", b="cpu")
+    assert t.finishing("a")  # its ffmpeg exited: the gpu slot is free for the next claim
+    assert t.seat("a") == Seat("gpu", held=True, finishing=True)
+    assert t.free() == (2, {"gpu": 1, "cpu": 2, "io": 2})
+    t.add("c", "gpu")  # the next one claimed into it
+    assert t.free() == (1, {"cpu": 1, "io": 1})
+    t.discard("a")  # the first one ends: its place in the total is free
+    assert t.free() == (2, {"cpu": 2, "io": 2})
+
+
+def test_finishing_twice_or_after_the_end_frees_nothing_more() -> None:
+    t = table(a="cpu")
+    assert t.finishing("a")
+    assert not t.finishing("a")
+    assert t.free() == (3, {"gpu": 1, "cpu": 3, "io": 2})
+    t.discard("a")
+    assert not t.finishing("a")
+
+
+def test_a_full_total_holds_back_the_next_claim_whatever_the_class_slot() -> None:
+    t = table(max_workers=2, a="cpu", b="cpu")
+    t.finishing("a")
+    assert t.free() == (0, {})  # its cpu slot is free, but two attempts still run
+
+
+def test_a_finishing_attempt_that_lent_its_place_takes_back_only_a_place_in_the_total() -> None:
+    t = table(max_workers=3, a="gpu")
+    t.parked("a", keeps_resources=False)  # paused while it checks its output
+    assert not t.finishing("a")  # it held nothing: nothing freed now
+    t.add("b", "gpu")  # the gpu slot is taken meanwhile
+    assert t.resume("a", 1.0) is Resume.AT_ONCE  # it needs no gpu slot to finish
+    assert t.seat("a") == Seat("gpu", held=True, finishing=True)
+    t.add("c", "io")
+    t.parked("a", keeps_resources=False)
+    t.add("d", "io")  # the total is full now
+    assert t.resume("a", 2.0) is Resume.WAITS
+    t.discard("d")
+    assert t.grant_waiting() == ["a"]
+
+
 # --- the waiting line -------------------------------------------------------------------------
 
 
@@ -223,7 +267,9 @@ def test_one_freed_slot_serves_one_waiting_attempt() -> None:
 
 EVENTS = st.lists(
     st.tuples(
-        st.sampled_from(["add", "discard", "park", "keep", "pause", "resume", "run", "grant"]),
+        st.sampled_from(
+            ["add", "discard", "park", "keep", "pause", "resume", "run", "grant", "finish"]
+        ),
         st.integers(0, 5),
         st.sampled_from(["gpu", "cpu", "io"]),
     ),
@@ -254,6 +300,8 @@ def test_only_what_goes_on_by_itself_overruns_the_limits(
             t.paused(key)
         elif event == "resume":
             t.resume(key, float(clock))
+        elif event == "finish":
+            t.finishing(key)
         elif event == "run":
             overrun |= key in t and not t.seat(key).held
             t.running(key)
@@ -266,7 +314,7 @@ def test_only_what_goes_on_by_itself_overruns_the_limits(
         if not overrun:
             assert len(holding) <= max_workers
             for cls, limit in SLOTS.items():
-                assert sum(s.resource == cls for s in holding) <= limit
+                assert sum(s.resource == cls and not s.finishing for s in holding) <= limit
 
 
 @pytest.mark.parametrize("outcome", list(Resume))

@@ -51,6 +51,7 @@ from python_endpoints.protocol import (
     Cancel,
     Cancelled,
     Error,
+    Finishing,
     InitData,
     InitParamAndRun,
     Pause,
@@ -389,7 +390,7 @@ class WebSocketExecutor(BaseExecutor):
         terms for an endpoint host: raises :class:`NotShared`), the task's id and its
         payload's ``check_skip``."""
         return _init_frame(
-            task, _on(host, self.params(task, ctx), self.path_keys), self._keeps(host)
+            task, _on(host, self.params(task, ctx), self.path_keys), self._keeps(host), host is None
         )
 
     def _keeps(self, host: EndpointHost | None) -> bool:
@@ -422,6 +423,8 @@ class WebSocketExecutor(BaseExecutor):
                 await ctx.request_resume()
             elif isinstance(frame, Paused):
                 ctx.parked(frame.held)
+            elif isinstance(frame, Finishing):
+                ctx.finishing()
             elif isinstance(frame, Segment):
                 pass  # streamed output for a viewer; the checkpoint comes in progress extras
             elif isinstance(frame, Result):
@@ -454,11 +457,20 @@ class _Idle:
     since: float
 
 
-def _init_frame(task: TaskRecord, params: dict[str, Any], keep_open: bool = False) -> str:
+def _init_frame(
+    task: TaskRecord, params: dict[str, Any], keep_open: bool = False, finishing: bool = False
+) -> str:
     # ``check_skip`` is the endpoint's to decide, where the files are: an endpoint executor's
-    # ``can_skip`` stays False.
+    # ``can_skip`` stays False. ``finishing``: this machine's server only, as ``keep_open``
+    # (another host may run an older build, which knows neither).
     check_skip = bool(task.payload.get("check_skip"))
-    data = InitData(params=params, task_id=task.id, check_skip=check_skip, keep_open=keep_open)
+    data = InitData(
+        params=params,
+        task_id=task.id,
+        check_skip=check_skip,
+        keep_open=keep_open,
+        say_finishing=finishing,
+    )
     return dump(InitParamAndRun(data=data))
 
 
@@ -547,7 +559,7 @@ class EndpointExecutor(WebSocketExecutor):
         retry, the checkpoint unchanged. Without it the attempt starts over, and its own
         checkpoints replace the one too large."""
         params = _on(host, self.params(task, ctx), self.path_keys)
-        frame = _init_frame(task, params, self._keeps(host))
+        frame = _init_frame(task, params, self._keeps(host), host is None)
         size = len(frame.encode())
         if size <= MAX_FRAME_BYTES or not (self.resumes and ctx.checkpoint):
             return frame
@@ -561,7 +573,10 @@ class EndpointExecutor(WebSocketExecutor):
         )
         # The payload's own params:
         return _init_frame(
-            task, _on(host, super().params(task, ctx), self.path_keys), self._keeps(host)
+            task,
+            _on(host, super().params(task, ctx), self.path_keys),
+            self._keeps(host),
+            host is None,
         )
 
 
