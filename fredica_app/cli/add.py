@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from fredica_app.cli.shapes import created_json, material_json, print_json
-from fredica_app.errors import MediaImportError, NoSubtitlesFor, TemplateError
+from fredica_app.errors import FredicaError, MediaImportError, NoSubtitlesFor, TemplateError
 from fredica_app.services import Fredica
 from fredica_app.templates import get_template
 from fredica_app.views.records import shown
@@ -32,18 +32,20 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
     for line in empty:  # other items had media: say which folder had none, and go on
         print(f"fredica: warning: {line}", file=sys.stderr)
     out = []
-    paired = template.needs_subtitles(params)
     notes: dict[str, str] = {}
-    for material in report.materials:
-        try:
-            if paired:  # say which subtitle file goes with each video
-                notes[material.id] = f" (subtitles: {app.subtitles_for(material).name})"
-            created = await app.submit_for_material(
-                material, args.template, priority=args.priority, params=params
-            )
-        except NoSubtitlesFor as exc:  # a batch goes on without it, saying so
-            print(f"fredica: skipped {exc}", file=sys.stderr)
+    submitted = await app.submit_for_materials(
+        report.materials,
+        args.template,
+        priority=args.priority,
+        params=params,
+        passed_over=(NoSubtitlesFor,),
+    )
+    for material, created in zip(report.materials, submitted, strict=True):
+        if isinstance(created, FredicaError):  # a batch goes on without it, saying so
+            print(f"fredica: skipped {created}", file=sys.stderr)
             continue
+        if template.needs_subtitles(params):  # say which subtitle file goes with each video
+            notes[material.id] = f" (subtitles: {app.subtitles_for(material).name})"
         out.append((material, created))
     if not out:
         raise TemplateError("nothing submitted: no video had its subtitles beside it")

@@ -21,7 +21,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from fredica_app.cli.display import note_lines, task_columns, task_label
-from fredica_app.errors import DatabaseLocked, MediaImportError, NoSubtitlesFor, TemplateError
+from fredica_app.errors import (
+    DatabaseLocked,
+    FredicaError,
+    MediaImportError,
+    NoSubtitlesFor,
+    TemplateError,
+)
 from fredica_app.services import Fredica
 from fredica_app.services.queries import Queries
 from fredica_app.views.records import task_outputs, task_state
@@ -154,13 +160,12 @@ async def process(
     if not report.materials:
         raise MediaImportError(f"no media found in {', '.join(items)}")
     run_ids: list[str] = []
-    for material in report.materials:
-        try:
-            created = await app.submit_for_material(
-                material, template, priority=priority, params=params
-            )
-        except NoSubtitlesFor as exc:  # a batch goes on without it, saying so
-            console.print(f"[yellow]skipped {exc}[/]")
+    submitted = await app.submit_for_materials(
+        report.materials, template, priority=priority, params=params, passed_over=(NoSubtitlesFor,)
+    )
+    for material, created in zip(report.materials, submitted, strict=True):
+        if isinstance(created, FredicaError):  # a batch goes on without it, saying so
+            console.print(f"[yellow]skipped {created}[/]")
             continue
         if created.deduplicated:
             console.print(

@@ -100,14 +100,16 @@ async def start_runs(
 ) -> list[Started]:
     """Start ``template`` (with ``params``) on each material; an error (a template that
     cannot run on it) is that material's, and the others go on."""
-    out = []
-    for material in materials:
-        try:
-            run = await app.submit_for_material(material, template, params=params)
-            out.append(Started(material, run))
-        except FredicaError as exc:
-            out.append(Started(material, None, str(exc)))
-    return out
+    try:
+        submitted = await app.submit_for_materials(materials, template, params=params)
+    except FredicaError as exc:  # the database refused the submission: none was made
+        return [Started(material, None, str(exc)) for material in materials]
+    return [
+        Started(material, None, str(run))
+        if isinstance(run, FredicaError)
+        else Started(material, run)
+        for material, run in zip(materials, submitted, strict=True)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

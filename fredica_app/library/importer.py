@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 from fredica_app.errors import MediaImportError
 from fredica_app.library.fingerprint import fingerprint, is_media_name, is_url, kind_from_name
 from fredica_app.library.records import MaterialRecord
-from fredica_app.library.store import LibraryStore
+from fredica_app.library.store import LibraryStore, NewMaterial
 
 
 @dataclass
@@ -159,20 +159,26 @@ class Importer:
             except PermissionError:
                 raise MediaImportError(f"{f}: permission denied (cannot read it)") from None
         known = self.store.find_by_fingerprints(list(prints.values()))
+        # The new ones in one transaction (one commit for a folder); a second file with the
+        # fingerprint of a new one (a copy beside it) is that material, as before.
+        new: dict[str, NewMaterial] = {}
         for f, fp in prints.items():
+            if fp not in known and fp not in new:
+                new[fp] = NewMaterial(
+                    source=str(f),
+                    title=f.stem,
+                    local_path=str(f),
+                    kind=kind_from_name(f),
+                    size=f.stat().st_size,
+                    fingerprint=fp,
+                )
+        added = dict(zip(new, self.store.add_all(list(new.values())), strict=True))
+        for fp in prints.values():
             if fp in known:
                 report.existing.append(known[fp])
-                continue
-            material = self.store.add(
-                source=str(f),
-                title=f.stem,
-                local_path=str(f),
-                kind=kind_from_name(f),
-                size=f.stat().st_size,
-                fingerprint=fp,
-            )
-            known[fp] = material
-            report.added.append(material)
+            else:
+                report.added.append(added[fp])
+                known[fp] = added[fp]  # a later copy of it is existing
 
 
 def _walk(root: Path) -> Iterator[Path]:

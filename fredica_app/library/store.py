@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,6 +35,20 @@ def _record(row: sa.Row[Any]) -> MaterialRecord:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class NewMaterial:
+    """A material to add (:meth:`LibraryStore.add_all`)."""
+
+    source: str
+    title: str
+    local_path: str | None
+    kind: str
+    size: int | None = None
+    fingerprint: str | None = None
+    meta: dict[str, Any] | None = None
+    material_id: str | None = None
+
+
 class LibraryStore:
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
@@ -50,21 +65,47 @@ class LibraryStore:
         meta: dict[str, Any] | None = None,
         material_id: str | None = None,
     ) -> MaterialRecord:
-        values = {
-            "id": material_id or str(uuid.uuid4()),
-            "source": source,
-            "title": clean_text(title)[:512],  # for people; the path keeps the bytes
-            "local_path": local_path,
-            "kind": kind,
-            "size": size,
-            "duration": None,
-            "fingerprint": fingerprint,
-            "metadata": meta or {},
-            "created_at": time.time(),
-        }
+        new = NewMaterial(source, title, local_path, kind, size, fingerprint, meta, material_id)
+        (added,) = self.add_all([new])
+        return added
+
+    def add_all(self, new: Sequence[NewMaterial]) -> list[MaterialRecord]:
+        """Add these materials in one transaction — one commit, so a folder of a thousand
+        files pays one sync of the database, not a thousand; in their order."""
+        now = time.time()
+        values = [
+            {
+                "id": n.material_id or str(uuid.uuid4()),
+                "source": n.source,
+                "title": clean_text(n.title)[:512],  # for people; the path keeps the bytes
+                "local_path": n.local_path,
+                "kind": n.kind,
+                "size": n.size,
+                "duration": None,
+                "fingerprint": n.fingerprint,
+                "metadata": n.meta or {},
+                "created_at": now,
+            }
+            for n in new
+        ]
+        if not values:
+            return []
         with self._engine.begin() as conn:
             conn.execute(sa.insert(material_t), values)
-        return self._get(str(values["id"]))
+        ids = [str(v["id"]) for v in values]
+        found = self.get_many(ids)
+        return [found[i] for i in ids]
+
+    def get_many(self, material_ids: Sequence[str]) -> dict[str, MaterialRecord]:
+        """The materials with these ids that exist, by id."""
+        out: dict[str, MaterialRecord] = {}
+        wanted = [i for i in material_ids if is_text(i)]
+        with self._engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = conn.execute(sa.select(material_t).where(material_t.c.id.in_(chunk)))
+                out.update((row.id, _record(row)) for row in rows)
+        return out
 
     def get(self, material_id: str) -> MaterialRecord | None:
         if not is_text(material_id):  # SQLite refuses it, and no id holds one

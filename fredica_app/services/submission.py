@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from fredica_app import jobs, models
-from fredica_app.errors import NoSubtitlesFor, SpecError, TemplateError
+from fredica_app.errors import FredicaError, NoSubtitlesFor, SpecError, TemplateError
 from fredica_app.library.fingerprint import is_media_name
 from fredica_app.library.importer import Importer, ImportReport, material_dir, material_stem
 from fredica_app.library.records import MaterialRecord
@@ -209,10 +209,53 @@ class Submission:
         priority: int = 0,
         params: Mapping[str, str] | None = None,
     ) -> CreatedRun:
-        spec = await asyncio.to_thread(self.spec_for_material, material, template_name, params)
-        if priority:
-            spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
-        return await self.store.create_run(prepare_run(spec, self.registry))
+        (created,) = await self.submit_for_materials(
+            [material], template_name, priority=priority, params=params
+        )
+        if isinstance(created, FredicaError):
+            raise created
+        return created
+
+    async def submit_for_materials(
+        self,
+        materials: Sequence[MaterialRecord],
+        template_name: str,
+        *,
+        priority: int = 0,
+        params: Mapping[str, str] | None = None,
+        passed_over: tuple[type[FredicaError], ...] = (FredicaError,),
+    ) -> list[CreatedRun | FredicaError]:
+        """A run of the template for each material, all submitted in one transaction (a
+        folder's files pay one commit); for each in order, its run, or the error that kept it
+        from being submitted (a video without its subtitles, a template that cannot run on
+        it), the others going on. An error not among ``passed_over`` is raised instead, and
+        nothing is submitted."""
+        specs = await asyncio.to_thread(self._specs_for, materials, template_name, params)
+        for spec in specs:
+            if isinstance(spec, FredicaError) and not isinstance(spec, passed_over):
+                raise spec
+        prepared = []
+        for spec in specs:
+            if isinstance(spec, WorkflowSpec):
+                if priority:
+                    spec.tasks = [t.model_copy(update={"priority": priority}) for t in spec.tasks]
+                prepared.append(prepare_run(spec, self.registry))
+        created = iter(await self.store.create_runs(prepared))
+        return [spec if isinstance(spec, FredicaError) else next(created) for spec in specs]
+
+    def _specs_for(
+        self,
+        materials: Sequence[MaterialRecord],
+        template_name: str,
+        params: Mapping[str, str] | None,
+    ) -> list[WorkflowSpec | FredicaError]:
+        out: list[WorkflowSpec | FredicaError] = []
+        for material in materials:
+            try:
+                out.append(self.spec_for_material(material, template_name, params))
+            except FredicaError as exc:
+                out.append(exc)
+        return out
 
 
 #: Subtitle files by their extension, in the order one is preferred to another.

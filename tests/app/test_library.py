@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from fredica_app.cli import main
-from fredica_app.errors import MediaImportError, SpecError, TemplateError
+from fredica_app.errors import MediaImportError, NoSubtitlesFor, SpecError, TemplateError
 from fredica_app.library.fingerprint import BLOCK, fingerprint
 from fredica_app.library.importer import safe_name
 from fredica_app.services import Fredica
 from fredica_app.templates import BUILTIN, Template, get_template
+from tests.support.commits import counting_commits
+from workers.records import CreatedRun
 
 
 def write(path: Path, data: bytes) -> Path:
@@ -77,6 +79,48 @@ async def test_import_folder_recursively_skips_non_media_and_known_files(
     assert again.added == []
     assert sorted(m.title for m in again.existing) == ["a", "a", "b"]
     assert len(app.library.list()) == 2
+
+
+async def test_a_folder_is_imported_then_submitted_in_one_commit_each(
+    app: Fredica, tmp_path: Path
+) -> None:
+    """A folder of files pays one sync of the database for its import and one for its runs,
+    not one a file; what comes of it is what one by one gave."""
+    media = tmp_path / "media"
+    clips = [write(media / f"clip{i:02}.mp4", bytes([i]) * 1000) for i in range(30)]
+    twin = write(media / "zz-twin.mp4", bytes([0]) * 1000)  # the first clip's bytes and mtime
+    st = clips[0].stat()
+    os.utime(twin, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with counting_commits(app.store.engine) as commits:
+        report = await app.import_items([str(media)])
+    assert len(commits) == 1
+    assert [m.title for m in report.added] == [f"clip{i:02}" for i in range(30)]
+    assert report.existing == [report.added[0]]  # the twin is the first clip
+    with counting_commits(app.store.engine) as commits:
+        submitted = await app.submit_for_materials(report.materials, "transcode_mp4")
+    assert len(commits) == 1
+    runs = [c for c in submitted if isinstance(c, CreatedRun)]
+    assert len(runs) == 31 and len({r.run_id for r in runs}) == 30
+    assert runs[-1].deduplicated and runs[-1].run_id == runs[0].run_id
+    assert len(await app.store.list_runs()) == 30
+
+
+async def test_a_material_a_template_cannot_run_on_is_passed_over_or_stops_the_batch(
+    app: Fredica, tmp_path: Path
+) -> None:
+    (local,) = (await app.import_items([str(write(tmp_path / "a.mp4", b"m"))])).added
+    (url,) = (await app.import_items(["http://127.0.0.1:9/a.mp4"])).added
+    # Passed over only a video without its subtitles (the CLI's add): the error, and nothing
+    # submitted, not even the one it could run on.
+    with pytest.raises(TemplateError, match="downloads a URL"):
+        await app.submit_for_materials(
+            [url, local], "download_transcode", passed_over=(NoSubtitlesFor,)
+        )
+    assert await app.store.list_runs() == []
+    # Passed over all (the window's Start): each material's error in its place.
+    first, second = await app.submit_for_materials([url, local], "download_transcode")
+    assert isinstance(first, CreatedRun) and isinstance(second, TemplateError)
+    assert [r.id for r in await app.store.list_runs()] == [first.run_id]
 
 
 async def test_import_a_single_file_of_any_type_and_urls(app: Fredica, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.commits import counting_commits
 from tests.support.rawdb import RawDB
 from workers.db import create_sqlite_engine
 from workers.errors import AmbiguousId, InvalidState, NotFound, SpecError
@@ -602,6 +603,32 @@ async def test_idempotency_key_dedupes_only_active_tasks(
     await store.complete(a.id, a.lease_token)
     fresh = await submit(store, registry, [noop("a", idempotency_key="mat-1/transcode")])
     assert not fresh.deduplicated and fresh.run_id != first.run_id
+
+
+async def test_create_runs_submits_many_in_one_commit_and_dedupes_as_create_run(
+    store: TaskStore, registry: TaskTypeRegistry
+) -> None:
+    """A folder's submissions in one transaction: one commit for all; a duplicate of an active
+    task, or of one earlier in the same call, is that task's run, as one by one."""
+    active = await submit(store, registry, [noop("a", idempotency_key="mat-0/t")])
+    specs = [
+        [noop("a", idempotency_key="mat-1/t")],
+        [noop("a", idempotency_key="mat-0/t")],  # the active one
+        [noop("a", "b"), noop("b")],  # no key: always new
+        [noop("a", idempotency_key="mat-1/t")],  # the first of this call
+    ]
+    with counting_commits(store.engine) as commits:
+        created = await store.create_runs(
+            [prepare_run(parse_spec({"tasks": tasks}), registry) for tasks in specs]
+        )
+    assert len(commits) == 1
+    assert [c.deduplicated for c in created] == [False, True, False, True]
+    assert created[1].run_id == active.run_id and created[1].task_ids == active.task_ids
+    assert created[3].run_id == created[0].run_id
+    assert set(created[2].task_ids) == {"a", "b"}
+    runs = {r.id for r in await store.list_runs()}
+    assert runs == {active.run_id, created[0].run_id, created[2].run_id}
+    assert await store.create_runs([]) == []
 
 
 async def test_heartbeat_reports_held_paused_and_lost(

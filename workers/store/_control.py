@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -41,6 +42,34 @@ class ControlMixin(StoreBase):
             if found is not None:
                 return found
             # The colliding task finished between the two transactions: insert again.
+        raise InvalidState("could not submit: idempotency keys kept colliding; try again")
+
+    async def create_runs(self, prepared: Sequence[PreparedRun]) -> list[CreatedRun]:
+        """Several submissions in one transaction — one commit, so a folder of a thousand files
+        pays one sync of the database, not a thousand —, each as :meth:`create_run` makes it
+        (a duplicate of an active task, or of one submitted earlier in the same call, gives
+        that task's run with ``deduplicated=True``); in their order."""
+        if not prepared:
+            return []
+        return await self._write(self._create_runs_tx, list(prepared))
+
+    def _create_runs_tx(self, conn: sa.Connection, prepared: list[PreparedRun]) -> list[CreatedRun]:
+        return [self._create_run_in(conn, p) for p in prepared]
+
+    def _create_run_in(self, conn: sa.Connection, prepared: PreparedRun) -> CreatedRun:
+        """One submission within a larger transaction: its own savepoint, so that a duplicate
+        undoes only its own inserts."""
+        for _ in range(5):
+            try:
+                with conn.begin_nested():
+                    return self._create_run_tx(conn, prepared)
+            except sa.exc.IntegrityError as exc:
+                if "idempotency_key" not in str(exc.orig):
+                    raise
+            found = self._find_active_by_keys(conn, prepared)
+            if found is not None:
+                return found
+            # The colliding task (another host's) finished since: insert again.
         raise InvalidState("could not submit: idempotency keys kept colliding; try again")
 
     def _create_run_tx(self, conn: sa.Connection, prepared: PreparedRun) -> CreatedRun:
