@@ -341,13 +341,20 @@ def encoder_works(binary: str, encoder: str) -> bool:
 _hardware: dict[str, str | None] = {}
 
 
+def possible_hardware_encoders() -> list[str]:
+    """The hardware H.264 encoders that could work on this system, best first, untested: those
+    with a device for their driver (:func:`ffmpeg.could_work`) — none on most servers and
+    virtual machines, where nothing needs testing, nor an ffmpeg looked up to test with."""
+    present = [d for d in {*chain(*ff.LINUX_DEVICES.values())} if os.path.exists(d)]
+    return [e for e in ff.HARDWARE_H264_ENCODERS if ff.could_work(e, sys.platform, present)]
+
+
 def hardware_encoder(binary: str) -> str | None:
     """The best hardware H.264 encoder that works here, or None; tested once per binary for
     the life of this process. An encoder that cannot work on this system (no device for its
     driver: :func:`ffmpeg.could_work`) is not tested; with none that could, nothing runs."""
     if binary not in _hardware:
-        present = [d for d in {*chain(*ff.LINUX_DEVICES.values())} if os.path.exists(d)]
-        possible = [e for e in ff.HARDWARE_H264_ENCODERS if ff.could_work(e, sys.platform, present)]
+        possible = possible_hardware_encoders()
         listed = ff.hardware_candidates(list_encoders(binary)) if possible else []
         candidates = [e for e in listed if e in possible]
         _hardware[binary] = first_working(candidates, lambda e: encoder_works(binary, e))

@@ -18,7 +18,11 @@ from typing import Any, ClassVar
 
 from python_endpoints.errorcodes import ErrorType
 from python_endpoints.jobs import outputs, site
-from python_endpoints.jobs.media import ffmpeg_binary, hardware_encoder
+from python_endpoints.jobs.media import (
+    ffmpeg_binary,
+    hardware_encoder,
+    possible_hardware_encoders,
+)
 from python_endpoints.serving.child import JobFailed
 from python_endpoints.serving.endpoint import Emit, ProcessEndpoint
 
@@ -76,12 +80,17 @@ class EncoderTestingEndpoint(MediaEndpoint):
 
     @classmethod
     def prepare_early(cls, ffmpeg: str | None) -> None:
-        # The test takes ~0.3 s: a batch's first job would wait for it.
-        with contextlib.suppress(JobFailed):  # no ffmpeg: the job reports it
-            _hardware_test(ffmpeg_binary({"ffmpeg": ffmpeg}))
+        # The test takes ~0.3 s: a batch's first job would wait for it. Where no hardware
+        # encoder could work, there is nothing to test: not even the bundled ffmpeg's check
+        # (``ffmpeg -version``) runs here, at the start that the first jobs wait for.
+        if possible_hardware_encoders():
+            with contextlib.suppress(JobFailed):  # no ffmpeg: the job reports it
+                _hardware_test(ffmpeg_binary({"ffmpeg": ffmpeg}))
 
     async def prepare(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["hardware"] and params["hardware_encoder"] is None:
+            if not possible_hardware_encoders():
+                return {**params, "hardware_encoder": "none"}
             try:
                 binary = ffmpeg_binary(params)
             except JobFailed:

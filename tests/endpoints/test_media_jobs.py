@@ -341,6 +341,8 @@ async def test_warming_transcode_starts_the_encoder_test_that_the_first_jobs_sha
 
     monkeypatch.setattr(jobendpoints, "_hardware_tests", {})
     monkeypatch.setattr(jobendpoints, "hardware_encoder", counted)
+    # A machine with a device a hardware encoder could use (this one may have none).
+    monkeypatch.setattr(jobendpoints, "possible_hardware_encoders", lambda: ["h264_vaapi"])
     srv = EndpointServer(ENDPOINTS, TOKEN)
     port = await srv.start()
     try:
@@ -367,6 +369,39 @@ async def test_warming_transcode_starts_the_encoder_test_that_the_first_jobs_sha
         await srv.close()
     assert len(tested) == 1
     assert {r["video_encoder"] for r in results} == {"copy"}  # h264 fits: the video is copied
+    await assert_no_job_process_left()
+
+
+async def test_where_no_hardware_encoder_could_work_nothing_is_tested_nor_looked_up(
+    samples: SampleCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No device for any hardware encoder's driver (most servers and virtual machines): the
+    server's warm-up and its jobs test nothing and look no ffmpeg up — no ``ffmpeg -version``
+    in front of the first jobs —, and a job asking for hardware gets the CPU's encoder."""
+    looked_up: list[str] = []
+
+    def lookup(params: Any) -> str:
+        looked_up.append("ffmpeg")
+        return media.ffmpeg_binary(params)
+
+    monkeypatch.setattr(jobendpoints, "_hardware_tests", {})
+    monkeypatch.setattr(jobendpoints, "possible_hardware_encoders", lambda: [])
+    monkeypatch.setattr(jobendpoints, "ffmpeg_binary", lookup)
+    srv = EndpointServer(ENDPOINTS, TOKEN)
+    port = await srv.start()
+    try:
+        assert srv.warm(["transcode_mp4"]) == ["transcode_mp4"]
+        result = await result_of(
+            port,
+            "transcode_mp4",
+            input=str(samples.get("legacy")),
+            output=str(tmp_path / "out.mp4"),
+            hardware=True,
+        )
+    finally:
+        await srv.close()
+    assert result["video_encoder"] == "libx264"
+    assert looked_up == [] and jobendpoints._hardware_tests == {}
     await assert_no_job_process_left()
 
 

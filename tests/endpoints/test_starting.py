@@ -82,6 +82,31 @@ class FfmpegLookedUp(ProcessEndpoint):
     target = staticmethod(ffmpeg_looked_up)
 
 
+def frozen_objects(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    import gc
+
+    return {"frozen": gc.get_freeze_count()}
+
+
+class FrozenObjects(ProcessEndpoint):
+    name = "frozen"
+    target = staticmethod(frozen_objects)
+
+
+@forked_only
+async def test_a_forked_child_starts_with_the_preload_s_objects_frozen() -> None:
+    """What the fork server's imports made is frozen before it forks: a child's collections
+    leave those objects (and their memory pages, shared with the fork server) alone."""
+    srv = EndpointServer({"frozen": FrozenObjects}, TOKEN)
+    port = await srv.start()
+    try:
+        result = await one_job(port, "frozen")
+    finally:
+        await srv.close()
+    await assert_no_job_process_left()
+    assert result["frozen"] > 10_000  # the job modules', PyAV's, pydantic's objects
+
+
 @forked_only
 async def test_a_forked_child_finds_the_bundled_ffmpeg_looked_up_already() -> None:
     """The fork server looks the bundled ffmpeg up once (imageio-ffmpeg runs ``ffmpeg
