@@ -25,7 +25,7 @@ from python_endpoints.serving.registry import ENDPOINTS
 from python_endpoints.serving.server import EndpointServer
 from tests.endpoints.test_endpoints import TOKEN, open_task, start
 from tests.endpoints.test_media_jobs import result_of
-from tests.support.clips import SampleCache, ffmpeg_processes, run_job
+from tests.support.clips import JobContext, SampleCache, ffmpeg_processes, run_job
 from tests.support.host import fill, small_disk
 from tests.support.process_table import assert_no_job_process_left
 
@@ -164,28 +164,18 @@ def test_the_sweep_spares_the_pieces_the_checkpoint_lists_and_a_cancel_keeps_pie
 # --- real encodes ------------------------------------------------------------------------------
 
 
-class Context:
-    """A job's context in this process: keeps the checkpoints; cancelled once ``cancel_after``
-    segments are checkpointed."""
+class Context(JobContext):
+    """A job's context in this process (it keeps the checkpoints), cancelled once
+    ``cancel_after`` segments are checkpointed."""
 
     def __init__(self, cancel_after: int | None = None) -> None:
-        self.checkpoints: list[dict[str, Any]] = []
+        super().__init__()
         self.cancel_after = cancel_after
 
-    @property
+    @property  # type: ignore[override]
     def cancelled(self) -> bool:
         done = len(self.checkpoints[-1]["segments"]) if self.checkpoints else 0
         return self.cancel_after is not None and done >= self.cancel_after
-
-    def progress(
-        self,
-        percent: float,
-        status_text: str | None = None,
-        pausable: Any = None,
-        extras: dict[str, Any] | None = None,
-    ) -> None:
-        if extras and "checkpoint" in extras:
-            self.checkpoints.append(json.loads(json.dumps(extras["checkpoint"])))
 
 
 def segment_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:

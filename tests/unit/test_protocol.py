@@ -14,6 +14,7 @@ from python_endpoints.protocol import (
     Cancel,
     Cancelled,
     Error,
+    Finishing,
     InitData,
     InitParamAndRun,
     Pause,
@@ -74,12 +75,15 @@ def test_the_wire_shape_is_the_documented_one() -> None:
             "task_id": None,
             "check_skip": False,
             "keep_open": False,
+            "say_finishing": False,
         },
     }
-    # A client that does not ask for a skip check, or to keep the connection, need not say so.
+    # A client that does not ask for a skip check, to keep the connection or to be told when
+    # a job's heavy part is done need not say so (an older client does not).
     bare = parse_client_frame('{"command": "init_param_and_run", "data": {"params": {}}}')
     assert isinstance(bare, InitParamAndRun)
-    assert (bare.data.check_skip, bare.data.keep_open) == (False, False)
+    assert (bare.data.check_skip, bare.data.keep_open, bare.data.say_finishing) == (False,) * 3
+    assert json.loads(dump(Finishing())) == {"type": "finishing"}
     assert parse_client_frame('{"command": "cancel"}') == Cancel()
     assert json.loads(dump(PauseRequest(reason="r"))) == {"type": "pause_request", "reason": "r"}
 
