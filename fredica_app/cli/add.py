@@ -32,6 +32,7 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
     for line in empty:  # other items had media: say which folder had none, and go on
         print(f"fredica: warning: {line}", file=sys.stderr)
     out = []
+    paired = template.needs_subtitles(params)
     notes: dict[str, str] = {}
     submitted = await app.submit_for_materials(
         report.materials,
@@ -44,7 +45,7 @@ async def cmd_add(app: Fredica, args: argparse.Namespace) -> int:
         if isinstance(created, FredicaError):  # a batch goes on without it, saying so
             print(f"fredica: skipped {created}", file=sys.stderr)
             continue
-        if template.needs_subtitles(params):  # say which subtitle file goes with each video
+        if paired:  # say which subtitle file goes with each video
             notes[material.id] = f" (subtitles: {app.subtitles_for(material).name})"
         out.append((material, created))
     if not out:

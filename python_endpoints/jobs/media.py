@@ -341,10 +341,12 @@ def encoder_works(binary: str, encoder: str) -> bool:
 _hardware: dict[str, str | None] = {}
 
 
+@functools.cache
 def possible_hardware_encoders() -> list[str]:
     """The hardware H.264 encoders that could work on this system, best first, untested: those
     with a device for their driver (:func:`ffmpeg.could_work`) — none on most servers and
-    virtual machines, where nothing needs testing, nor an ffmpeg looked up to test with."""
+    virtual machines, where nothing needs testing, nor an ffmpeg looked up to test with.
+    Looked at once per process, as the encoders are tested once (:func:`hardware_encoder`)."""
     present = [d for d in {*chain(*ff.LINUX_DEVICES.values())} if os.path.exists(d)]
     return [e for e in ff.HARDWARE_H264_ENCODERS if ff.could_work(e, sys.platform, present)]
 

@@ -389,14 +389,14 @@ class WebSocketExecutor(BaseExecutor):
         """The attempt's ``init_param_and_run`` frame, as sent: :meth:`params` (in ``host``'s
         terms for an endpoint host: raises :class:`NotShared`), the task's id and its
         payload's ``check_skip``."""
-        return _init_frame(
-            task, _on(host, self.params(task, ctx), self.path_keys), self._keeps(host), host is None
-        )
+        return self._init_frame(task, _on(host, self.params(task, ctx), self.path_keys), host)
 
-    def _keeps(self, host: EndpointHost | None) -> bool:
-        """Whether to ask the server to keep the connection after the task: this machine's
-        server only (another host may run an older build)."""
-        return host is None and self.keep_idle_for > 0
+    def _init_frame(
+        self, task: TaskRecord, params: dict[str, Any], host: EndpointHost | None
+    ) -> str:
+        """The frame, asking this machine's server alone (another host may run an older build,
+        which knows neither) to keep the connection after the task and to say ``finishing``."""
+        return _init_frame(task, params, host is None and self.keep_idle_for > 0, host is None)
 
     async def _receive(
         self, ws: ClientConnection, ctx: ExecutionContext, host: EndpointHost | None = None
@@ -461,8 +461,7 @@ def _init_frame(
     task: TaskRecord, params: dict[str, Any], keep_open: bool = False, finishing: bool = False
 ) -> str:
     # ``check_skip`` is the endpoint's to decide, where the files are: an endpoint executor's
-    # ``can_skip`` stays False. ``finishing``: this machine's server only, as ``keep_open``
-    # (another host may run an older build, which knows neither).
+    # ``can_skip`` stays False.
     check_skip = bool(task.payload.get("check_skip"))
     data = InitData(
         params=params,
@@ -559,7 +558,7 @@ class EndpointExecutor(WebSocketExecutor):
         retry, the checkpoint unchanged. Without it the attempt starts over, and its own
         checkpoints replace the one too large."""
         params = _on(host, self.params(task, ctx), self.path_keys)
-        frame = _init_frame(task, params, self._keeps(host), host is None)
+        frame = self._init_frame(task, params, host)
         size = len(frame.encode())
         if size <= MAX_FRAME_BYTES or not (self.resumes and ctx.checkpoint):
             return frame
@@ -572,12 +571,7 @@ class EndpointExecutor(WebSocketExecutor):
             MAX_FRAME_BYTES,
         )
         # The payload's own params:
-        return _init_frame(
-            task,
-            _on(host, super().params(task, ctx), self.path_keys),
-            self._keeps(host),
-            host is None,
-        )
+        return self._init_frame(task, _on(host, super().params(task, ctx), self.path_keys), host)
 
 
 # --- one job, outside the queue (the doctor's check, the library's first look) ----------

@@ -32,17 +32,8 @@ class ControlMixin(StoreBase):
         a duplicate: nothing is inserted, and the existing task's run is returned with
         ``deduplicated=True``. The partial unique index is what enforces it.
         """
-        for _ in range(5):
-            try:
-                return await self._write(self._create_run_tx, prepared)
-            except sa.exc.IntegrityError as exc:
-                if "idempotency_key" not in str(exc.orig):
-                    raise
-            found = await self._read(self._find_active_by_keys, prepared)
-            if found is not None:
-                return found
-            # The colliding task finished between the two transactions: insert again.
-        raise InvalidState("could not submit: idempotency keys kept colliding; try again")
+        (created,) = await self.create_runs([prepared])
+        return created
 
     async def create_runs(self, prepared: Sequence[PreparedRun]) -> list[CreatedRun]:
         """Several submissions in one transaction — one commit, so a folder of a thousand files
@@ -69,7 +60,7 @@ class ControlMixin(StoreBase):
             found = self._find_active_by_keys(conn, prepared)
             if found is not None:
                 return found
-            # The colliding task (another host's) finished since: insert again.
+            # The colliding task (another program's) finished since: insert again.
         raise InvalidState("could not submit: idempotency keys kept colliding; try again")
 
     def _create_run_tx(self, conn: sa.Connection, prepared: PreparedRun) -> CreatedRun:
