@@ -11,10 +11,12 @@ import pytest
 
 from fredica_app.cli import main
 from fredica_app.errors import MediaImportError, NoSubtitlesFor, SpecError, TemplateError
+from fredica_app.gui.library_work import start_runs
 from fredica_app.library.fingerprint import BLOCK, fingerprint
 from fredica_app.library.importer import safe_name
 from fredica_app.services import Fredica
 from fredica_app.templates import BUILTIN, Template, get_template
+from tests.engine.test_engine_faults import fail_write
 from tests.support.commits import counting_commits
 from workers.records import CreatedRun
 
@@ -121,6 +123,25 @@ async def test_a_material_a_template_cannot_run_on_is_passed_over_or_stops_the_b
     first, second = await app.submit_for_materials([url, local], "download_transcode")
     assert isinstance(first, CreatedRun) and isinstance(second, TemplateError)
     assert [r.id for r in await app.store.list_runs()] == [first.run_id]
+
+
+async def test_the_windows_start_gives_each_material_the_databases_refusal(
+    app: Fredica, tmp_path: Path
+) -> None:
+    """The submission's one transaction fails (a full disk): nothing is submitted, and each
+    material of the window's Start says why, rather than the host reporting an error."""
+    folder = tmp_path / "in"
+    report = await app.import_items([str(write(folder / n, b"m")) for n in ("a.mp4", "b.mp4")])
+    writes = fail_write(app.store, 1, "database or disk is full")
+    started = await start_runs(app, report.added, "transcode_mp4")
+    assert writes() == 1
+    assert [s.material for s in started] == report.added
+    assert all(s.run is None and s.error and "full" in s.error for s in started), started
+    assert await app.store.list_runs() == []
+    # The disk has room again: the same Start submits both.
+    started = await start_runs(app, report.added, "transcode_mp4")
+    assert all(s.run is not None and s.error is None for s in started), started
+    assert len(await app.store.list_runs()) == 2
 
 
 async def test_import_a_single_file_of_any_type_and_urls(app: Fredica, tmp_path: Path) -> None:
