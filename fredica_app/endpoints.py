@@ -63,6 +63,9 @@ class EndpointsProcess:
         self.starts = 0
         #: Stops begun by :meth:`stop_soon` and not yet waited for.
         self._stopping: set[asyncio.Future[None]] = set()
+        #: Readers of a server's standard output after its port (:func:`_drain`), until its
+        #: end.
+        self._drains: set[asyncio.Future[None]] = set()
 
     def configure(
         self,
@@ -188,6 +191,9 @@ class EndpointsProcess:
         self._address = EndpointsAddress(self.host, port, token)
         self.starts += 1
         log.info("started the endpoints server (pid %d, port %d)", self.process.pid, port)
+        drain = asyncio.ensure_future(_drain(self.process.stdout, self.process.pid))
+        self._drains.add(drain)
+        drain.add_done_callback(self._drains.discard)
 
     def stop_soon(self) -> None:
         """Stop the server without waiting for it: it is told at once (it is no longer this
@@ -206,6 +212,8 @@ class EndpointsProcess:
             await _reap(process)
         if self._stopping:
             await asyncio.gather(*self._stopping)
+        if self._drains:  # at their end already: the servers' output ended with them
+            await asyncio.gather(*self._drains)
 
     def _detach(self) -> asyncio.subprocess.Process | None:
         """Forget the server and tell it to stop; the process to wait for, if one runs."""
@@ -218,6 +226,34 @@ class EndpointsProcess:
             return None
         process.terminate()
         return process
+
+
+#: How many lines of a server's standard output after its port are logged; the rest is
+#: read and dropped.
+DRAIN_LOGGED_LINES = 20
+
+
+async def _drain(stdout: asyncio.StreamReader, pid: int) -> None:
+    """Read what the server, its fork server and its jobs' children write on their standard
+    output after the port (they share it; nothing of Fredica's writes there, a library a job
+    uses may) until all of them have ended: unread, the pipe would fill, and the next of them
+    to write would wait for good — its job stuck, a whole queue behind it. The first lines go
+    to the log."""
+    from fredica_app.views.records import shown  # not in front of the server's start
+
+    logged = 0
+    pending = b""
+    while chunk := await stdout.read(64 * 1024):
+        if logged >= DRAIN_LOGGED_LINES:
+            continue
+        *lines, pending = (pending + chunk).split(b"\n")
+        pending = pending[-1000:]
+        for line in lines[: DRAIN_LOGGED_LINES - logged]:
+            text = shown(line.decode("utf-8", "replace").rstrip("\r"))
+            log.info("endpoints server (pid %d) output: %s", pid, text[:200])
+            logged += 1
+        if logged >= DRAIN_LOGGED_LINES:
+            log.info("endpoints server (pid %d): its further output is not logged", pid)
 
 
 async def _reap(process: asyncio.subprocess.Process) -> None:

@@ -1,7 +1,8 @@
 """``/tasks/sleep``: a diagnostic job in a child process that can take every path a real job can
 — progress, a pause it asks for itself (and a resume it does itself), a crash by exit code or
-by signal, an exit without a result, the word that its heavy part is done — so that each is
-tested for real, and ``fredica doctor`` can check the whole chain.
+by signal, an exit without a result, the word that its heavy part is done, a flood on
+standard output as a talkative library's — so that each is tested for real, and ``fredica
+doctor`` can check the whole chain.
 
 This module runs in the child: standard library only. Its params were validated by the server
 (:class:`python_endpoints.params.SleepParams`)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -38,12 +40,17 @@ def sleep_job(params: dict[str, Any], ctx: ChildContext) -> dict[str, Any] | Non
         "exit_silently": False,
         "not_reusable": False,
         "finishing_after": None,
+        "chatter": 0,
     }
     p = SimpleNamespace(**{**defaults, **params})
     slept = 0.0
     asked = False
     last_report = 0.0
     ctx.progress(0.0, said("sleeping", seconds=f"{p.seconds:.1f}"))
+    if p.chatter:
+        line = "chatter " + "x" * 91 + "\n"  # 100 bytes
+        sys.stdout.write(line * (p.chatter // len(line)) + line[: p.chatter % len(line)])
+        sys.stdout.flush()
     while slept < p.seconds and not ctx.cancelled:
         if not ctx.wait_if_paused(TICK):
             continue  # paused: no sleep counted

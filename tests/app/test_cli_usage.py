@@ -213,6 +213,34 @@ def test_worker_until_idle_prints_each_finished_run_and_a_summary(
     ), lines[2]
 
 
+def test_a_job_that_floods_standard_output_finishes_and_its_first_lines_are_logged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server, its fork server and its jobs' children share the standard output the app
+    reads the server's port on. 1 MB written there by a job (a talkative library's) is read
+    to its end: unread, the pipe filled after some 200 KB and the job waited for good."""
+    data = tmp_path / "d"
+    chatty = {"seconds": 0.1, "chatter": 1_000_000}
+    run = submit(
+        capsys, data, {"tasks": [{"key": "x", "type": "SLEEP_SUBPROCESS", "payload": chatty}]}
+    )
+    worker = subprocess.run(
+        [sys.executable, "-m", "fredica_app.cli", "worker", "--until-idle"],
+        env=_env(data),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert worker.returncode == 0, worker.stderr
+    assert sql(data, "SELECT status FROM workflow_run WHERE id = ?", run["run_id"]) == [
+        ("completed",)
+    ]
+    logged = (data / "logs" / "fredica.log").read_text()
+    said = re.findall(r"endpoints server \(pid \d+\) output: (.*)", logged)
+    assert said == ["chatter " + "x" * 91] * 20, said[:3]
+    assert "its further output is not logged" in logged
+
+
 # --- runs and run ------------------------------------------------------------------------------
 
 
