@@ -70,10 +70,10 @@ class SleepParams(_Params):
     exit_silently: bool = False
     #: After this many seconds, say ``finishing`` (its heavy part done) and sleep on.
     finishing_after: float | None = Field(default=None, ge=0)
-    #: Say after the result that its child may not take another job (the ``reusable()`` a
-    #: job module may have).
     #: Bytes written on standard output at its start, in lines, as a talkative library would.
     chatter: int = Field(default=0, ge=0, le=64 * 1024 * 1024)
+    #: Say after the result that its child may not take another job (the ``reusable()`` a
+    #: job module may have).
     not_reusable: bool = False
 
     @model_validator(mode="after")
