@@ -247,7 +247,7 @@ async def _drain(stdout: asyncio.StreamReader, pid: int) -> None:
         if logged >= DRAIN_LOGGED_LINES:
             continue
         *lines, pending = (pending + chunk).split(b"\n")
-        pending = pending[-1000:]
+        pending = pending[:1000]  # a line's beginning is all that is logged of it
         for line in lines[: DRAIN_LOGGED_LINES - logged]:
             text = shown(line.decode("utf-8", "replace").rstrip("\r"))
             log.info("endpoints server (pid %d) output: %s", pid, text[:200])

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fredica_app.endpoints import EndpointsProcess
+from fredica_app.endpoints import EndpointsProcess, _drain
 from fredica_app.services import Fredica
 from tests.endpoints.test_endpoints import frames_until, open_task, start
 from tests.support.process_table import job_processes, process_gone
@@ -212,3 +212,28 @@ def test_the_server_s_options_on_stdin_are_validated(given: str, code: int, said
     )
     assert (done.returncode, done.stdout) == (code, "")
     assert said in done.stderr
+
+
+async def test_the_server_s_output_is_read_to_its_end_and_its_first_lines_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What follows the port on the server's standard output (the pipe itself: the CLI's
+    flood test): a line longer than a read, split across reads, is logged by its beginning;
+    control characters escaped; 20 lines logged, the rest read and dropped, to the end."""
+    out = asyncio.StreamReader()
+    long_line = b"head " + b"x" * 100_000 + b" tail\n"
+    for at in range(0, len(long_line), 30_000):
+        out.feed_data(long_line[at : at + 30_000])
+    out.feed_data(b"bell\x07 and \xff\r\n")
+    out.feed_data(b"".join(b"line %d\n" % i for i in range(100)))
+    out.feed_eof()
+    caplog.set_level("INFO", logger="fredica_app.endpoints")
+    async with asyncio.timeout(10):
+        await _drain(out, 42)
+    assert out.at_eof()
+    said = [r.getMessage() for r in caplog.records]
+    prefix = "endpoints server (pid 42) output: "
+    assert said[0] == prefix + "head " + "x" * 195
+    assert said[1] == prefix + "bell\\x07 and \ufffd"
+    assert said[2:20] == [prefix + f"line {i}" for i in range(18)]
+    assert said[20:] == ["endpoints server (pid 42): its further output is not logged"]
